@@ -1,0 +1,170 @@
+"""Stage 6, emit: IR -> Python source, black-formatted.
+
+Each statement becomes a Python AST and is printed with `ast.unparse` (which places
+parentheses by precedence); comments and layout are written around them as text, and
+black formats the whole module. Calls keep the library the user called (`math.cos` for
+the derivative of `math.sin`); the generated module imports `math` and `numpy as np` only
+if it uses them, and never imports gradgen.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import textwrap
+
+import black
+
+from gradgen import __version__
+from gradgen.ir import Assign, Call, Comment, Cond, Const, Var
+from gradgen.primitives import TABLE
+
+_MODULE_ALIAS = {"math": "math", "numpy": "np"}
+
+
+class Emitter:
+    """Turns IR expressions into Python AST, noting which imports they need."""
+
+    def __init__(self, default_ns, helpers):
+        self.default_ns = default_ns
+        self.helpers = helpers  # primitive name -> helper function name in the generated module
+        self.imports = set()
+
+    def expr(self, e) -> ast.expr:
+        if isinstance(e, Var):
+            return ast.Name(e.name)
+        if isinstance(e, Const):
+            return self._const(e.value)
+        if isinstance(e, Cond):
+            return ast.IfExp(self.expr(e.test), self.expr(e.body), self.expr(e.orelse))
+        if isinstance(e, Call):
+            return self._call(e)
+        raise TypeError(f"cannot emit {e!r}")
+
+    def _const(self, value):
+        if isinstance(value, float) and not math.isfinite(value):
+            if math.isnan(value):
+                return self._attr("math", "nan")
+            node = self._attr("math", "inf")
+            return node if value > 0 else ast.UnaryOp(ast.USub(), node)
+        if not isinstance(value, bool) and value < 0:
+            return ast.UnaryOp(ast.USub(), ast.Constant(-value))
+        return ast.Constant(value)
+
+    def _attr(self, module, name):
+        self.imports.add(module)
+        return ast.Attribute(ast.Name(_MODULE_ALIAS[module]), name)
+
+    def _call(self, e):
+        prim = TABLE[e.prim]
+        if e.prim == "neg" and isinstance(e.args[0], Call) and e.args[0].prim in ("mul", "div"):
+            return self._negated_product(e.args[0])
+        args = [self.expr(a) for a in e.args]
+        if e.ns == "op" or (prim.operator is not None and not prim.names):
+            return _operator(prim, args)
+        if e.prim in self.helpers:
+            return ast.Call(ast.Name(self.helpers[e.prim]), args, [])
+        ns = e.ns if e.ns in prim.names else self._fallback(prim, e.ns)
+        if ns is None:
+            if prim.expand is not None:
+                return self.expr(prim.expand(*e.args))
+            return _operator(prim, args)
+        if ns == "builtins":
+            return ast.Call(ast.Name(prim.names[ns]), args, [])
+        target = self._attr(ns, prim.names[ns])
+        return target if prim.kind == "attribute" else ast.Call(target, args, [])
+
+    def _negated_product(self, product):
+        """`-(a * b)` reads better as `-a * b`: the same number, the sign moved to the front."""
+        first, rest = product.args
+        negated = Call("neg", (first,), "op")
+        return self.expr(Call(product.prim, (negated, rest), "op"))
+
+    def _fallback(self, prim, ns):
+        """A namespace that spells `prim`: the default one first, then any scalar one."""
+        order = [self.default_ns, "math", "numpy"] if ns in (None, "op", "builtins") else [ns]
+        for candidate in order:
+            if candidate in prim.names:
+                return candidate
+        return None
+
+    def statement(self, s) -> str:
+        if isinstance(s, Comment):
+            return f"# {s.text}"
+        target = ast.Name(s.target)
+        node = (ast.AugAssign(target, ast.Add(), self.expr(s.expr)) if s.accumulate
+                else ast.Assign([target], self.expr(s.expr), lineno=0))
+        return ast.unparse(node)
+
+
+def _operator(prim, args):
+    op = prim.operator
+    if issubclass(op, ast.unaryop):
+        return ast.UnaryOp(op(), args[0])
+    if issubclass(op, ast.boolop):
+        return ast.BoolOp(op(), args)
+    if issubclass(op, ast.cmpop):
+        return ast.Compare(args[0], [op()], [args[1]])
+    return ast.BinOp(args[0], op(), args[1])
+
+
+def function_text(name, params, docstring, sections, returns, emitter):
+    """`def name(params): docstring; sections...; return returns` as source text."""
+    signature = ", ".join(
+        f"{p.name}={_literal(p.default)}" if p.has_default else p.name for p in params)
+    lines = [f"def {name}({signature}):", _indent(_docstring(docstring))]
+    for header, stmts in sections:
+        if header:
+            lines.append(f"    # {header}")
+        lines.extend(_indent(emitter.statement(s)) for s in stmts)
+    lines.append(f"    return {returns}")
+    return "\n".join(lines) + "\n"
+
+
+def expr_text(e, emitter):
+    return ast.unparse(emitter.expr(e))
+
+
+def _literal(value):
+    return ast.unparse(Emitter("math", {})._const(value))
+
+
+def _docstring(text):
+    text = "\n".join(textwrap.fill(p, 84, break_long_words=False) for p in text.split("\n"))
+    return '"""' + text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"') + '\n"""'
+
+
+def _indent(text):
+    return "\n".join("    " + line if line else line for line in text.split("\n"))
+
+
+def module_text(header, docstring, constants, helpers, functions, imports):
+    """The whole generated module, black-formatted."""
+    parts = ["\n".join(f"# {line}" for line in header), _docstring(docstring).replace('\n"""', '"""'), ""]
+    parts += [f"import {m}" if m == "math" else "import numpy as np" for m in sorted(imports)]
+    if constants:
+        parts.append("")
+        parts += [f"{name} = {_literal(value)}" for name, value in constants]
+    for helper in helpers:
+        parts += ["", "", helper]
+    for text in functions:
+        parts += ["", "", text]
+    return format_source("\n".join(parts) + "\n")
+
+
+def format_source(text):
+    """black, with its default style: the output is the same bytes for the same input."""
+    return black.format_str(text, mode=black.Mode())
+
+
+def sigmoid_helper(name, ns, source_name):
+    """The logistic function, written into the generated module (which never imports gradgen)."""
+    exp = "np.exp" if ns == "numpy" else "math.exp"
+    return (f"def {name}(x):\n"
+            f'    """The logistic sigmoid 1 / (1 + exp(-x)), as defined in {source_name}."""\n'
+            f"    return 1 / (1 + {exp}(-x))\n")
+
+
+def header_lines(source_name, sha256):
+    return [f"Generated by gradgen {__version__} from {source_name} (sha256 {sha256}).",
+            f"Do not edit: run `gradgen compile {source_name}` again instead."]

@@ -1,0 +1,432 @@
+"""Stage 2, lower: a Python function's AST -> IR (straight-line SSA over primitives).
+
+Lowering resolves every name (parameters, locals, module constants, imported library
+functions, same-file helpers), gives each assignment a fresh SSA name from the naming
+module while the user's name stays its base, desugars `+=` and tuple unpacking, and
+inlines same-file helpers so their bodies are differentiated like the caller's. A helper
+whose body is `1 / (1 + exp(-x))` becomes the sigmoid primitive, so its derivative reads
+`out * (1 - out)`. Anything outside the supported subset is a CompileError at its place.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from gradgen import primitives
+from gradgen.ir import Assign, Call, Cond, Const, Function, Param, Var
+from gradgen.parse import constant_value
+
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
+           ast.Mod: "mod", ast.FloorDiv: "floordiv"}
+_UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not"}
+_COMPARE = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+_OP_TEXT = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
+            ast.MatMult: "@", ast.Invert: "~", ast.Is: "is", ast.IsNot: "is not", ast.In: "in",
+            ast.NotIn: "not in"}
+_BUILTIN_CALLS = {"abs", "min", "max", "pow", "float", "int", "round"}
+
+# Statements and expressions outside the subset, with what to tell the user.
+_UNSUPPORTED_STMT = {
+    ast.If: "'if' statements are not supported", ast.For: "'for' loops are not supported",
+    ast.While: "'while' loops are not supported", ast.Try: "'try' is not supported",
+    ast.With: "'with' is not supported", ast.Global: "'global' is not supported",
+    ast.Nonlocal: "'nonlocal' is not supported", ast.ClassDef: "classes are not supported",
+    ast.FunctionDef: "nested function definitions are not supported",
+    ast.AsyncFunctionDef: "async functions are not supported", ast.Delete: "'del' is not supported",
+    ast.Raise: "'raise' is not supported", ast.Assert: "'assert' is not supported",
+    ast.Import: "imports inside functions are not supported",
+    ast.ImportFrom: "imports inside functions are not supported",
+    ast.AsyncFor: "'async for' is not supported", ast.AsyncWith: "'async with' is not supported",
+    ast.Break: "'break' is not supported", ast.Continue: "'continue' is not supported",
+}
+_UNSUPPORTED_EXPR = {
+    ast.Lambda: "lambda is not supported", ast.Yield: "generators are not supported",
+    ast.YieldFrom: "generators are not supported", ast.Await: "'await' is not supported",
+    ast.ListComp: "comprehensions are not supported", ast.SetComp: "comprehensions are not supported",
+    ast.DictComp: "comprehensions are not supported", ast.GeneratorExp: "comprehensions are not supported",
+    ast.Subscript: "indexing is not supported", ast.Starred: "starred expressions are not supported",
+    ast.NamedExpr: "':=' is not supported", ast.JoinedStr: "strings are not supported",
+    ast.Dict: "dicts are not supported", ast.Set: "sets are not supported",
+    ast.List: "lists are not supported here", ast.Tuple: "tuples are not supported here",
+    ast.Slice: "slices are not supported",
+}
+
+
+@dataclass
+class Scope:
+    """Name bindings of one function body being lowered (the caller's or an inlined helper's)."""
+
+    node: ast.FunctionDef
+    env: dict  # user name -> Expr
+    locals: set  # names assigned somewhere in this body (Python's local-scope rule)
+    helper: str | None = None  # name of the helper being inlined, None at top level
+
+
+class Lowerer:
+    """Lowers one top-level function (and the helpers it calls) into one IR Function."""
+
+    def __init__(self, module, fnode, namer, sigmoid_name):
+        self.m = module
+        self.fnode = fnode
+        self.namer = namer
+        self.sigmoid_name = sigmoid_name
+        self.body = []
+        self.stack = [fnode.name]
+        self.helpers = {}  # primitive name -> emitted helper name (the sigmoid)
+        self.top_params = {a.arg for a in fnode.args.args}
+
+    # ---- functions -------------------------------------------------------------------
+    def lower(self) -> Function:
+        params = self._params(self.fnode)
+        env = {p.name: Var(p.name) for p in params}
+        scope = Scope(self.fnode, env, _assigned_names(self.fnode))
+        sigmoid_ns = sigmoid_pattern(self.fnode, self.m)
+        if sigmoid_ns is not None:  # the sigmoid itself: differentiate it as the primitive
+            self.helpers["sigmoid"] = self.sigmoid_name
+            stmt = _skip_docstring(self.fnode.body)[0]
+            name = self.namer.define(self.fnode.name)
+            self._emit(name, Call("sigmoid", (env[params[0].name],), sigmoid_ns), stmt)
+            result, result_name = Var(name), self.fnode.name
+        else:
+            result, result_name = self._body(scope, self.fnode.body)
+        return Function(self.fnode.name, params, self.body, result, result_name, self.fnode.lineno,
+                        helpers=self.helpers, display=dict(self.namer.base_of))
+
+    def _params(self, fnode):
+        args = fnode.args
+        if fnode.decorator_list:
+            raise self.m.error(fnode.decorator_list[0], "decorators are not supported")
+        for bad, what in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
+            if bad is not None:
+                raise self.m.error(bad, f"{what} parameters are not supported")
+        if args.kwonlyargs:
+            raise self.m.error(args.kwonlyargs[0], "keyword-only parameters are not supported")
+        if args.posonlyargs:
+            raise self.m.error(args.posonlyargs[0], "positional-only parameters are not supported")
+        params = [Param(a.arg) for a in args.args]
+        for param, default in zip(params[len(params) - len(args.defaults):], args.defaults):
+            param.default = self._default(default, param.name)
+            param.has_default = True
+        return params
+
+    def _default(self, node, name):
+        try:
+            return constant_value(node, self.m)
+        except ValueError:
+            raise self.m.error(node, f"the default value of '{name}' must be a number") from None
+
+    def _body(self, scope, stmts):
+        """Lower a function body; returns (result expression, user name of the result)."""
+        stmts = _skip_docstring(stmts)
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, ast.Return):
+                if i != len(stmts) - 1:
+                    raise self.m.error(stmts[i + 1], "code after 'return' is never run")
+                return self._return(scope, stmt)
+            self._statement(scope, stmt)
+        raise self.m.error(scope.node, f"function '{scope.node.name}' has no 'return' at its end")
+
+    def _return(self, scope, stmt):
+        if stmt.value is None:
+            raise self.m.error(stmt, "'return' needs a value to differentiate")
+        if isinstance(stmt.value, ast.Tuple):
+            raise self.m.error(stmt.value, "gradgen differentiates functions that return one number")
+        value = self.expr(scope, stmt.value)
+        if isinstance(stmt.value, ast.Name):
+            return value, stmt.value.id
+        if scope.helper is not None or isinstance(value, Const):
+            return value, scope.node.name
+        name = self.namer.define(scope.node.name)
+        self._emit(name, value, stmt)
+        return Var(name), scope.node.name
+
+    # ---- statements ------------------------------------------------------------------
+    def _statement(self, scope, stmt):
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets[1:]:
+                if not isinstance(target, ast.Name):
+                    raise self.m.error(target, "chained assignment needs plain names")
+            self._assign(scope, stmt.targets[0], stmt.value, stmt)
+            first = stmt.targets[0]
+            for target in stmt.targets[1:]:
+                self._bind(scope, target.id, scope.env[first.id], stmt)
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is None:
+                raise self.m.error(stmt, "an annotation without a value is not supported")
+            self._assign(scope, stmt.target, stmt.value, stmt)
+        elif isinstance(stmt, ast.AugAssign):
+            self._augassign(scope, stmt)
+        elif isinstance(stmt, ast.Pass):
+            pass
+        elif isinstance(stmt, ast.Expr):
+            raise self.m.error(stmt, "an expression statement does nothing to the result")
+        else:
+            raise self.m.error(stmt, _UNSUPPORTED_STMT.get(type(stmt), f"'{type(stmt).__name__}' is not supported"))
+
+    def _assign(self, scope, target, value, stmt):
+        if isinstance(target, ast.Name):
+            self._bind(scope, target.id, self.expr(scope, value), stmt)
+        elif isinstance(target, ast.Tuple):
+            names = [t for t in target.elts]
+            if not all(isinstance(t, ast.Name) for t in names):
+                raise self.m.error(target, "tuple unpacking needs plain names on the left")
+            if not isinstance(value, ast.Tuple) or len(value.elts) != len(names):
+                raise self.m.error(value, f"tuple unpacking needs a tuple of {len(names)} values on the right")
+            values = [self.expr(scope, v) for v in value.elts]  # all evaluated before any is bound
+            for name, v in zip(names, values):
+                self._bind(scope, name.id, v, stmt)
+        else:
+            what = "indexed" if isinstance(target, ast.Subscript) else "this kind of"
+            raise self.m.error(target, f"assignment to {what} target is not supported")
+
+    def _augassign(self, scope, stmt):
+        if not isinstance(stmt.target, ast.Name):
+            raise self.m.error(stmt.target, "augmented assignment needs a plain name")
+        op = _BINOPS.get(type(stmt.op))
+        if op is None:
+            raise self.m.error(stmt, f"operator '{_OP_TEXT.get(type(stmt.op), '?')}=' is not supported")
+        current = self._read(scope, stmt.target)
+        self._bind(scope, stmt.target.id, Call(op, (current, self.expr(scope, stmt.value)), "op"), stmt)
+
+    def _bind(self, scope, name, value, stmt):
+        """`name = value`: a new SSA value, unless `value` is a constant to carry along."""
+        ssa = self.namer.define(name)
+        self._emit(ssa, value, stmt)
+        scope.env[name] = Var(ssa)
+
+    def _emit(self, ssa, value, stmt):
+        self.body.append(Assign(ssa, value, stmt.lineno, self.m.segment(stmt),
+                                col=stmt.col_offset + 1))
+
+    # ---- expressions -----------------------------------------------------------------
+    def expr(self, scope, node, test=False):
+        if isinstance(node, ast.Constant):
+            return self._constant(node)
+        if isinstance(node, ast.Name):
+            return self._read(scope, node)
+        if isinstance(node, ast.BinOp):
+            op = _BINOPS.get(type(node.op))
+            if op is None:
+                raise self.m.error(node, f"operator '{_OP_TEXT.get(type(node.op), '?')}' is not supported")
+            return self._call(op, (self.expr(scope, node.left), self.expr(scope, node.right)), "op", node)
+        if isinstance(node, ast.UnaryOp):
+            op = _UNARY.get(type(node.op))
+            if op is None or (op == "not" and not test):
+                text = "not" if op == "not" else _OP_TEXT.get(type(node.op), "?")
+                raise self.m.error(node, f"operator '{text}' is not supported here")
+            return self._call(op, (self.expr(scope, node.operand, test),), "op", node)
+        if isinstance(node, ast.Compare):
+            return self._compare(scope, node)
+        if isinstance(node, ast.BoolOp):
+            if not test:
+                raise self.m.error(node, "'and'/'or' are supported only in conditions")
+            op = "and" if isinstance(node.op, ast.And) else "or"
+            return self._call(op, tuple(self.expr(scope, v, True) for v in node.values), "op", node)
+        if isinstance(node, ast.IfExp):
+            cond = self.expr(scope, node.test, test=True)
+            return Cond(cond, self.expr(scope, node.body), self.expr(scope, node.orelse))
+        if isinstance(node, ast.Call):
+            return self._call_node(scope, node)
+        if isinstance(node, ast.Attribute):
+            return self._attribute(node)
+        message = _UNSUPPORTED_EXPR.get(type(node), f"'{type(node).__name__}' expressions are not supported")
+        raise self.m.error(node, message)
+
+    def _constant(self, node):
+        if type(node.value) in (int, float, bool):
+            return Const(node.value)
+        kind = type(node.value).__name__
+        raise self.m.error(node, f"only real numbers are supported, not {kind} constants")
+
+    def _compare(self, scope, node):
+        left = self.expr(scope, node.left)
+        parts = []
+        for op, right_node in zip(node.ops, node.comparators):
+            prim = _COMPARE.get(type(op))
+            if prim is None:
+                raise self.m.error(node, f"comparison '{_OP_TEXT.get(type(op), '?')}' is not supported")
+            right = self.expr(scope, right_node)
+            parts.append(self._call(prim, (left, right), "op", node))
+            left = right
+        return parts[0] if len(parts) == 1 else self._call("and", tuple(parts), "op", node)
+
+    def _call(self, prim, args, ns, node):
+        return Call(prim, tuple(args), ns, loc=(node.lineno, node.col_offset + 1))
+
+    def _read(self, scope, node):
+        name = node.id
+        if name in scope.env:
+            return scope.env[name]
+        if name in scope.locals:
+            raise self.m.error(node, f"'{name}' is read before it is assigned")
+        if name in self.m.constants:
+            if scope.helper is not None and name in self.top_params:
+                return Const(self.m.constants[name])  # the caller's parameter shadows it
+            return Var(name)
+        if name in self.m.not_constants:
+            what = self.m.not_constants[name][1]
+            raise self.m.error(node, f"module-level '{name}' {what}; pass it to the function as a parameter")
+        if name in self.m.functions or name in self.m.classes:
+            raise self.m.error(node, f"'{name}' is a function, not a number")
+        raise self.m.error(node, f"unknown name '{name}'")
+
+    def _attribute(self, node):
+        qualified = self.m.qualified(node)
+        found = primitives.lookup(qualified) if qualified else None
+        if found and primitives.TABLE[found[0]].kind == "attribute":
+            return Call(found[0], (), found[1])
+        if qualified is not None and qualified in _NAMED_NUMBERS:
+            return Const(_NAMED_NUMBERS[qualified])
+        raise self.m.error(node, f"unknown name '{ast.unparse(node)}'")
+
+    # ---- calls -----------------------------------------------------------------------
+    def _call_node(self, scope, node):
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in self.m.classes:
+            raise self.m.error(node, f"'{func.id}' is a class: gradgen differentiates plain functions only")
+        if isinstance(func, ast.Name) and func.id in self.m.functions and func.id not in scope.env:
+            return self._inline(scope, node, self.m.functions[func.id])
+        if isinstance(func, ast.Name) and func.id in self.m.not_constants:
+            raise self.m.error(node, f"'{func.id}' {self.m.not_constants[func.id][1]}")
+        qualified = self.m.qualified(func)
+        if qualified is None and isinstance(func, ast.Name) and func.id in _BUILTIN_CALLS:
+            qualified = func.id
+        spelled = ast.unparse(func)
+        if qualified is None:
+            if isinstance(func, ast.Name):
+                raise self.m.error(node, f"unknown function '{spelled}': gradgen differentiates its "
+                                         "known primitives and functions defined in this file")
+            raise self.m.error(node, f"unknown function '{spelled}'")
+        found = primitives.lookup(qualified)
+        if found is None:
+            raise self.m.error(node, f"gradgen has no derivative rule for '{spelled}'")
+        return self._primitive_call(scope, node, spelled, *found)
+
+    def _primitive_call(self, scope, node, spelled, prim_name, ns):
+        if node.keywords:
+            raise self.m.error(node.keywords[0], f"keyword arguments to '{spelled}' are not supported")
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                raise self.m.error(arg, "starred arguments are not supported")
+        args = tuple(self.expr(scope, a) for a in node.args)
+        if prim_name == "log" and len(args) == 2:
+            prim_name = "logb"
+        prim = primitives.TABLE[prim_name]
+        if prim.arity is None and len(args) < 2:
+            raise self.m.error(node, f"'{spelled}' needs two or more arguments")
+        if prim.arity is not None and len(args) != prim.arity:
+            plural = "" if prim.arity == 1 else "s"
+            raise self.m.error(node, f"'{spelled}' takes {prim.arity} argument{plural}, got {len(args)}")
+        if prim_name == "sigmoid":
+            self.helpers["sigmoid"] = self.sigmoid_name
+        return self._call(prim_name, args, ns, node)
+
+    def _inline(self, scope, node, hnode):
+        """A call to a same-file function: the sigmoid primitive, or the helper's body inlined."""
+        if hnode.name in self.stack:
+            raise self.m.error(node, f"recursive call to '{hnode.name}': gradgen cannot differentiate recursion")
+        args = self._bind_arguments(scope, node, hnode)
+        sigmoid_ns = sigmoid_pattern(hnode, self.m)
+        if sigmoid_ns is not None:
+            self.helpers["sigmoid"] = self.sigmoid_name
+            return self._call("sigmoid", (args[hnode.args.args[0].arg],), sigmoid_ns, node)
+        self._params(hnode)
+        env = {}
+        for name, value in args.items():
+            if not isinstance(value, (Var, Const)):
+                ssa = self.namer.define(name)
+                self._emit(ssa, value, node)
+                value = Var(ssa)
+            env[name] = value
+        self.stack.append(hnode.name)
+        result, _ = self._body(Scope(hnode, env, _assigned_names(hnode), hnode.name), hnode.body)
+        self.stack.pop()
+        return result
+
+    def _bind_arguments(self, scope, node, hnode):
+        """Match a call's arguments to the helper's parameters, as Python would."""
+        names = [a.arg for a in hnode.args.args]
+        bound = {}
+        if len(node.args) > len(names):
+            raise self.m.error(node, f"'{hnode.name}' takes {len(names)} arguments, got {len(node.args)}")
+        for name, arg in zip(names, node.args):
+            bound[name] = self.expr(scope, arg)
+        for kw in node.keywords:
+            if kw.arg is None or kw.arg not in names:
+                raise self.m.error(kw, f"'{hnode.name}' has no parameter '{kw.arg}'")
+            if kw.arg in bound:
+                raise self.m.error(kw, f"'{hnode.name}' got two values for '{kw.arg}'")
+            bound[kw.arg] = self.expr(scope, kw.value)
+        defaults = dict(zip(names[len(names) - len(hnode.args.defaults):], hnode.args.defaults))
+        for name in names:
+            if name not in bound:
+                if name not in defaults:
+                    raise self.m.error(node, f"'{hnode.name}' is missing its argument '{name}'")
+                bound[name] = Const(self._default(defaults[name], name))
+        return {name: bound[name] for name in names}
+
+
+_NAMED_NUMBERS = {"math.inf": float("inf"), "math.tau": 6.283185307179586, "numpy.inf": float("inf")}
+
+
+def sigmoid_pattern(fnode, module):
+    """The namespace of exp if `fnode` is `def f(x): return 1 / (1 + exp(-x))`, else None."""
+    args = fnode.args
+    if len(args.args) != 1 or args.vararg or args.kwarg or args.kwonlyargs or fnode.decorator_list:
+        return None
+    body = _skip_docstring(fnode.body)
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        return None
+    x = args.args[0].arg
+    e = body[0].value
+    one = (lambda n: isinstance(n, ast.Constant) and type(n.value) in (int, float) and n.value == 1)
+    if not (isinstance(e, ast.BinOp) and isinstance(e.op, ast.Div) and one(e.left)):
+        return None
+    d = e.right
+    if not (isinstance(d, ast.BinOp) and isinstance(d.op, ast.Add) and one(d.left)):
+        return None
+    c = d.right
+    if not (isinstance(c, ast.Call) and len(c.args) == 1 and not c.keywords):
+        return None
+    found = primitives.lookup(module.qualified(c.func) or "")
+    a = c.args[0]
+    negated_x = (isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.USub)
+                 and isinstance(a.operand, ast.Name) and a.operand.id == x)
+    if found and found[0] == "exp" and negated_x:
+        return found[1]
+    return None
+
+
+def _skip_docstring(stmts):
+    if stmts and isinstance(stmts[0], ast.Expr) and isinstance(stmts[0].value, ast.Constant) \
+            and isinstance(stmts[0].value.value, str):
+        return stmts[1:]
+    return stmts
+
+
+def _assigned_names(fnode):
+    """Names a function body assigns: Python makes them local to the whole body."""
+    names = set()
+    for node in ast.walk(fnode):
+        if node is fnode:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names
+
+
+def lower_function(module, name, namer, sigmoid_name) -> Function:
+    """Lower top-level function `name` of `module` into IR.
+
+    `sigmoid_name` is what the generated module calls its sigmoid helper.
+    """
+    return Lowerer(module, module.functions[name], namer, sigmoid_name).lower()
+
+
+def sigmoid_helper_name(module):
+    """The user's own name for the sigmoid if the file defines one, else scipy's."""
+    for name, node in module.functions.items():
+        if sigmoid_pattern(node, module) is not None:
+            return name
+    return "expit"

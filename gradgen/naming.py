@@ -1,0 +1,121 @@
+"""Every name gradgen writes into generated code is made here.
+
+Names follow the seeds' chain-rule notation: `dL_dz1` is the derivative of L (the
+returned value) with respect to z1. A reassigned user name gets versions `x`, `x_1`,
+`x_2`... A made name never collides with any identifier in the user's file, with the
+module-level names of the generated file, or with a name already made.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import keyword
+
+# Names the generated module itself relies on.
+GENERATED_MODULE_NAMES = {"math", "np", "numpy"}
+
+
+def identifiers(tree) -> set[str]:
+    """Every identifier the user's file mentions, so made names can avoid them all."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, ast.arg):
+            found.add(node.arg)
+        elif isinstance(node, ast.alias):
+            found.add((node.asname or node.name).split(".")[0])
+    return found
+
+
+class ModuleNamer:
+    """Names at module level of the generated file: functions and helpers."""
+
+    def __init__(self, user_identifiers, module_level):
+        self.user = set(user_identifiers)
+        # names defined at module level of the generated file (constants, imports, helpers)
+        self.module_level = set(module_level) | GENERATED_MODULE_NAMES
+        self.taken = set(self.module_level)
+        self.helpers = {}
+
+    def _fresh(self, base):
+        name, k = base, 1
+        while name in self.taken or name in self.user or keyword.iskeyword(name):
+            name, k = f"{base}_{k}", k + 1
+        self.taken.add(name)
+        return name
+
+    def grad_function(self, fname):
+        return self._fresh(f"{fname}_grad")
+
+    def value_and_grad_function(self, fname):
+        return self._fresh(f"{fname}_value_and_grad")
+
+    def helper(self, wanted):
+        """A helper written into the generated module (e.g. the sigmoid), made once."""
+        if wanted not in self.helpers:
+            self.helpers[wanted] = self._fresh_helper(wanted)
+        return self.helpers[wanted]
+
+    def _fresh_helper(self, wanted):
+        # the user's own helper name is free to reuse: the user's function is not emitted
+        name, k = wanted, 1
+        while name in self.taken or keyword.iskeyword(name):
+            name, k = f"{wanted}_{k}", k + 1
+        self.taken.add(name)
+        return name
+
+    def function_namer(self, params):
+        return FunctionNamer(self, params)
+
+
+class FunctionNamer:
+    """Names inside one generated function: SSA versions and adjoints."""
+
+    def __init__(self, module: ModuleNamer, params):
+        self.module = module
+        self.used = set(params)
+        self.versions = {}
+        self.base_of = {p: p for p in params}
+
+    def _free(self, name):
+        return not (
+            name in self.used
+            or name in self.module.taken
+            or keyword.iskeyword(name)
+            or name in _BUILTINS
+        )
+
+    def define(self, base):
+        """A fresh SSA name for a new value of the user's variable `base`."""
+        k = self.versions.get(base, 0)
+        name = base if k == 0 and self._free(base) else None
+        while name is None:
+            k = max(k, 1)
+            candidate = f"{base}_{k}"
+            if self._free(candidate) and candidate not in self.module.user:
+                name = candidate
+            k += 1
+        self.versions[base] = k if name != base else 1
+        self.used.add(name)
+        self.base_of[name] = base
+        return name
+
+    def adjoint(self, of, var):
+        """`d{of}_d{var}`: the adjoint of `var` for output `of`."""
+        base = f"d{of}_d{var}"
+        name, k = base, 1
+        while not self._free(name) or (name in self.module.user):
+            name, k = f"{base}_{k}", k + 1
+        self.used.add(name)
+        return name
+
+    def base(self, name):
+        """The user's name that SSA name `name` versions."""
+        return self.base_of.get(name, name)
+
+
+_BUILTINS = set(dir(builtins))

@@ -1,0 +1,191 @@
+"""The derivative rule table: every primitive gradgen knows, in one place.
+
+One entry per primitive: its spellings in each library namespace, its sympy equivalent
+(used only by verification, never to derive rules), and its vector-Jacobian rule per
+input with one signature for all: `(g, out, *inputs) -> contribution`, where `g` is the
+upstream gradient, `out` the primal result (reused, as a hand-written pass would: sigmoid'
+from `out`, exp' is `out`). Rules are written as plain arithmetic on IR nodes; the smart
+constructors in `gradgen.simplify` fold `* 1` and `+ 0` as the expression is built.
+
+Kinds:
+  smooth     differentiable; `vjp` has one rule per input (None: no gradient to that input)
+  piecewise  piecewise constant (floor, round, sign, comparisons): zero gradient, as in JAX
+             and PyTorch; the result is not active
+  integer    needs an integer (int(), len()): a differentiated value flowing here is an error
+  attribute  a named constant such as math.pi, emitted without a call
+Adding a primitive is adding one `primitive(...)` line below; `tests/test_rules.py` checks
+every smooth scalar rule against `sympy.diff`, so the table checks itself.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from dataclasses import dataclass, field
+
+import sympy
+
+from gradgen.ir import Call, Cond, Const
+
+
+@dataclass(frozen=True)
+class Primitive:
+    name: str
+    arity: int | None  # None: two or more arguments
+    names: dict = field(default_factory=dict)  # namespace -> emitted function name
+    sympy: object = None
+    vjp: tuple | None = None
+    kind: str = "smooth"
+    operator: type | None = None  # ast operator class for "op" spellings
+    expand: object = None  # IR to emit where a namespace has no spelling (e.g. scalar sign)
+
+
+TABLE: dict[str, Primitive] = {}
+SPELLINGS: dict[str, tuple[str, str]] = {}  # qualified name -> (primitive, namespace)
+
+
+def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", op=None, expand=None):
+    """Register a primitive; `spellings` are qualified names like "math.exp", "numpy.exp", "abs"."""
+    names = {}
+    for spelling in spellings:
+        module, _, short = spelling.rpartition(".")
+        ns = {"": "builtins", "math": "math", "numpy": "numpy"}.get(module, "numpy")
+        names.setdefault(ns, short)
+        SPELLINGS[spelling] = (name, ns)
+    if vjp is not None and not isinstance(vjp, tuple):
+        vjp = (vjp,)
+    TABLE[name] = Primitive(name, arity, names, sympy, vjp, kind, op, expand)
+    return TABLE[name]
+
+
+class _Calls:
+    """`F.cos(x)` builds a primitive call inside a rule; it takes the caller's namespace."""
+
+    def __getattr__(self, name):
+        if name not in TABLE:
+            raise AttributeError(name)
+        return lambda *args: Call(name, tuple(args), None)
+
+
+F = _Calls()
+
+
+def _maxlike(compare):
+    """Rule for max/min of any arity: the first extreme argument takes the whole gradient."""
+
+    def rule_for(i):
+        def rule(g, out, *xs):
+            tests = [getattr(F, compare if j > i else compare + "_strict")(xs[i], xs[j])
+                     for j in range(len(xs)) if j != i]
+            test = tests[0] if len(tests) == 1 else Call("and", tuple(tests), "op")
+            return Cond(test, g, Const(0.0))
+
+        return rule
+
+    return rule_for
+
+
+def _sign_scalar(x):
+    return Cond(Call("gt", (x, Const(0)), "op"), Const(1.0),
+                Cond(Call("lt", (x, Const(0)), "op"), Const(-1.0), Const(0.0)))
+
+
+# --- arithmetic operators -------------------------------------------------------------
+primitive("add", 2, sympy=operator.add, op=ast.Add, vjp=(lambda g, out, x, y: g, lambda g, out, x, y: g))
+primitive("sub", 2, sympy=operator.sub, op=ast.Sub, vjp=(lambda g, out, x, y: g, lambda g, out, x, y: -g))
+primitive("mul", 2, sympy=operator.mul, op=ast.Mult,
+          vjp=(lambda g, out, x, y: g * y, lambda g, out, x, y: g * x))
+primitive("div", 2, sympy=operator.truediv, op=ast.Div,
+          vjp=(lambda g, out, x, y: g / y, lambda g, out, x, y: -g * out / y))
+primitive("pow", 2, spellings=["math.pow", "pow", "numpy.power"], sympy=operator.pow, op=ast.Pow,
+          vjp=(lambda g, out, x, y: g * y * x ** (y - 1), lambda g, out, x, y: g * out * F.log(x)))
+primitive("neg", 1, sympy=operator.neg, op=ast.USub, vjp=lambda g, out, x: -g)
+primitive("pos", 1, sympy=operator.pos, op=ast.UAdd, vjp=lambda g, out, x: g)
+primitive("mod", 2, sympy=operator.mod, op=ast.Mod,
+          vjp=(lambda g, out, x, y: g, lambda g, out, x, y: -g * F.floor(x / y)))
+
+# --- exponentials and logarithms ------------------------------------------------------
+primitive("exp", spellings=["math.exp", "numpy.exp"], sympy=sympy.exp, vjp=lambda g, out, x: g * out)
+primitive("expm1", spellings=["math.expm1", "numpy.expm1"], sympy=lambda x: sympy.exp(x) - 1,
+          vjp=lambda g, out, x: g * (out + 1))
+# math.log(x, base) is "logb"; registered first so that the one-argument "log" owns the spelling
+primitive("logb", 2, spellings=["math.log"], sympy=sympy.log,
+          vjp=(lambda g, out, x, b: g / (x * F.log(b)), lambda g, out, x, b: -g * out / (b * F.log(b))))
+primitive("log", spellings=["math.log", "numpy.log"], sympy=sympy.log, vjp=lambda g, out, x: g / x)
+primitive("log2", spellings=["math.log2", "numpy.log2"], sympy=lambda x: sympy.log(x, 2),
+          vjp=lambda g, out, x: g / (x * F.log(Const(2))))
+primitive("log10", spellings=["math.log10", "numpy.log10"], sympy=lambda x: sympy.log(x, 10),
+          vjp=lambda g, out, x: g / (x * F.log(Const(10))))
+primitive("log1p", spellings=["math.log1p", "numpy.log1p"], sympy=lambda x: sympy.log(1 + x),
+          vjp=lambda g, out, x: g / (1 + x))
+primitive("sqrt", spellings=["math.sqrt", "numpy.sqrt"], sympy=sympy.sqrt, vjp=lambda g, out, x: g / (2 * out))
+primitive("sigmoid", spellings=["scipy.special.expit"], sympy=lambda x: 1 / (1 + sympy.exp(-x)),
+          vjp=lambda g, out, x: g * out * (1 - out))
+
+# --- trigonometric and hyperbolic -----------------------------------------------------
+primitive("sin", spellings=["math.sin", "numpy.sin"], sympy=sympy.sin, vjp=lambda g, out, x: g * F.cos(x))
+primitive("cos", spellings=["math.cos", "numpy.cos"], sympy=sympy.cos, vjp=lambda g, out, x: -g * F.sin(x))
+primitive("tan", spellings=["math.tan", "numpy.tan"], sympy=sympy.tan, vjp=lambda g, out, x: g * (1 + out**2))
+primitive("asin", spellings=["math.asin", "numpy.arcsin"], sympy=sympy.asin,
+          vjp=lambda g, out, x: g / F.sqrt(1 - x**2))
+primitive("acos", spellings=["math.acos", "numpy.arccos"], sympy=sympy.acos,
+          vjp=lambda g, out, x: -g / F.sqrt(1 - x**2))
+primitive("atan", spellings=["math.atan", "numpy.arctan"], sympy=sympy.atan, vjp=lambda g, out, x: g / (1 + x**2))
+primitive("atan2", 2, spellings=["math.atan2", "numpy.arctan2"], sympy=sympy.atan2,
+          vjp=(lambda g, out, y, x: g * x / (x**2 + y**2), lambda g, out, y, x: -g * y / (x**2 + y**2)))
+primitive("hypot", 2, spellings=["math.hypot", "numpy.hypot"], sympy=lambda x, y: sympy.sqrt(x**2 + y**2),
+          vjp=(lambda g, out, x, y: g * x / out, lambda g, out, x, y: g * y / out))
+primitive("sinh", spellings=["math.sinh", "numpy.sinh"], sympy=sympy.sinh, vjp=lambda g, out, x: g * F.cosh(x))
+primitive("cosh", spellings=["math.cosh", "numpy.cosh"], sympy=sympy.cosh, vjp=lambda g, out, x: g * F.sinh(x))
+primitive("tanh", spellings=["math.tanh", "numpy.tanh"], sympy=sympy.tanh,
+          vjp=lambda g, out, x: g * (1 - out**2))
+primitive("erf", spellings=["math.erf", "scipy.special.erf"], sympy=sympy.erf,
+          vjp=lambda g, out, x: g * 2 / F.sqrt(F.pi()) * F.exp(-(x**2)))
+
+# --- absolute value, extremes -----------------------------------------------------------
+primitive("abs", spellings=["abs", "math.fabs", "numpy.abs", "numpy.absolute", "numpy.fabs"],
+          sympy=sympy.Abs, vjp=lambda g, out, x: g * F.sign(x))
+primitive("max", None, spellings=["max"], sympy=sympy.Max, vjp=_maxlike("ge"))
+primitive("min", None, spellings=["min"], sympy=sympy.Min, vjp=_maxlike("le"))
+
+# --- named constants --------------------------------------------------------------------
+primitive("pi", 0, spellings=["math.pi", "numpy.pi"], sympy=lambda: sympy.pi, kind="attribute")
+primitive("e", 0, spellings=["math.e", "numpy.e"], sympy=lambda: sympy.E, kind="attribute")
+
+# --- piecewise constant: zero gradient almost everywhere (as JAX and PyTorch) -----------
+primitive("sign", spellings=["numpy.sign"], sympy=sympy.sign, kind="piecewise", expand=_sign_scalar)
+primitive("floor", spellings=["math.floor", "numpy.floor"], sympy=sympy.floor, kind="piecewise")
+primitive("ceil", spellings=["math.ceil", "numpy.ceil"], sympy=sympy.ceiling, kind="piecewise")
+primitive("trunc", spellings=["math.trunc", "numpy.trunc"], sympy=lambda x: sympy.sign(x) * sympy.floor(abs(x)),
+          kind="piecewise")
+primitive("round", spellings=["round", "numpy.round"], sympy=lambda x: sympy.floor(x + sympy.Rational(1, 2)),
+          kind="piecewise")
+primitive("floordiv", 2, sympy=lambda x, y: sympy.floor(x / y), kind="piecewise", op=ast.FloorDiv)
+for _name, _op, _fn in [("lt", ast.Lt, operator.lt), ("le", ast.LtE, operator.le), ("gt", ast.Gt, operator.gt),
+                        ("ge", ast.GtE, operator.ge), ("eq", ast.Eq, operator.eq), ("ne", ast.NotEq, operator.ne)]:
+    primitive(_name, 2, sympy=_fn, kind="piecewise", op=_op)
+primitive("ge_strict", 2, sympy=operator.gt, kind="piecewise", op=ast.Gt)  # max's tie-break
+primitive("le_strict", 2, sympy=operator.lt, kind="piecewise", op=ast.Lt)  # min's tie-break
+primitive("and", None, sympy=lambda *xs: all(xs), kind="piecewise", op=ast.And)
+primitive("or", None, sympy=lambda *xs: any(xs), kind="piecewise", op=ast.Or)
+primitive("not", 1, sympy=operator.not_, kind="piecewise", op=ast.Not)
+
+# --- integer positions: a differentiated value may not flow here ------------------------
+primitive("int", spellings=["int"], sympy=lambda x: sympy.Integer(int(x)), kind="integer")
+primitive("factorial", spellings=["math.factorial"], sympy=sympy.factorial, kind="integer")
+
+# --- conversions that do nothing to a derivative ----------------------------------------
+primitive("float", spellings=["float", "numpy.float64"], sympy=lambda x: x, vjp=lambda g, out, x: g)
+
+NUMERIC = {"math.pi": math.pi, "math.e": math.e}
+
+
+def lookup(qualified: str):
+    """(primitive, namespace) for a qualified spelling such as "numpy.arcsin", or None."""
+    return SPELLINGS.get(qualified)
+
+
+def is_scalar_rule(prim: Primitive) -> bool:
+    """Whether the self-check test can verify this rule with scalar sympy symbols."""
+    return prim.kind == "smooth" and prim.vjp is not None and prim.sympy is not None

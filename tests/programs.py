@@ -1,0 +1,437 @@
+"""Hypothesis strategies for random straight-line scalar programs, as source text.
+
+`programs()` draws a module holding one `def f(a, b, ...)` (2-4 float parameters, 1-8
+statements, one returned value) over gradgen's scalar primitives, together with a sample
+point. Every program is correct input, so any mismatch it finds is a bug in gradgen:
+
+* Domains are guarded by construction. Every expression carries an interval that bounds
+  its value over the whole parameter box (each parameter in [-BOX, BOX]), so a `log`,
+  `sqrt`, `/`, `asin` or variable-exponent `**` only ever receives an argument whose
+  interval lies safely inside the domain (`log(1 + u * u)`, `(2 + sin(b)) ** tanh(a)`,
+  `asin(0.9 * tanh(c))`). Intervals also keep magnitudes bounded: anything whose bound
+  grows past LIMIT is squashed (`tanh`, `sin`, `atan`, `erf`) before it is used again.
+* Kinks and ties are avoided at the sample point. The point is drawn first and the program
+  is evaluated alongside its generation, so `abs`, `min`, `max`, `hypot` and the comparison
+  of a conditional expression are only emitted when their arguments are at least KINK
+  apart at the point; otherwise the argument is shifted by a constant. Central finite
+  differences and sympy's Piecewise then agree with the branch the program takes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+BOX = 1.5  # sample points are drawn from [-BOX, BOX] in every parameter
+LIMIT = 8.0  # an expression bounded by more than this is squashed before reuse
+KINK = 1e-3  # minimum distance from a kink or a tie at the sample point
+PARAMS = ("a", "b", "c", "d")
+# Plain local names, plus a few that a careless compiler could collide with its own.
+LOCALS = ("u", "v", "w", "t", "s", "z", "h", "y")
+TRICKY_LOCALS = ("out", "g", "L", "dL_du", "grad", "result")
+
+# Precedence levels for printing with just the parentheses Python needs.
+ATOM, POW, UNARY, MUL, ADD, CMP, IFEXP = 100, 14, 13, 12, 11, 6, 1
+
+
+@dataclass(frozen=True)
+class Program:
+    """A generated module and the point to check it at."""
+
+    source: str
+    point: dict[str, float]
+
+    def __repr__(self) -> str:
+        return f"Program(point={self.point!r}, source=\n{self.source})"
+
+
+@dataclass(frozen=True)
+class Expr:
+    """Expression text, its precedence, and an interval bounding its value on the box."""
+
+    text: str
+    lo: float
+    hi: float
+    prec: int = ATOM
+
+    @property
+    def bound(self) -> float:
+        return max(abs(self.lo), abs(self.hi))
+
+
+def wrap(e: Expr, level: int) -> str:
+    """The text of `e` as an operand at precedence `level`, parenthesised if needed."""
+    return e.text if e.prec > level else f"({e.text})"
+
+
+def hull(*values: float) -> tuple[float, float]:
+    return min(values), max(values)
+
+
+# Which spelling each primitive gets under each import style. erf has no NumPy spelling.
+SPELLINGS = {
+    "math": {},
+    "numpy": {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2",
+              "pow": "power", "erf": None, "fabs": "fabs"},
+}
+
+
+class _Builder:
+    """Draws one program, statement by statement, evaluating it at the point as it goes."""
+
+    def __init__(self, draw, style: str, point: dict[str, float]):
+        self.draw = draw
+        self.style = style  # "math", "numpy" (np.* spellings) or "from" (from math import ...)
+        self.imported: set[str] = set()  # names used under the "from" style
+        self.uses_math = False
+        self.env: dict[str, float] = dict(point)  # current value of every variable
+        self.box: dict[str, tuple[float, float]] = {p: (-BOX, BOX) for p in point}
+        self.namespace = {"math": math, "np": np, "__builtins__": __builtins__}
+        self.constants: set[str] = set()  # module-level names: read, never assigned
+        self.recent: list[str] = []  # assigned names, latest last
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def choice(self, options):
+        return self.draw(st.sampled_from(options))
+
+    def chance(self, p: float) -> bool:
+        return self.draw(st.integers(0, 99)) < p * 100
+
+    def value(self, e: Expr) -> float:
+        """The value of `e` at the sample point, given the statements so far."""
+        return float(eval(e.text, self.namespace, dict(self.env)))
+
+    def fn(self, name: str) -> str:
+        """The spelling of math function `name` under this program's import style."""
+        if self.style == "numpy":
+            spelled = SPELLINGS["numpy"].get(name, name)
+            if spelled is not None:
+                return f"np.{spelled}"
+        if self.style == "from":
+            self.imported.add(name)
+            self.namespace[name] = getattr(math, name)
+            return name
+        self.uses_math = True
+        return f"math.{name}"
+
+    def call(self, name: str, args: list[Expr], lo: float, hi: float) -> Expr:
+        spelled = name if name in ("abs", "min", "max", "pow") else self.fn(name)
+        return Expr(f"{spelled}({', '.join(a.text for a in args)})", lo, hi)
+
+    # -- leaves ----------------------------------------------------------------------
+
+    def var(self) -> Expr:
+        """A variable in scope, favouring the latest assignments so values flow onward."""
+        if self.recent and self.chance(0.5):
+            name = self.choice(self.recent[-3:])
+        else:
+            name = self.choice(sorted(self.env))
+        lo, hi = self.box[name]
+        return Expr(name, lo, hi)
+
+    def const(self) -> Expr:
+        c = self.choice([0.5, 2.0, 3.0, 1.5, 0.25, 2, 3, 0.1, 1.25])
+        return Expr(repr(c), c, c)
+
+    # -- expressions -----------------------------------------------------------------
+
+    def expr(self, depth: int) -> Expr:
+        """Any bounded expression over the variables in scope."""
+        if depth <= 0 or self.chance(0.25):
+            return self.var() if self.chance(0.9) else self.const()
+        kind = self.choice(["arith", "arith", "arith", "unary", "unary", "guarded",
+                            "guarded", "power", "kink", "ifexp", "neg"])
+        e = getattr(self, f"gen_{kind}")(depth - 1)
+        return self.squash(e) if e.bound > LIMIT else e
+
+    def small(self, depth: int, limit: float = LIMIT) -> Expr:
+        e = self.expr(depth)
+        return self.squash(e) if e.bound > limit else e
+
+    def squash(self, e: Expr) -> Expr:
+        name = self.choice(["tanh", "sin", "atan", "erf"])
+        if name == "tanh":
+            return self.call("tanh", [e], math.tanh(e.lo), math.tanh(e.hi))
+        if name == "atan":
+            return self.call("atan", [e], math.atan(e.lo), math.atan(e.hi))
+        if name == "erf":
+            return self.call("erf", [e], math.erf(e.lo), math.erf(e.hi))
+        return self.call("sin", [e], -1.0, 1.0)
+
+    def gen_arith(self, depth: int) -> Expr:
+        op = self.choice(["+", "-", "*", "/"])
+        x = self.small(depth)
+        if op == "/":
+            p = self.positive(depth)
+            lo, hi = hull(x.lo / p.lo, x.lo / p.hi, x.hi / p.lo, x.hi / p.hi)
+            return Expr(f"{wrap(x, MUL - 1)} / {wrap(p, MUL)}", lo, hi, MUL)
+        y = self.small(depth)
+        if op == "*":
+            lo, hi = hull(x.lo * y.lo, x.lo * y.hi, x.hi * y.lo, x.hi * y.hi)
+            return Expr(f"{wrap(x, MUL - 1)} * {wrap(y, MUL)}", lo, hi, MUL)
+        if op == "+":
+            return Expr(f"{wrap(x, ADD - 1)} + {wrap(y, ADD)}", x.lo + y.lo, x.hi + y.hi, ADD)
+        return Expr(f"{wrap(x, ADD - 1)} - {wrap(y, ADD)}", x.lo - y.hi, x.hi - y.lo, ADD)
+
+    def gen_neg(self, depth: int) -> Expr:
+        x = self.expr(depth)
+        return Expr(f"-{wrap(x, UNARY - 1)}", -x.hi, -x.lo, UNARY)
+
+    def gen_unary(self, depth: int) -> Expr:
+        """Functions defined everywhere; the growing ones get a small argument."""
+        name = self.choice(["sin", "cos", "atan", "tanh", "erf", "exp", "sinh", "cosh", "expm1"])
+        if name in ("exp", "sinh", "cosh", "expm1"):
+            x = self.small(depth, limit=3.0)
+        else:
+            x = self.expr(depth)
+        if name in ("sin", "cos"):
+            return self.call(name, [x], -1.0, 1.0)
+        if name == "cosh":
+            low = 0.0 if x.lo <= 0 <= x.hi else min(abs(x.lo), abs(x.hi))
+            return self.call(name, [x], math.cosh(low), math.cosh(x.bound))
+        f = getattr(math, name)
+        return self.call(name, [x], f(x.lo), f(x.hi))
+
+    def gen_guarded(self, depth: int) -> Expr:
+        """Functions with a restricted domain, each fed an argument inside it."""
+        name = self.choice(["log", "log", "log1p", "sqrt", "sqrt", "asin", "acos", "tan",
+                            "atan2", "hypot", "logbase", "log2", "log10"])
+        if name in ("log", "sqrt", "log2", "log10"):
+            p = self.positive(depth)
+            f = getattr(math, name)
+            return self.call(name, [p], f(p.lo), f(p.hi))
+        if name == "logbase":
+            p = self.positive(depth)
+            base = self.choice([2.0, 10.0, 3.0])
+            lo, hi = math.log(p.lo, base), math.log(p.hi, base)
+            return self.call("log", [p, Expr(repr(base), base, base)], lo, hi)
+        if name == "log1p":
+            p = self.positive(depth)  # log1p(p - 1 + ...) would do too; p > 0 is simplest
+            return self.call(name, [p], math.log1p(p.lo), math.log1p(p.hi))
+        if name in ("asin", "acos"):
+            x = self.unit(depth)
+            f = getattr(math, name)
+            return self.call(name, [x], *hull(f(x.lo), f(x.hi)))
+        if name == "tan":
+            x = self.expr(depth)
+            if x.bound > 1.2:
+                x = self.call(self.choice(["sin", "tanh"]), [x], -1.0, 1.0)
+            return self.call("tan", [x], math.tan(x.lo), math.tan(x.hi))
+        if name == "atan2":
+            # A positive argument keeps atan2 away from its branch cut and the origin.
+            x, p = self.expr(depth), self.positive(depth)
+            if self.chance(0.5):
+                return self.call("atan2", [x, p], -math.pi / 2, math.pi / 2)
+            return self.call("atan2", [p, x], 0.0, math.pi)
+        # hypot: kinked only at the origin; keep the point well away from it.
+        x, y = self.small(depth), self.small(depth)
+        if math.hypot(self.value(x), self.value(y)) < 0.1:
+            y = self.positive(depth)
+        return self.call("hypot", [x, y], 0.0, math.hypot(x.bound, y.bound))
+
+    def gen_power(self, depth: int) -> Expr:
+        kind = self.choice(["int", "int", "const", "var", "call"])
+        if kind == "int":
+            x = self.small(depth, limit=3.0)
+            n = self.choice([2, 3])
+            lo, hi = (x.lo**3, x.hi**3) if n == 3 else self.square(x)
+            return Expr(f"{wrap(x, POW)} ** {n}", lo, hi, POW)
+        p = self.positive(depth, limit=3.0)
+        if kind in ("const", "call"):
+            c = self.choice([0.5, 1.5, -1, -0.5, 2.5, -2, 0.3])
+            y = Expr(repr(c), c, c, ATOM if c > 0 else UNARY)
+        else:
+            y = self.small(depth, limit=1.5)
+        # p ** y = exp(y * log(p)); bound it through the corners.
+        corners = [p.lo**y.lo, p.lo**y.hi, p.hi**y.lo, p.hi**y.hi]
+        lo, hi = hull(*corners)
+        if kind == "call":  # the builtin, or math.pow / np.power / `from math import pow`
+            spelled = "pow" if self.chance(0.5) else self.fn("pow")
+            return Expr(f"{spelled}({p.text}, {y.text})", lo, hi)
+        return Expr(f"{wrap(p, POW)} ** {wrap(y, POW)}", lo, hi, POW)
+
+    @staticmethod
+    def square(x: Expr) -> tuple[float, float]:
+        low = 0.0 if x.lo <= 0 <= x.hi else min(x.lo**2, x.hi**2)
+        return low, max(x.lo**2, x.hi**2)
+
+    def gen_kink(self, depth: int) -> Expr:
+        """abs, fabs, min and max, with the point at least KINK away from the kink."""
+        name = self.choice(["abs", "abs", "fabs", "min", "max", "min", "max"])
+        if name in ("abs", "fabs"):
+            x = self.shifted(self.expr(depth), 0.0)
+            low = 0.0 if x.lo <= 0 <= x.hi else min(abs(x.lo), abs(x.hi))
+            return self.call(name, [x], low, x.bound)
+        args = [self.small(depth) for _ in range(self.choice([2, 2, 2, 3]))]
+        for i in range(1, len(args)):
+            for earlier in args[:i] * 2:  # twice: a shift may land near another argument
+                args[i] = self.shifted(args[i], self.value(earlier))
+        if name == "min":
+            return self.call("min", args, min(a.lo for a in args), min(a.hi for a in args))
+        return self.call("max", args, max(a.lo for a in args), max(a.hi for a in args))
+
+    def shifted(self, x: Expr, other: float) -> Expr:
+        """`x`, or `x + 0.75` if `x` is within KINK of `other` at the point."""
+        if abs(self.value(x) - other) >= KINK:
+            return x
+        return Expr(f"{wrap(x, ADD - 1)} + 0.75", x.lo + 0.75, x.hi + 0.75, ADD)
+
+    def gen_ifexp(self, depth: int) -> Expr:
+        left, right = self.small(depth), self.small(depth)
+        right = self.shifted(right, self.value(left))
+        op = self.choice(["<", ">", "<=", ">="])
+        then, orelse = self.expr(depth), self.expr(depth)
+        text = (f"{wrap(then, IFEXP)} if {wrap(left, CMP)} {op} {wrap(right, CMP)}"
+                f" else {wrap(orelse, IFEXP)}")
+        return Expr(text, min(then.lo, orelse.lo), max(then.hi, orelse.hi), IFEXP)
+
+    def positive(self, depth: int, limit: float = LIMIT) -> Expr:
+        """An expression whose interval lies in [0.25, limit-ish]: a safe log/sqrt/divisor."""
+        candidates = [n for n in sorted(self.env) if 0.25 <= self.box[n][0] and self.box[n][1] <= limit]
+        if candidates and self.chance(0.3):
+            name = self.choice(candidates)
+            return Expr(name, *self.box[name])
+        x = self.small(depth, limit=2.0)
+        kind = self.choice(["1+xx", "1+xx", "2+sin", "2+cos", "1.5+tanh", "exp", "sqrt",
+                            "cosh", "hypot1", "xsq"])
+        if kind == "1+xx":
+            return Expr(f"1 + {wrap(x, MUL)} * {wrap(x, MUL)}", 1.0, 1 + x.bound**2, ADD)
+        if kind == "xsq":
+            return Expr(f"1 + {wrap(x, POW)} ** 2", 1.0, 1 + x.bound**2, ADD)
+        if kind in ("2+sin", "2+cos"):
+            inner = self.call(kind[2:], [x], -1.0, 1.0)
+            return Expr(f"2 + {inner.text}", 1.0, 3.0, ADD)
+        if kind == "1.5+tanh":
+            inner = self.call("tanh", [x], math.tanh(x.lo), math.tanh(x.hi))
+            return Expr(f"1.5 + {inner.text}", 1.5 + inner.lo, 1.5 + inner.hi, ADD)
+        if kind == "exp":
+            inner = self.call("tanh", [x], math.tanh(x.lo), math.tanh(x.hi))
+            return self.call("exp", [inner], math.exp(inner.lo), math.exp(inner.hi))
+        if kind == "sqrt":
+            sq = f"{wrap(x, MUL)} * {wrap(x, MUL)}"
+            return self.call("sqrt", [Expr(f"1 + {sq}", 1.0, 1 + x.bound**2, ADD)],
+                             1.0, math.sqrt(1 + x.bound**2))
+        if kind == "cosh":
+            return self.call("cosh", [x], 1.0, math.cosh(x.bound))
+        return self.call("hypot", [x, Expr("1.0", 1.0, 1.0)], 1.0, math.hypot(x.bound, 1.0))
+
+    def unit(self, depth: int) -> Expr:
+        """An expression inside [-0.9, 0.9], for asin and acos."""
+        x = self.expr(depth)
+        if x.lo >= -0.9 and x.hi <= 0.9:
+            return x
+        inner = self.call(self.choice(["tanh", "sin"]), [x], -1.0, 1.0)
+        return Expr(f"0.9 * {inner.text}", -0.9, 0.9, MUL)
+
+    # -- statements ------------------------------------------------------------------
+
+    def statement(self, locals_pool) -> tuple[str, str]:
+        """One statement, and the name it (last) assigns."""
+        kind = self.choice(["assign", "assign", "assign", "aug", "tuple"])
+        depth = self.choice([1, 2, 2, 3])
+        if kind == "aug":
+            return self.augassign(depth)
+        if kind == "tuple":
+            n1, n2 = self.target(locals_pool), self.target(locals_pool)
+            if n1 != n2:
+                e1, e2 = self.expr(depth - 1), self.expr(depth - 1)
+                v1, v2 = self.value(e1), self.value(e2)  # both sides read the old values
+                self.bind(n1, e1, v1)
+                self.bind(n2, e2, v2)
+                return f"{n1}, {n2} = {e1.text}, {e2.text}", n2
+        name = self.target(locals_pool)
+        e = self.expr(depth)
+        self.bind(name, e, self.value(e))
+        return f"{name} = {e.text}", name
+
+    def assignable(self) -> list[str]:
+        return sorted(n for n in self.env if n not in self.constants)
+
+    def target(self, locals_pool) -> str:
+        """A fresh local, or a name already in scope (parameters included)."""
+        if self.chance(0.35):
+            return self.choice(self.assignable())
+        return self.choice(locals_pool)
+
+    def bind(self, name: str, e: Expr, value: float) -> None:
+        self.env[name] = value
+        self.box[name] = (e.lo, e.hi)
+        if name in self.recent:
+            self.recent.remove(name)
+        self.recent.append(name)
+
+    def augassign(self, depth: int) -> tuple[str, str]:
+        name = self.choice(self.assignable())
+        lo, hi = self.box[name]
+        current = Expr(name, lo, hi)
+        if current.bound > LIMIT / 2:
+            op = self.choice(["-=", "+="])
+        else:
+            op = self.choice(["+=", "-=", "*=", "/=", "+=", "*=", "**="])
+        if op == "**=":
+            e = Expr("2", 2, 2)
+            new = Expr("", *self.square(current))
+        elif op == "/=":
+            e = self.positive(depth - 1)
+            new = Expr("", *hull(lo / e.lo, lo / e.hi, hi / e.lo, hi / e.hi))
+        else:
+            e = self.small(depth - 1, limit=2.0 if op == "*=" else LIMIT)
+            if op == "*=":
+                new = Expr("", *hull(lo * e.lo, lo * e.hi, hi * e.lo, hi * e.hi))
+            elif op == "+=":
+                new = Expr("", lo + e.lo, hi + e.hi)
+            else:
+                new = Expr("", lo - e.hi, hi - e.lo)
+        statement = f"{name} {op} {e.text}"
+        scope = dict(self.env)
+        exec(statement, self.namespace, scope)
+        self.bind(name, new, float(scope[name]))
+        return statement, name
+
+    def module(self, params, constants, body) -> str:
+        """The whole module: imports, constants, then `def f`."""
+        lines = []
+        if self.style == "from" and self.imported:
+            lines.append(f"from math import {', '.join(sorted(self.imported))}")
+        if self.style == "math" or self.uses_math:
+            lines.append("import math")
+        if self.style == "numpy":
+            lines.append("import numpy as np")
+        if constants:
+            lines += [""] + constants
+        lines += ["", "", f"def f({', '.join(params)}):"]
+        lines += [f"    {line}" for line in body]
+        return "\n".join(lines).lstrip("\n") + "\n"
+
+    def result(self, last: str) -> str:
+        if self.chance(0.6):
+            return f"return {last}"
+        e = self.expr(self.choice([1, 2]))
+        return f"return {e.text}"
+
+
+@st.composite
+def programs(draw, max_statements: int = 8) -> Program:
+    """A random straight-line program `def f(<2-4 params>)` and a point to check it at."""
+    params = PARAMS[: draw(st.integers(2, 4))]
+    coordinate = st.floats(-BOX, BOX, allow_nan=False, allow_subnormal=False)
+    point = {p: draw(coordinate) for p in params}
+    style = draw(st.sampled_from(["math", "math", "numpy", "from"]))
+    b = _Builder(draw, style, point)
+    pool = LOCALS + (TRICKY_LOCALS if draw(st.integers(0, 9)) == 0 else ())
+    constants = []
+    if draw(st.integers(0, 4)) == 0:  # a module-level constant, read like a parameter
+        k = draw(st.sampled_from([0.5, 1.25, 2.0]))
+        constants.append(f"K = {k!r}")
+        b.constants.add("K")
+        b.env["K"], b.box["K"] = k, (k, k)
+    body, last = [], params[-1]
+    for _ in range(draw(st.integers(1, max_statements))):
+        line, last = b.statement(pool)
+        body.append(line)
+    body.append(b.result(last))
+    return Program(b.module(params, constants, body), point)
