@@ -139,9 +139,9 @@ class _Builder:
 
     # -- expressions -----------------------------------------------------------------
 
-    def expr(self, depth: int) -> Expr:
-        """Any bounded expression over the variables in scope."""
-        if depth <= 0 or self.chance(0.25):
+    def expr(self, depth: int, leaf_ok: bool = True) -> Expr:
+        """Any bounded expression over the variables in scope (`leaf_ok=False`: not a leaf)."""
+        if depth <= 0 or (leaf_ok and self.chance(0.25)):
             return self.var() if self.chance(0.9) else self.const()
         kind = self.choice(["arith", "arith", "arith", "unary", "unary", "guarded",
                             "guarded", "power", "kink", "ifexp", "neg"])
@@ -208,7 +208,9 @@ class _Builder:
             p = self.positive(depth)
             base = self.choice([2.0, 10.0, 3.0])
             lo, hi = math.log(p.lo, base), math.log(p.hi, base)
-            return self.call("log", [p, Expr(repr(base), base, base)], lo, hi)
+            self.uses_math = self.uses_math or self.style == "numpy"  # np.log takes no base
+            spelled = "math.log" if self.style == "numpy" else self.fn("log")
+            return Expr(f"{spelled}({p.text}, {base!r})", lo, hi)
         if name == "log1p":
             p = self.positive(depth)  # log1p(p - 1 + ...) would do too; p > 0 is simplest
             return self.call(name, [p], math.log1p(p.lo), math.log1p(p.hi))
@@ -329,8 +331,7 @@ class _Builder:
 
     # -- statements ------------------------------------------------------------------
 
-    def statement(self, locals_pool) -> tuple[str, str]:
-        """One statement, and the name it (last) assigns."""
+    def statement(self, locals_pool) -> str:
         kind = self.choice(["assign", "assign", "assign", "aug", "tuple"])
         depth = self.choice([1, 2, 2, 3])
         if kind == "aug":
@@ -342,11 +343,11 @@ class _Builder:
                 v1, v2 = self.value(e1), self.value(e2)  # both sides read the old values
                 self.bind(n1, e1, v1)
                 self.bind(n2, e2, v2)
-                return f"{n1}, {n2} = {e1.text}, {e2.text}", n2
+                return f"{n1}, {n2} = {e1.text}, {e2.text}"
         name = self.target(locals_pool)
-        e = self.expr(depth)
+        e = self.expr(depth, leaf_ok=False)
         self.bind(name, e, self.value(e))
-        return f"{name} = {e.text}", name
+        return f"{name} = {e.text}"
 
     def assignable(self) -> list[str]:
         return sorted(n for n in self.env if n not in self.constants)
@@ -364,7 +365,7 @@ class _Builder:
             self.recent.remove(name)
         self.recent.append(name)
 
-    def augassign(self, depth: int) -> tuple[str, str]:
+    def augassign(self, depth: int) -> str:
         name = self.choice(self.assignable())
         lo, hi = self.box[name]
         current = Expr(name, lo, hi)
@@ -390,7 +391,7 @@ class _Builder:
         scope = dict(self.env)
         exec(statement, self.namespace, scope)
         self.bind(name, new, float(scope[name]))
-        return statement, name
+        return statement
 
     def module(self, params, constants, body) -> str:
         """The whole module: imports, constants, then `def f`."""
@@ -407,10 +408,12 @@ class _Builder:
         lines += [f"    {line}" for line in body]
         return "\n".join(lines).lstrip("\n") + "\n"
 
-    def result(self, last: str) -> str:
-        if self.chance(0.6):
-            return f"return {last}"
-        e = self.expr(self.choice([1, 2]))
+    def result(self) -> str:
+        """Return the latest name that varies over the box (so it likely has a gradient)."""
+        varying = [n for n in self.recent if self.box[n][0] < self.box[n][1]]
+        if varying and self.chance(0.6):
+            return f"return {varying[-1]}"
+        e = self.expr(self.choice([1, 2]), leaf_ok=False)
         return f"return {e.text}"
 
 
@@ -422,16 +425,13 @@ def programs(draw, max_statements: int = 8) -> Program:
     point = {p: draw(coordinate) for p in params}
     style = draw(st.sampled_from(["math", "math", "numpy", "from"]))
     b = _Builder(draw, style, point)
-    pool = LOCALS + (TRICKY_LOCALS if draw(st.integers(0, 9)) == 0 else ())
+    pool = LOCALS + (TRICKY_LOCALS if draw(st.integers(0, 9)) == 9 else ())
     constants = []
-    if draw(st.integers(0, 4)) == 0:  # a module-level constant, read like a parameter
+    if draw(st.integers(0, 4)) == 4:  # a module-level constant, read like a parameter
         k = draw(st.sampled_from([0.5, 1.25, 2.0]))
         constants.append(f"K = {k!r}")
         b.constants.add("K")
         b.env["K"], b.box["K"] = k, (k, k)
-    body, last = [], params[-1]
-    for _ in range(draw(st.integers(1, max_statements))):
-        line, last = b.statement(pool)
-        body.append(line)
-    body.append(b.result(last))
+    body = [b.statement(pool) for _ in range(draw(st.integers(1, max_statements)))]
+    body.append(b.result())
     return Program(b.module(params, constants, body), point)

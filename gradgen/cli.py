@@ -1,0 +1,133 @@
+"""The `gradgen` command: `compile` writes gradient modules, `check` proves them right.
+
+Errors in the input are printed as `file:line:col: message` with the source line and a
+caret, and exit with status 1; nothing is written. No traceback reaches the user: an
+unexpected failure inside gradgen is reported as an internal error (status 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+from gradgen import __version__
+from gradgen.errors import CompileError
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except CompileError as exc:
+        print(exc.format(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("gradgen: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the promise is: no traceback, ever
+        print(f"gradgen: internal error: {type(exc).__name__}: {exc}\n"
+              "This is a bug in gradgen, not in your file; please report it with the input.",
+              file=sys.stderr)
+        return 2
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="gradgen", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"gradgen {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    compile_ = sub.add_parser("compile", help="write DIR/<stem>_grad.py with f_grad and f_value_and_grad")
+    _common(compile_)
+    compile_.add_argument("--out-dir", default="generated", help="where to write (default: generated/)")
+    compile_.add_argument("--force", action="store_true", help="overwrite a file gradgen did not write")
+    compile_.add_argument("--check", action="store_true", help="then run `check` on the result")
+    compile_.set_defaults(run=_compile)
+    check = sub.add_parser("check", help="compare generated gradients with sympy and finite differences")
+    _common(check)
+    check.set_defaults(run=_check)
+    return parser
+
+
+def _common(parser):
+    parser.add_argument("file", help="the Python source file to differentiate")
+    parser.add_argument("--function", action="append", metavar="NAME",
+                        help="differentiate only this function (repeatable)")
+    parser.add_argument("--wrt", type=_names, metavar="a,b", help="parameters to differentiate")
+    parser.add_argument("--at", type=_point, metavar="name=value,...", help="the point to check at")
+
+
+def _names(text):
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def _point(text):
+    point = {}
+    for item in _names(text):
+        name, sep, value = item.partition("=")
+        try:
+            point[name.strip()] = int(value) if value.strip().lstrip("-").isdigit() else float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{item}' is not name=number") from None
+        if not sep:
+            raise argparse.ArgumentTypeError(f"'{item}' is not name=number")
+    return point
+
+
+def _compile(args):
+    from gradgen.api import compile_file
+
+    target, compiled = compile_file(args.file, args.out_dir, args.function, args.wrt, args.force)
+    names = ", ".join(f"{f.grad_name}, {f.value_and_grad_name}" for f in compiled.functions)
+    print(f"wrote {target} ({names})")
+    return _check(args) if args.check else 0
+
+
+def _check(args):
+    from pathlib import Path
+
+    from gradgen.verify import check_source
+
+    try:
+        data = Path(args.file).read_bytes()
+    except OSError as exc:
+        raise CompileError(f"cannot read: {exc.strerror}", args.file) from None
+    reports = check_source(data, args.file, args.function, args.wrt, args.at)
+    for report in reports:
+        print(format_report(report))
+    failed = [r for r in reports if not r.ok]
+    for report in failed:
+        bad = sorted({row.param for p in report.points for row in p.rows if not row.ok})
+        what = f"parameter(s) {', '.join(bad)}" if bad else "its value"
+        print(f"MISMATCH in {report.name}: {what}", file=sys.stderr)
+    if not failed:
+        print(f"all gradients match ({sum(len(r.points) for r in reports)} point(s) checked)")
+    return 1 if failed else 0
+
+
+def format_report(report):
+    """A table per point: parameter | generated | sympy | finite difference | relative error | ok."""
+    lines = [f"{report.name}: gradient with respect to {', '.join(report.wrt) or 'nothing'}"]
+    if not report.points:
+        lines.append("  no sample point found where the function and its gradient are finite")
+    for point in report.points:
+        at = ", ".join(f"{k}={_num(v)}" for k, v in point.point.items())
+        lines.append(f"  at {at}: value {_num(point.value_generated)} (original {_num(point.value_original)})")
+        table = [("parameter", "generated", "sympy", "finite difference", "relative error", "ok")]
+        for row in point.rows:
+            table.append((row.param, _num(row.generated), _num(row.sympy), _num(row.fd),
+                          f"{row.rel_error:.1e}", "ok" if row.ok else "FAIL" + (f" ({row.note})" if row.note else "")))
+        widths = [max(len(r[i]) for r in table) for i in range(5)]
+        for r in table:
+            lines.append("    " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " | " + r[5])
+    return "\n".join(lines)
+
+
+def _num(value):
+    if value is None:
+        return "-"
+    value = float(value)
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.10g}"

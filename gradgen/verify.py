@@ -1,0 +1,266 @@
+"""Verification: the generated gradient against two sources of truth that share nothing
+with the derivative rules.
+
+* sympy: the IR is evaluated with sympy symbols (only the table's `sympy` equivalents of
+  primitives, never its rules) and differentiated by `sympy.diff`. A conditional follows
+  the branch the sample point takes.
+* finite differences: the user's original function (this is the one place gradgen runs
+  the user's file) under a five-point central difference, at two step sizes; when the two
+  disagree the step crossed a kink or a branch boundary, and the table says so instead of
+  reporting a false mismatch.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import types
+from dataclasses import dataclass, field
+
+import sympy
+
+from gradgen.api import compile_source, load_module
+from gradgen.errors import CompileError
+from gradgen.ir import Call, Cond, Const, Var
+from gradgen.primitives import TABLE
+
+SYMPY_TOL = 1e-9
+FD_TOL = 1e-6
+
+
+@dataclass
+class Row:
+    param: str
+    generated: float
+    sympy: float | None
+    fd: float | None
+    rel_error: float
+    ok: bool
+    note: str = ""
+
+
+@dataclass
+class PointReport:
+    point: dict
+    value_generated: float
+    value_original: float
+    rows: list = field(default_factory=list)
+
+    @property
+    def ok(self):
+        return all(r.ok for r in self.rows) and _close(self.value_generated, self.value_original, 1e-12)
+
+
+@dataclass
+class FunctionReport:
+    name: str
+    wrt: list
+    points: list = field(default_factory=list)
+
+    @property
+    def ok(self):
+        return bool(self.points) and all(p.ok for p in self.points)
+
+
+def check_source(source, filename="<string>", functions=None, wrt=None, at=None, n_points=3, seed=0):
+    """Compile `source`, then compare its gradients with sympy and finite differences."""
+    compiled = compile_source(source, filename, functions, wrt)
+    generated = load_module(compiled.text, "gradgen_check_generated")
+    original = _run_original(compiled.module.source, filename)
+    reports = []
+    for cf in compiled.functions:
+        f = getattr(original, cf.name)
+        value_and_grad = getattr(generated, cf.value_and_grad_name)
+        report = FunctionReport(cf.name, cf.wrt)
+        for point in sample_points(cf, f, value_and_grad, at, n_points, seed, filename):
+            report.points.append(check_point(cf, compiled.module, f, value_and_grad, point))
+        reports.append(report)
+    return reports
+
+
+def _run_original(source, filename):
+    module = types.ModuleType("gradgen_check_original")
+    module.__file__ = filename
+    exec(compile(source, filename, "exec"), module.__dict__)
+    return module
+
+
+def check_point(cf, module, f, value_and_grad, point):
+    """One row per differentiated parameter at `point`."""
+    value, grads = value_and_grad(**point)
+    grads = (grads,) if len(cf.wrt) == 1 else tuple(grads)
+    symbolic = sympy_gradient(cf.ir, module, point, cf.wrt)
+    report = PointReport(dict(point), float(value), float(f(**point)))
+    for name, gen, sym in zip(cf.wrt, grads, symbolic):
+        fd, reliable = finite_difference(f, point, name)
+        report.rows.append(_row(name, float(gen), sym, fd, reliable))
+    return report
+
+
+def _row(name, gen, sym, fd, fd_reliable):
+    if not math.isfinite(gen):
+        return Row(name, gen, sym, fd, math.inf, False, "non-finite gradient")
+    errors, notes, ok = [], [], True
+    if sym is not None:
+        errors.append(_rel(gen, sym))
+        ok = ok and errors[-1] <= SYMPY_TOL
+    if fd is not None and fd_reliable:
+        errors.append(_rel(gen, fd))
+        ok = ok and errors[-1] <= FD_TOL
+    elif fd is not None:
+        notes.append("finite difference unreliable here: its step crosses a kink or branch boundary")
+    if sym is None and not fd_reliable:
+        ok = False
+        notes.append("no reference value")
+    rel = max(errors) if errors else math.nan
+    if not ok and not notes:
+        notes.append("MISMATCH")
+    return Row(name, gen, sym, fd, rel, ok, "; ".join(notes))
+
+
+def _rel(a, b):
+    """Error relative to the larger magnitude, absolute below 1e-3 (gradients near zero)."""
+    return abs(a - b) / max(abs(a), abs(b), 1e-3)
+
+
+def _close(a, b, tol):
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return a == b or _rel(a, b) <= tol
+
+
+# ---- sympy --------------------------------------------------------------------------------
+
+def sympy_gradient(fn, module, point, wrt):
+    """d(result)/d(param) for each `wrt` param, by sympy, following the path `point` takes."""
+    symbols = {p: sympy.Symbol(p, real=True) for p in wrt}
+    numbers = {symbols[p]: sympy.Float(point[p], 30) for p in wrt}
+    env = {p.name: symbols.get(p.name, _number(point[p.name])) for p in fn.params}
+    env.update({c: _number(v) for c, v in module.constants.items() if c not in env})
+    evaluator = _Symbolic(env, numbers)
+    for stmt in fn.body:
+        env[stmt.target] = evaluator.expr(stmt.expr)
+    result = evaluator.expr(fn.result)
+    out = []
+    for p in wrt:
+        try:
+            value = complex(sympy.diff(result, symbols[p]).subs(numbers).evalf(20))
+        except (TypeError, ValueError):
+            out.append(None)
+            continue
+        out.append(value.real if abs(value.imag) <= 1e-12 * max(1.0, abs(value.real)) else math.nan)
+    return out
+
+
+def _number(value):
+    return sympy.Integer(value) if isinstance(value, (bool, int)) else sympy.Float(value, 30)
+
+
+class _Symbolic:
+    def __init__(self, env, numbers):
+        self.env = env
+        self.numbers = numbers
+
+    def expr(self, e):
+        if isinstance(e, Var):
+            return self.env[e.name]
+        if isinstance(e, Const):
+            return _number(e.value)
+        if isinstance(e, Cond):
+            return self.expr(e.body) if self.truth(e.test) else self.expr(e.orelse)
+        prim = TABLE[e.prim]
+        args = [self.expr(a) for a in e.args]
+        if prim.kind in ("piecewise", "integer"):
+            return _number_of(prim.sympy(*[self.numeric(a) for a in args]))
+        return prim.sympy(*args)
+
+    def numeric(self, value):
+        if isinstance(value, bool):
+            return value
+        return float(sympy.sympify(value).subs(self.numbers).evalf(30))
+
+    def truth(self, test):
+        return bool(self.expr(test))
+
+
+def _number_of(value):
+    if isinstance(value, bool) or value in (sympy.true, sympy.false):
+        return bool(value)
+    return sympy.sympify(value)
+
+
+# ---- finite differences ---------------------------------------------------------------------
+
+def finite_difference(f, point, name):
+    """Five-point central difference of `f` in `name` at two steps; (estimate, reliable)."""
+    x = point[name]
+    scale = max(1.0, abs(x))
+    estimates = []
+    for h in (1e-3 * scale, 5e-4 * scale):
+        try:
+            values = [float(f(**{**point, name: x + k * h})) for k in (-2, -1, 1, 2)]
+        except (ArithmeticError, ValueError):
+            return None, False
+        estimates.append((values[0] - 8 * values[1] + 8 * values[2] - values[3]) / (12 * h))
+    a, b = estimates
+    if not all(map(math.isfinite, estimates)):
+        return b, False
+    return b, _rel(a, b) <= FD_TOL / 10
+
+
+# ---- sample points --------------------------------------------------------------------------
+
+def sample_points(cf, f, value_and_grad, at, n_points, seed, filename="<string>"):
+    """`at` if given; else the defaults (if every parameter has one) and seeded random points.
+
+    Random points are drawn until the function and its gradient are finite there (so they
+    lie inside every primitive's domain) and finite differences are reliable.
+    """
+    params = cf.ir.params
+    if at is not None:
+        point = {}
+        for p in params:
+            if p.name in at:
+                point[p.name] = at[p.name]
+            elif p.has_default:
+                point[p.name] = p.default
+            else:
+                raise CompileError(f"no value for parameter '{p.name}' of '{cf.name}': give it with --at",
+                                   filename)
+        return [point]
+    points = []
+    if all(p.has_default for p in params):
+        points.append({p.name: p.default for p in params})
+    rng = random.Random(seed)
+    for _ in range(200 * n_points):
+        if len(points) >= n_points:
+            break
+        candidate = _candidate(params, cf.wrt, rng)
+        if _usable(candidate, cf, f, value_and_grad):
+            points.append(candidate)
+    return points
+
+
+def _candidate(params, wrt, rng):
+    spread = rng.choice([(0.1, 0.9), (0.1, 0.9), (-0.9, 0.9), (-2.0, 2.0), (0.5, 3.0)])
+    point = {}
+    for p in params:
+        if p.name in wrt:
+            point[p.name] = round(rng.uniform(*spread), 6)
+        elif p.has_default:
+            point[p.name] = p.default
+        else:
+            point[p.name] = rng.randint(1, 3)
+    return point
+
+
+def _usable(point, cf, f, value_and_grad):
+    try:
+        value = float(f(**point))
+        _, grads = value_and_grad(**point)
+        grads = (grads,) if len(cf.wrt) == 1 else tuple(grads)
+        if not (math.isfinite(value) and all(math.isfinite(float(g)) for g in grads)):
+            return False
+        return all(finite_difference(f, point, name)[1] for name in cf.wrt)
+    except (ArithmeticError, ValueError, TypeError):
+        return False
