@@ -210,8 +210,7 @@ def _refuse_foreign(target, force):
     except OSError:
         head = ""
     if head != HEADER_MARK:
-        raise CompileError(f"{target} exists and was not written by gradgen; use --force to overwrite it",
-                           str(target))
+        raise CompileError("this file was not written by gradgen; use --force to overwrite it", str(target))
 
 
 def write_atomically(target, text):

@@ -94,6 +94,9 @@ class Lowerer:
                         helpers=self.helpers, display=dict(self.namer.base_of))
 
     def _params(self, fnode):
+        for node in ast.walk(fnode):
+            if isinstance(node, (ast.Yield, ast.YieldFrom)):
+                raise self.m.error(node, "generators are not supported")
         args = fnode.args
         if fnode.decorator_list:
             raise self.m.error(fnode.decorator_list[0], "decorators are not supported")
@@ -160,7 +163,8 @@ class Lowerer:
         elif isinstance(stmt, ast.Pass):
             pass
         elif isinstance(stmt, ast.Expr):
-            raise self.m.error(stmt, "an expression statement does nothing to the result")
+            message = _UNSUPPORTED_EXPR.get(type(stmt.value), "an expression statement does nothing to the result")
+            raise self.m.error(stmt, message)
         else:
             raise self.m.error(stmt, _UNSUPPORTED_STMT.get(type(stmt), f"'{type(stmt).__name__}' is not supported"))
 

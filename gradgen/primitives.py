@@ -102,7 +102,7 @@ primitive("pow", 2, spellings=["math.pow", "pow", "numpy.power"], sympy=operator
           vjp=(lambda g, out, x, y: g * y * x ** (y - 1), lambda g, out, x, y: g * out * F.log(x)))
 primitive("neg", 1, sympy=operator.neg, op=ast.USub, vjp=lambda g, out, x: -g)
 primitive("pos", 1, sympy=operator.pos, op=ast.UAdd, vjp=lambda g, out, x: g)
-primitive("mod", 2, sympy=operator.mod, op=ast.Mod,
+primitive("mod", 2, sympy=lambda x, y: x - y * sympy.floor(x / y), op=ast.Mod,
           vjp=(lambda g, out, x, y: g, lambda g, out, x, y: -g * F.floor(x / y)))
 
 # --- exponentials and logarithms ------------------------------------------------------

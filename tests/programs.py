@@ -20,6 +20,7 @@ point. Every program is correct input, so any mismatch it finds is a bug in grad
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +28,8 @@ from hypothesis import strategies as st
 
 BOX = 1.5  # sample points are drawn from [-BOX, BOX] in every parameter
 LIMIT = 8.0  # an expression bounded by more than this is squashed before reuse
-KINK = 1e-3  # minimum distance from a kink or a tie at the sample point
+KINK = 0.05  # minimum distance from a kink or a tie at the sample point (the checker's
+# finite differences step up to 2e-3 * max(1, |x|) either side of it)
 PARAMS = ("a", "b", "c", "d")
 # Plain local names, plus a few that a careless compiler could collide with its own.
 LOCALS = ("u", "v", "w", "t", "s", "z", "h", "y")
@@ -79,11 +81,43 @@ SPELLINGS = {
 }
 
 
+class HypothesisChoices:
+    """Every random choice of the generator, drawn from hypothesis (so it can shrink)."""
+
+    def __init__(self, draw):
+        self.draw = draw
+
+    def choice(self, options):
+        return self.draw(st.sampled_from(options))
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.draw(st.integers(lo, hi))
+
+    def coordinate(self) -> float:
+        return self.draw(st.floats(-BOX, BOX, allow_nan=False, allow_subnormal=False))
+
+
+class SeededChoices:
+    """The same choices from a seeded `random.Random`, for use outside hypothesis."""
+
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed)
+
+    def choice(self, options):
+        return self.rng.choice(list(options))
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.rng.randint(lo, hi)
+
+    def coordinate(self) -> float:
+        return self.rng.uniform(-BOX, BOX)
+
+
 class _Builder:
     """Draws one program, statement by statement, evaluating it at the point as it goes."""
 
-    def __init__(self, draw, style: str, point: dict[str, float]):
-        self.draw = draw
+    def __init__(self, choices, style: str, point: dict[str, float]):
+        self.choices = choices
         self.style = style  # "math", "numpy" (np.* spellings) or "from" (from math import ...)
         self.imported: set[str] = set()  # names used under the "from" style
         self.uses_math = False
@@ -96,10 +130,10 @@ class _Builder:
     # -- helpers ---------------------------------------------------------------------
 
     def choice(self, options):
-        return self.draw(st.sampled_from(options))
+        return self.choices.choice(options)
 
     def chance(self, p: float) -> bool:
-        return self.draw(st.integers(0, 99)) < p * 100
+        return self.choices.integer(0, 99) < p * 100
 
     def value(self, e: Expr) -> float:
         """The value of `e` at the sample point, given the statements so far."""
@@ -170,6 +204,8 @@ class _Builder:
             lo, hi = hull(x.lo / p.lo, x.lo / p.hi, x.hi / p.lo, x.hi / p.hi)
             return Expr(f"{wrap(x, MUL - 1)} / {wrap(p, MUL)}", lo, hi, MUL)
         y = self.small(depth)
+        if op == "-" and y.text == x.text:
+            op = "+"  # `u - u` is a constant; keep the program's gradient alive
         if op == "*":
             lo, hi = hull(x.lo * y.lo, x.lo * y.hi, x.hi * y.lo, x.hi * y.hi)
             return Expr(f"{wrap(x, MUL - 1)} * {wrap(y, MUL)}", lo, hi, MUL)
@@ -381,6 +417,8 @@ class _Builder:
             new = Expr("", *hull(lo / e.lo, lo / e.hi, hi / e.lo, hi / e.hi))
         else:
             e = self.small(depth - 1, limit=2.0 if op == "*=" else LIMIT)
+            if op == "-=" and e.text == name:
+                op = "+="
             if op == "*=":
                 new = Expr("", *hull(lo * e.lo, lo * e.hi, hi * e.lo, hi * e.hi))
             elif op == "+=":
@@ -417,21 +455,29 @@ class _Builder:
         return f"return {e.text}"
 
 
-@st.composite
-def programs(draw, max_statements: int = 8) -> Program:
+def build_program(choices, max_statements: int = 8) -> Program:
     """A random straight-line program `def f(<2-4 params>)` and a point to check it at."""
-    params = PARAMS[: draw(st.integers(2, 4))]
-    coordinate = st.floats(-BOX, BOX, allow_nan=False, allow_subnormal=False)
-    point = {p: draw(coordinate) for p in params}
-    style = draw(st.sampled_from(["math", "math", "numpy", "from"]))
-    b = _Builder(draw, style, point)
-    pool = LOCALS + (TRICKY_LOCALS if draw(st.integers(0, 9)) == 9 else ())
+    params = PARAMS[: choices.integer(2, 4)]
+    point = {p: choices.coordinate() for p in params}
+    b = _Builder(choices, choices.choice(["math", "math", "numpy", "from"]), point)
+    pool = LOCALS + (TRICKY_LOCALS if choices.integer(0, 9) == 9 else ())
     constants = []
-    if draw(st.integers(0, 4)) == 4:  # a module-level constant, read like a parameter
-        k = draw(st.sampled_from([0.5, 1.25, 2.0]))
+    if choices.integer(0, 4) == 4:  # a module-level constant, read like a parameter
+        k = choices.choice([0.5, 1.25, 2.0])
         constants.append(f"K = {k!r}")
         b.constants.add("K")
         b.env["K"], b.box["K"] = k, (k, k)
-    body = [b.statement(pool) for _ in range(draw(st.integers(1, max_statements)))]
+    body = [b.statement(pool) for _ in range(choices.integer(1, max_statements))]
     body.append(b.result())
     return Program(b.module(params, constants, body), point)
+
+
+@st.composite
+def programs(draw, max_statements: int = 8) -> Program:
+    """Hypothesis strategy: a random program and its sample point (see `build_program`)."""
+    return build_program(HypothesisChoices(draw), max_statements)
+
+
+def seeded_program(seed: int, max_statements: int = 8) -> Program:
+    """The same kind of program from a seed, without hypothesis."""
+    return build_program(SeededChoices(seed), max_statements)

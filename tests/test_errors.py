@@ -1,0 +1,94 @@
+"""Every construct outside the subset is a CompileError with this exact text and place."""
+
+import pytest
+
+from gradgen import CompileError, compile_source
+
+CASES = [
+    ("syntax error", "def f(x):\n    return x +\n", {},
+     "bad.py:2:15: syntax error: invalid syntax\n        return x +\n                  ^"),
+    ("not UTF-8", b"def f(x):\n    return x  # caf\xe9\n", {},
+     "bad.py:2:20: file is not UTF-8 (byte 0xe9)\n        return x  # caf\ufffd\n                       ^"),
+    ("no functions", "x = 1\n", {},
+     "bad.py: no functions found: gradgen compiles top-level 'def' functions"),
+    ("unknown --function", "def f(x):\n    return x\n", {"functions": ["g"]},
+     "bad.py: no function named 'g' (from --function); the file defines: f"),
+    ("unknown --wrt", "def f(x, n):\n    return x\n", {"wrt": ["q"]},
+     "bad.py: function 'f' has no parameter 'q' (from --wrt); its parameters are: x, n"),
+    ("unknown function", "def f(x):\n    return foo(x)\n", {},
+     "bad.py:2:12: unknown function 'foo': gradgen differentiates its known primitives and functions "
+     "defined in this file\n        return foo(x)\n               ^"),
+    ("no rule", "import numpy as np\ndef f(x):\n    return np.frobnicate(x)\n", {},
+     "bad.py:3:12: gradgen has no derivative rule for 'np.frobnicate'\n        return np.frobnicate(x)\n"
+     "               ^"),
+    ("recursion", "def f(x):\n    return f(x) * x\n", {},
+     "bad.py:2:12: recursive call to 'f': gradgen cannot differentiate recursion\n"
+     "        return f(x) * x\n               ^"),
+    ("mutual recursion", "def g(x):\n    return f(x)\n\ndef f(x):\n    return g(x) + 1\n", {"functions": ["f"]},
+     "bad.py:2:12: recursive call to 'f': gradgen cannot differentiate recursion\n        return f(x)\n"
+     "               ^"),
+    ("generator", "def f(x):\n    yield x\n", {},
+     "bad.py:2:5: generators are not supported\n        yield x\n        ^"),
+    ("global", "def f(x):\n    global k\n    return x\n", {},
+     "bad.py:2:5: 'global' is not supported\n        global k\n        ^"),
+    ("try", "def f(x):\n    try:\n        y = x\n    except Exception:\n        y = 0\n    return y\n", {},
+     "bad.py:2:5: 'try' is not supported\n        try:\n        ^"),
+    ("with", "def f(x):\n    with open('a') as fh:\n        y = x\n    return y\n", {},
+     "bad.py:2:5: 'with' is not supported\n        with open('a') as fh:\n        ^"),
+    ("lambda", "def f(x):\n    g = lambda t: t\n    return x\n", {},
+     "bad.py:2:9: lambda is not supported\n        g = lambda t: t\n            ^"),
+    ("class use", "class A:\n    pass\n\ndef f(x):\n    return A(x)\n", {},
+     "bad.py:5:12: 'A' is a class: gradgen differentiates plain functions only\n        return A(x)\n"
+     "               ^"),
+    ("class inside", "def f(x):\n    class A:\n        pass\n    return x\n", {},
+     "bad.py:2:5: classes are not supported\n        class A:\n        ^"),
+    ("--wrt into int()", "def f(x, n):\n    return x * int(n)\n", {"wrt": ["x", "n"]},
+     "bad.py:2:16: 'n' is differentiated, but reaches int(), which has no derivative; leave it out with "
+     "--wrt\n        return x * int(n)\n                   ^"),
+    ("array constant", "import numpy as np\nDATA = np.load('d.npy')\ndef f(x):\n    return x * DATA\n", {},
+     "bad.py:4:16: module-level 'DATA' is not a numeric constant; pass it to the function as a "
+     "parameter\n        return x * DATA\n                   ^"),
+    ("read before assignment", "def f(x):\n    y = y + x\n    return y\n", {},
+     "bad.py:2:9: 'y' is read before it is assigned\n        y = y + x\n            ^"),
+    ("tuple return", "def f(x):\n    return x, x\n", {},
+     "bad.py:2:12: gradgen differentiates functions that return one number\n        return x, x\n"
+     "               ^"),
+    ("no return", "def f(x):\n    y = x\n", {},
+     "bad.py:1:1: function 'f' has no 'return' at its end\n    def f(x):\n    ^"),
+    ("**kwargs", "def f(x, **kw):\n    return x\n", {},
+     "bad.py:1:12: **kwargs parameters are not supported\n    def f(x, **kw):\n               ^"),
+    ("default not a number", "def f(x=[1]):\n    return x\n", {},
+     "bad.py:1:9: the default value of 'x' must be a number\n    def f(x=[1]):\n            ^"),
+    ("string", "def f(x):\n    return 'a'\n", {},
+     "bad.py:2:12: only real numbers are supported, not str constants\n        return 'a'\n"
+     "               ^"),
+    ("decorator", "import functools\n@functools.cache\ndef f(x):\n    return x\n", {},
+     "bad.py:2:2: decorators are not supported\n    @functools.cache\n     ^"),
+    ("wrong arity", "import math\ndef f(x):\n    return math.exp(x, x)\n", {},
+     "bad.py:3:12: 'math.exp' takes 1 argument, got 2\n        return math.exp(x, x)\n               ^"),
+    ("max of one", "def f(x):\n    return max(x)\n", {},
+     "bad.py:2:12: 'max' needs two or more arguments\n        return max(x)\n               ^"),
+    ("bit operator", "def f(x):\n    return x << 2\n", {},
+     "bad.py:2:12: operator '<<' is not supported\n        return x << 2\n               ^"),
+    ("unpacking mismatch", "def f(x):\n    a, b = x\n    return a\n", {},
+     "bad.py:2:12: tuple unpacking needs a tuple of 2 values on the right\n        a, b = x\n"
+     "               ^"),
+    ("code after return", "def f(x):\n    return x\n    y = 2\n", {},
+     "bad.py:3:5: code after 'return' is never run\n        y = 2\n        ^"),
+    ("unknown name", "def f(x):\n    return x * k\n", {},
+     "bad.py:2:16: unknown name 'k'\n        return x * k\n                   ^"),
+    ("helper argument", "def g(a):\n    return a\n\ndef f(x):\n    return g(x, b=1)\n", {"functions": ["f"]},
+     "bad.py:5:17: 'g' has no parameter 'b'\n        return g(x, b=1)\n                    ^"),
+]
+
+
+@pytest.mark.parametrize("source,kwargs,expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_error_message_and_place(source, kwargs, expected):
+    with pytest.raises(CompileError) as caught:
+        compile_source(source, "bad.py", **kwargs)
+    assert caught.value.format() == expected
+
+
+def test_parameter_used_only_in_int_is_left_out_by_default():
+    compiled = compile_source("def f(x, n):\n    return x * int(n)\n", "ok.py")
+    assert compiled.functions[0].wrt == ["x"]
