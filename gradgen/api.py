@@ -46,6 +46,7 @@ def compile_source(source, filename="<string>", functions=None, wrt=None) -> Com
     module = parse.parse_module(source, filename)
     selected = _select(module, functions)
     namer = ModuleNamer(identifiers(module.tree), list(module.constants))
+    _check_wrt(module, selected, wrt)
     sigmoid_name = namer.helper(lower.sigmoid_helper_name(module))
     names = {f: (namer.grad_function(f), namer.value_and_grad_function(f)) for f in selected}
     emitter = emit.Emitter(_default_namespace(module), {})
@@ -80,6 +81,17 @@ def _select(module, functions):
     return list(dict.fromkeys(functions))
 
 
+def _check_wrt(module, selected, wrt):
+    """Every --wrt name must be a parameter of some selected function."""
+    params = {a.arg for f in selected for a in module.functions[f].args.args}
+    for w in wrt or ():
+        if w not in params:
+            owners = " or ".join(f"'{f}'" for f in selected)
+            listed = ", ".join(sorted(params)) or "none"
+            raise CompileError(f"no parameter '{w}' (from --wrt) in {owners}; the parameters are: {listed}",
+                               module.filename)
+
+
 def _default_namespace(module):
     """Library for calls a rule adds to operators (`log` for `x ** y`): numpy if imported."""
     return "numpy" if any(q.split(".")[0] == "numpy" for q in module.imports.values()) else "math"
@@ -90,7 +102,7 @@ def _compile_function(module, fname, names, wrt, namer, emitter, sigmoid_name):
     fnamer = namer.function_namer([a.arg for a in fnode.args.args])
     fn = lower.lower_function(module, fname, fnamer, sigmoid_name)
     emitter.helpers.update(fn.helpers)
-    chosen = activity.choose_wrt(fn, wrt, module)
+    chosen = activity.choose_wrt(fn, wrt)
     act = activity.analyse(fn, chosen, module)
     adjoints = reverse.backward(fn, act, fnamer, fn.result_name)
     grads = [_gradient(adjoints.get(p)) for p in chosen]

@@ -18,6 +18,7 @@ import black
 from gradgen import __version__
 from gradgen.ir import Assign, Call, Comment, Cond, Const, Var
 from gradgen.primitives import TABLE
+from gradgen.simplify import is_zero
 
 _MODULE_ALIAS = {"math": "math", "numpy": "np"}
 
@@ -66,9 +67,7 @@ class Emitter:
             return ast.Call(ast.Name(self.helpers[e.prim]), args, [])
         ns = e.ns if e.ns in prim.names else self._fallback(prim, e.ns)
         if ns is None:
-            if prim.expand is not None:
-                return self.expr(prim.expand(*e.args))
-            return _operator(prim, args)
+            return self.expr(prim.expand(*e.args))
         if ns == "builtins":
             return ast.Call(ast.Name(prim.names[ns]), args, [])
         target = self._attr(ns, prim.names[ns])
@@ -81,19 +80,31 @@ class Emitter:
         return self.expr(Call(product.prim, (negated, rest), "op"))
 
     def _fallback(self, prim, ns):
-        """A namespace that spells `prim`: the default one first, then any scalar one."""
-        order = [self.default_ns, "math", "numpy"] if ns in (None, "op", "builtins") else [ns]
+        """A namespace that spells `prim`: the caller's, else the module's default, else any.
+
+        None means: write the primitive's expansion instead (scalar `sign` as a conditional),
+        so a module that never imported numpy does not start to need it.
+        """
+        order = [ns] if ns in ("math", "numpy") else []
+        order.append(self.default_ns)
         for candidate in order:
             if candidate in prim.names:
                 return candidate
-        return None
+        if prim.expand is not None:
+            return None
+        return next(c for c in ("math", "numpy") if c in prim.names)
 
     def statement(self, s) -> str:
         if isinstance(s, Comment):
             return f"# {s.text}"
         target = ast.Name(s.target)
-        node = (ast.AugAssign(target, ast.Add(), self.expr(s.expr)) if s.accumulate
-                else ast.Assign([target], self.expr(s.expr), lineno=0))
+        expr = s.expr
+        if s.accumulate and isinstance(expr, Cond) and is_zero(expr.orelse):
+            # a guarded accumulation reads best as the `if` it is
+            body = ast.unparse(ast.AugAssign(target, ast.Add(), self.expr(expr.body)))
+            return f"if {ast.unparse(self.expr(expr.test))}:\n    {body}"
+        node = (ast.AugAssign(target, ast.Add(), self.expr(expr)) if s.accumulate
+                else ast.Assign([target], self.expr(expr), lineno=0))
         return ast.unparse(node)
 
 

@@ -35,7 +35,7 @@ class Primitive:
     arity: int | None  # None: two or more arguments
     names: dict = field(default_factory=dict)  # namespace -> emitted function name
     sympy: object = None
-    vjp: tuple | None = None
+    vjp: tuple | None = None  # one rule per input; for arity None, (rule_for(i),)
     kind: str = "smooth"
     operator: type | None = None  # ast operator class for "op" spellings
     expand: object = None  # IR to emit where a namespace has no spelling (e.g. scalar sign)
@@ -134,8 +134,8 @@ primitive("acos", spellings=["math.acos", "numpy.arccos"], sympy=sympy.acos,
 primitive("atan", spellings=["math.atan", "numpy.arctan"], sympy=sympy.atan, vjp=lambda g, out, x: g / (1 + x**2))
 primitive("atan2", 2, spellings=["math.atan2", "numpy.arctan2"], sympy=sympy.atan2,
           vjp=(lambda g, out, y, x: g * x / (x**2 + y**2), lambda g, out, y, x: -g * y / (x**2 + y**2)))
-primitive("hypot", 2, spellings=["math.hypot", "numpy.hypot"], sympy=lambda x, y: sympy.sqrt(x**2 + y**2),
-          vjp=(lambda g, out, x, y: g * x / out, lambda g, out, x, y: g * y / out))
+primitive("hypot", None, spellings=["math.hypot", "numpy.hypot"], sympy=lambda *xs: sympy.sqrt(sum(x**2 for x in xs)),
+          vjp=lambda i: lambda g, out, *xs: g * xs[i] / out)
 primitive("sinh", spellings=["math.sinh", "numpy.sinh"], sympy=sympy.sinh, vjp=lambda g, out, x: g * F.cosh(x))
 primitive("cosh", spellings=["math.cosh", "numpy.cosh"], sympy=sympy.cosh, vjp=lambda g, out, x: g * F.sinh(x))
 primitive("tanh", spellings=["math.tanh", "numpy.tanh"], sympy=sympy.tanh,

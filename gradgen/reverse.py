@@ -37,14 +37,19 @@ class Adjoints:
     def add(self, name, contribution, stmt):
         if simplify.is_zero(contribution):
             return
+        contribution = as_float(contribution)
         current = self.of_var.get(name)
+        if isinstance(contribution, Const) and (current is None or isinstance(current, Const)):
+            # a constant adjoint stays symbolic (`dL_da = 1` is never written; `1 *` folds away)
+            self.of_var[name] = contribution if current is None else simplify.add(current, contribution)
+            return
         if current is None:
             adj = self.namer.adjoint(self.of, name)
             self.statements.append(Assign(adj, contribution, stmt.line))
             self.of_var[name] = Var(adj)
         elif isinstance(current, Var):
             self.statements.append(Assign(current.name, contribution, stmt.line, accumulate=True))
-        else:  # the seed: a value that is both the result and used on the way to it
+        else:  # a constant so far (the seed, or a constant path): now it becomes a variable
             adj = self.namer.adjoint(self.of, name)
             self.statements.append(Assign(adj, simplify.add(current, contribution), stmt.line))
             self.of_var[name] = Var(adj)
@@ -58,14 +63,16 @@ def backward(fn, activity, namer, of):
         adjoints.seed(result.name)
     elif not isinstance(result, Var):
         pass  # a constant result: every gradient is zero
+    cited = None
     for stmt in reversed(fn.body):
         g = adjoints.get(stmt.target)
         if g is None:
             continue
         before = len(adjoints.statements)
         push_into(stmt.expr, g, (), activity.active, adjoints, stmt, out=Var(stmt.target))
-        if len(adjoints.statements) > before:
-            adjoints.statements.insert(before, Comment(provenance(stmt)))
+        if len(adjoints.statements) > before and provenance(stmt) != cited:
+            cited = provenance(stmt)  # one comment for the statements a tuple assignment made
+            adjoints.statements.insert(before, Comment(cited))
     return adjoints
 
 
@@ -113,7 +120,16 @@ def _guarded(guards, g):
     if not guards:
         return g
     test = guards[0] if len(guards) == 1 else Call("and", tuple(guards), "op")
-    return Cond(test, g, Const(0.0))
+    return Cond(test, as_float(g), Const(0.0))
+
+
+def as_float(expr):
+    """A gradient that is a bare constant is written as a float (`1.0`, never `1`)."""
+    if isinstance(expr, Const) and type(expr.value) is int:
+        return Const(float(expr.value))
+    if isinstance(expr, Cond):
+        return Cond(expr.test, as_float(expr.body), as_float(expr.orelse))
+    return expr
 
 
 def _in_namespace(expr, ns):

@@ -14,7 +14,7 @@ CASES = [
     ("unknown --function", "def f(x):\n    return x\n", {"functions": ["g"]},
      "bad.py: no function named 'g' (from --function); the file defines: f"),
     ("unknown --wrt", "def f(x, n):\n    return x\n", {"wrt": ["q"]},
-     "bad.py: function 'f' has no parameter 'q' (from --wrt); its parameters are: x, n"),
+     "bad.py: no parameter 'q' (from --wrt) in 'f'; the parameters are: n, x"),
     ("unknown function", "def f(x):\n    return foo(x)\n", {},
      "bad.py:2:12: unknown function 'foo': gradgen differentiates its known primitives and functions "
      "defined in this file\n        return foo(x)\n               ^"),
