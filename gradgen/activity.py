@@ -4,8 +4,12 @@ As in Tapenade: a value is *varied* if it depends, through differentiable positi
 parameter being differentiated, and *useful* if the result depends on it the same way.
 Only values that are both (active) get adjoints. Differentiable positions are the inputs
 a primitive has a rule for, and both branches of a conditional expression; comparisons,
-piecewise-constant functions (floor, round, ...) and integer positions (int(), ...) carry
-no derivative. Each analysis is one walk over the body: linear in program size.
+piecewise-constant functions (floor, round, ...), branch conditions and integer positions
+(int(), range(), ...) carry no derivative.
+
+Straight-line code is one walk each way. A loop is walked until its sets stop growing
+(values flow from one iteration to the next); the sets only grow, so that ends after at
+most as many rounds as the loop has variables, and in practice after two.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gradgen.errors import CompileError
-from gradgen.ir import Call, Cond, Var
+from gradgen.ir import Assign, Call, Cond, For, If, Var, While, expressions, variables, walk
 from gradgen.primitives import TABLE
 
 
@@ -44,12 +48,6 @@ def _has_rule(prim, i):
     return prim.vjp is not None and (prim.arity is None or prim.vjp[i] is not None)
 
 
-def _all_vars(expr):
-    from gradgen.ir import variables
-
-    return {v.name for v in variables(expr)}
-
-
 def choose_wrt(fn, wrt):
     """The parameters of `fn` to differentiate: those named in `wrt`, or the default.
 
@@ -60,28 +58,67 @@ def choose_wrt(fn, wrt):
     if wrt is not None:  # each name belongs to some selected function (checked by the caller)
         return [n for n in names if n in set(wrt)]
     used, used_diff = set(), set()
-    for stmt in fn.body:
-        used |= _all_vars(stmt.expr)
-        used_diff |= diff_vars(stmt.expr)
-    used |= _all_vars(fn.result)
-    used_diff |= diff_vars(fn.result)
+    for expr, differentiable in _all_expressions(fn):
+        used |= {v.name for v in variables(expr)}
+        if differentiable:
+            diff_vars(expr, used_diff)
     return [n for n in names if n in used_diff or n not in used]
+
+
+def _all_expressions(fn):
+    """(expression, whether a derivative can flow through it): conditions and ranges cannot."""
+    for stmt in walk(fn.body):
+        for expr in expressions(stmt):
+            yield expr, isinstance(stmt, Assign)
+    yield fn.result, True
 
 
 def analyse(fn, wrt, module) -> Activity:
     """Varied forward, useful backward, active = both; refuse integer uses of varied values."""
     origin = {w: w for w in wrt}  # varied name -> the parameter it depends on
-    for stmt in fn.body:
-        for name in diff_vars(stmt.expr):
-            if name in origin:
-                origin[stmt.target] = origin[name]
-                break
+    _varied(fn.body, origin)
     useful = diff_vars(fn.result)
-    for stmt in reversed(fn.body):
-        if stmt.target in useful:
-            diff_vars(stmt.expr, useful)
+    _useful(fn.body, useful)
+    for stmt in walk(fn.body):
+        if isinstance(stmt, Assign) and stmt.target in useful:
             _refuse_integer_uses(stmt.expr, origin, module)
+        elif isinstance(stmt, (For, While, If)):
+            _refuse_integer_uses(expressions(stmt)[0], origin, module)
     return Activity(list(wrt), {n for n in useful if n in origin})
+
+
+def _varied(stmts, origin):
+    """Forward: a target is varied if a varied name flows into it (to a fixed point in loops)."""
+    for stmt in stmts:
+        if isinstance(stmt, Assign):
+            for name in sorted(diff_vars(stmt.expr)):
+                if name in origin:
+                    origin.setdefault(stmt.target, origin[name])
+                    break
+        elif isinstance(stmt, If):
+            _varied(stmt.body, origin)
+            _varied(stmt.orelse, origin)
+        elif isinstance(stmt, (For, While)):
+            size = -1
+            while size != len(origin):
+                size = len(origin)
+                _varied(stmt.body, origin)
+
+
+def _useful(stmts, useful):
+    """Backward: what a useful target reads differentiably is useful (fixed point in loops)."""
+    for stmt in reversed(stmts):
+        if isinstance(stmt, Assign):
+            if stmt.target in useful:
+                diff_vars(stmt.expr, useful)
+        elif isinstance(stmt, If):
+            _useful(stmt.body, useful)
+            _useful(stmt.orelse, useful)
+        elif isinstance(stmt, (For, While)):
+            size = -1
+            while size != len(useful):
+                size = len(useful)
+                _useful(stmt.body, useful)
 
 
 def _refuse_integer_uses(expr, origin, module):
@@ -90,16 +127,20 @@ def _refuse_integer_uses(expr, origin, module):
         e = stack.pop()
         if isinstance(e, Call):
             if TABLE[e.prim].kind == "integer":
-                reached = set()
-                for arg in e.args:
-                    diff_vars(arg, reached)
-                for v in sorted(reached):
-                    if v in origin:
-                        line, col = e.loc or (None, None)
-                        raise CompileError(
-                            f"'{origin[v]}' is differentiated, but reaches {e.prim}(), which has no "
-                            f"derivative; leave it out with --wrt", module.filename, line, col,
-                            module.line_text(line))
+                _refuse(e, origin, module)
             stack.extend(e.args)
         elif isinstance(e, Cond):
             stack.extend((e.test, e.body, e.orelse))
+
+
+def _refuse(call, origin, module):
+    reached = set()
+    for arg in call.args:
+        diff_vars(arg, reached)
+    for v in sorted(reached):
+        if v in origin:
+            line, col = call.loc or (None, None)
+            where = "a loop over it" if call.prim == "iterate" else f"{call.prim}()"
+            raise CompileError(
+                f"'{origin[v]}' is differentiated, but reaches {where}, which has no "
+                f"derivative; leave it out with --wrt", module.filename, line, col, module.line_text(line))

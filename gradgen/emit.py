@@ -16,7 +16,7 @@ import textwrap
 import black
 
 from gradgen import __version__
-from gradgen.ir import Assign, Call, Comment, Cond, Const, Var
+from gradgen.ir import Assign, Break, Call, Comment, Cond, Const, Continue, For, If, Init, Restore, Save, Var, While
 from gradgen.primitives import TABLE
 from gradgen.simplify import is_zero
 
@@ -95,17 +95,62 @@ class Emitter:
         return next(c for c in ("math", "numpy") if c in prim.names)
 
     def statement(self, s) -> str:
+        """Source text of one IR statement (several lines for a compound one)."""
         if isinstance(s, Comment):
             return f"# {s.text}"
+        if isinstance(s, Assign):
+            return self._assign(s)
+        if isinstance(s, If):
+            text = f"if {self._text(s.test)}:\n{self.block(s.body)}"
+            return text + (f"\nelse:\n{self.block(s.orelse)}" if s.orelse else "")
+        if isinstance(s, For):
+            return f"for {s.target} in {self._iteration(s)}:\n{self.block(s.body)}"
+        if isinstance(s, While):
+            return f"while {self._text(s.test)}:\n{self.block(s.body)}"
+        if isinstance(s, Save):
+            return f"{s.stack}.append({s.name})"
+        if isinstance(s, Restore):
+            return f"{s.name} = {s.stack}.pop()"
+        if isinstance(s, Init):
+            return f"{s.name} = {s.value}"
+        return {Break: "break", Continue: "continue"}[type(s)]
+
+    def block(self, stmts):
+        lines = [self.statement(s) for s in stmts] or ["pass"]
+        return _indent("\n".join(lines))
+
+    def _text(self, e):
+        return ast.unparse(self.expr(e))
+
+    def _assign(self, s):
         target = ast.Name(s.target)
         expr = s.expr
         if s.accumulate and isinstance(expr, Cond) and is_zero(expr.orelse):
             # a guarded accumulation reads best as the `if` it is
             body = ast.unparse(ast.AugAssign(target, ast.Add(), self.expr(expr.body)))
-            return f"if {ast.unparse(self.expr(expr.test))}:\n    {body}"
-        node = (ast.AugAssign(target, ast.Add(), self.expr(expr)) if s.accumulate
-                else ast.Assign([target], self.expr(expr), lineno=0))
-        return ast.unparse(node)
+            return f"if {self._text(expr.test)}:\n    {body}"
+        if s.accumulate:
+            return ast.unparse(ast.AugAssign(target, ast.Add(), self.expr(expr)))
+        if s.augmented and isinstance(expr, Call) and expr.args and expr.args[0] == Var(s.target):
+            # the user's `x += e`, where x keeps its name
+            op = TABLE[expr.prim].operator
+            return ast.unparse(ast.AugAssign(target, op(), self.expr(expr.args[1])))
+        return ast.unparse(ast.Assign([target], self.expr(expr), lineno=0))
+
+    def _iteration(self, loop):
+        """What a loop runs over: as written forward; reversed (or counted) backward."""
+        it = loop.iter
+        if loop.direction == "times":
+            return f"range({self._text(it)})"
+        if isinstance(it, Call) and it.prim == "range":
+            text = f"range({', '.join(self._text(a) for a in it.args)})"
+        elif isinstance(it, Call) and it.prim == "iterate":
+            text = self._text(it.args[0])
+        else:
+            text = self._text(it)
+        if loop.direction == "reversed":
+            return f"reversed({text}[:{loop.count}])" if loop.count else f"reversed({text})"
+        return text
 
 
 def _operator(prim, args):
@@ -127,7 +172,7 @@ def function_text(name, params, docstring, sections, returns, emitter):
     for header, stmts in sections:
         if header:
             lines.append(f"    # {header}")
-        lines.extend(_indent(emitter.statement(s)) for s in stmts)
+        lines.append(emitter.block(stmts))
     lines.append(f"    return {returns}")
     return "\n".join(lines) + "\n"
 

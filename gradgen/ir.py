@@ -127,10 +127,125 @@ class Assign:
     source: str | None = None
     accumulate: bool = False
     col: int = 1
+    overwrites: bool = False  # inside control flow: the target may hold an earlier value
+    fresh_in_loop: bool = False  # first assigned inside a loop (unbound before it)
+    counter: bool = False  # a loop's iteration counter (`n += 1`): never saved
+    augmented: bool = False  # written `x += e` by the user (emitted so where the name is reused)
 
     def __str__(self):
         op = "+=" if self.accumulate else "="
         return f"{self.target} {op} {self.expr}"
+
+
+@dataclass
+class If:
+    """`if test: body else: orelse`. `record` names the saved decision when the backward
+    pass cannot recompute `test` (the branches overwrite what it reads)."""
+
+    test: Expr
+    body: list
+    orelse: list
+    line: int | None = None
+    source: str | None = None
+    record: str | None = None
+
+    def __str__(self):
+        text = [f"if {self.test}:"] + _indented(self.body)
+        if self.orelse:
+            text += ["else:"] + _indented(self.orelse)
+        return "\n".join(text)
+
+
+@dataclass
+class For:
+    """`for target in iter: body`; `iter` is a `range` call or a constant sequence.
+
+    `count` names the iteration counter a loop that can `break` keeps for its backward sweep.
+    """
+
+    target: str
+    iter: Expr
+    body: list
+    line: int | None = None
+    source: str | None = None
+    count: str | None = None
+    direction: str | None = None  # backward sweep: "reversed" (same iterations) or "times" (count)
+
+    def __str__(self):
+        if self.direction == "times":
+            head = f"for {self.target} in range({self.iter}):"
+        elif self.direction == "reversed":
+            head = f"for {self.target} in reversed({self.iter}{f'[:{self.count}]' if self.count else ''}):"
+        else:
+            head = f"for {self.target} in {self.iter}:"
+        return "\n".join([head] + _indented(self.body))
+
+
+@dataclass
+class While:
+    """`while test: body`; `count` names the iteration counter the backward sweep replays."""
+
+    test: Expr
+    body: list
+    line: int | None = None
+    source: str | None = None
+    count: str | None = None
+
+    def __str__(self):
+        return "\n".join([f"while {self.test}:"] + _indented(self.body))
+
+
+@dataclass
+class Break:
+    line: int | None = None
+
+    def __str__(self):
+        return "break"
+
+
+@dataclass
+class Continue:
+    line: int | None = None
+
+    def __str__(self):
+        return "continue"
+
+
+@dataclass
+class Save:
+    """Forward: push `name`'s value on `stack` (before it is overwritten)."""
+
+    name: str
+    stack: str
+
+    def __str__(self):
+        return f"{self.stack}.append({self.name})"
+
+
+@dataclass
+class Restore:
+    """Backward: pop `name`'s earlier value back from `stack`."""
+
+    name: str
+    stack: str
+
+    def __str__(self):
+        return f"{self.name} = {self.stack}.pop()"
+
+
+@dataclass
+class Init:
+    """Forward: `name = value` before a compound statement (`x_stack = []`, `t = None`)."""
+
+    name: str
+    value: str
+
+    def __str__(self):
+        return f"{self.name} = {self.value}"
+
+
+def _indented(stmts):
+    return ["    " + line for s in stmts for line in str(s).split("\n")] or ["    pass"]
 
 
 @dataclass
@@ -172,9 +287,7 @@ class Function:
 
     def __str__(self):
         head = f"def {self.name}({', '.join(p.name for p in self.params)}):"
-        lines = [head] + [f"    {s}" for s in self.body]
-        lines.append(f"    return {self.result}")
-        return "\n".join(lines)
+        return "\n".join([head] + _indented(self.body) + [f"    return {self.result}"])
 
 
 def variables(expr: Expr):
@@ -188,3 +301,36 @@ def variables(expr: Expr):
             stack.extend(reversed(e.args))
         elif isinstance(e, Cond):
             stack.extend((e.orelse, e.body, e.test))
+
+
+def walk(stmts):
+    """Every statement in `stmts`, nested ones included, in source order."""
+    for s in stmts:
+        yield s
+        if isinstance(s, If):
+            yield from walk(s.body)
+            yield from walk(s.orelse)
+        elif isinstance(s, (For, While)):
+            yield from walk(s.body)
+
+
+def assigned(stmts):
+    """Names assigned anywhere in `stmts` (loop targets included)."""
+    names = set()
+    for s in walk(stmts):
+        if isinstance(s, Assign):
+            names.add(s.target)
+        elif isinstance(s, For):
+            names.add(s.target)
+    return names
+
+
+def expressions(s):
+    """The expressions a statement itself reads (not those of nested statements)."""
+    if isinstance(s, Assign):
+        return [s.expr]
+    if isinstance(s, (If, While)):
+        return [s.test]
+    if isinstance(s, For):
+        return [s.iter]
+    return []

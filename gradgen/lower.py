@@ -14,7 +14,7 @@ import ast
 from dataclasses import dataclass
 
 from gradgen import primitives
-from gradgen.ir import Assign, Call, Cond, Const, Function, Param, Var
+from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, Function, If, Param, Var, While
 from gradgen.parse import constant_value
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
@@ -28,8 +28,7 @@ _BUILTIN_CALLS = {"abs", "min", "max", "pow", "float", "int", "round"}
 
 # Statements and expressions outside the subset, with what to tell the user.
 _UNSUPPORTED_STMT = {
-    ast.If: "'if' statements are not supported", ast.For: "'for' loops are not supported",
-    ast.While: "'while' loops are not supported", ast.Try: "'try' is not supported",
+    ast.Try: "'try' is not supported",
     ast.With: "'with' is not supported", ast.Global: "'global' is not supported",
     ast.Nonlocal: "'nonlocal' is not supported", ast.ClassDef: "classes are not supported",
     ast.FunctionDef: "nested function definitions are not supported",
@@ -38,7 +37,6 @@ _UNSUPPORTED_STMT = {
     ast.Import: "imports inside functions are not supported",
     ast.ImportFrom: "imports inside functions are not supported",
     ast.AsyncFor: "'async for' is not supported", ast.AsyncWith: "'async with' is not supported",
-    ast.Break: "'break' is not supported", ast.Continue: "'continue' is not supported",
 }
 _UNSUPPORTED_EXPR = {
     ast.Lambda: "lambda is not supported", ast.Yield: "generators are not supported",
@@ -61,6 +59,7 @@ class Scope:
     env: dict  # user name -> Expr
     locals: set  # names assigned somewhere in this body (Python's local-scope rule)
     helper: str | None = None  # name of the helper being inlined, None at top level
+    result: str | None = None  # the variable every `return` assigns, when there are several
 
 
 class Lowerer:
@@ -71,7 +70,11 @@ class Lowerer:
         self.fnode = fnode
         self.namer = namer
         self.sigmoid_name = sigmoid_name
-        self.body = []
+        self.body = []  # the statement list being filled (a branch or loop body while inside one)
+        self.depth = 0  # nesting of if/for/while: inside, assignments overwrite in place
+        self.loop_depth = 0
+        self.bound = set()  # SSA names assigned so far on the path being lowered
+        self.loop_targets = set()
         self.stack = [fnode.name]
         self.helpers = {}  # primitive name -> emitted helper name (the sigmoid)
         self.top_params = {a.arg for a in fnode.args.args}
@@ -115,20 +118,51 @@ class Lowerer:
 
     def _default(self, node, name):
         try:
-            return constant_value(node, self.m)
+            value = constant_value(node, self.m)
         except ValueError:
-            raise self.m.error(node, f"the default value of '{name}' must be a number") from None
+            value = None
+        if not isinstance(value, (int, float)):
+            raise self.m.error(node, f"the default value of '{name}' must be a number")
+        return value
 
     def _body(self, scope, stmts):
-        """Lower a function body; returns (result expression, user name of the result)."""
-        stmts = _skip_docstring(stmts)
+        """Lower a function body; returns (result expression, user name of the result).
+
+        Early returns are first restructured so that every path ends in one `return`
+        (the statements after an `if` that may return move into its other branch).
+        """
+        stmts = self._close_returns(_skip_docstring(stmts))
+        if not _always_returns(stmts):
+            raise self.m.error(scope.node, f"function '{scope.node.name}' has no 'return' at its end")
+        returns = [n for s in stmts for n in ast.walk(s) if isinstance(n, ast.Return)]
+        if len(returns) == 1:
+            for stmt in stmts[:-1]:
+                self._statement(scope, stmt)
+            return self._return(scope, stmts[-1])
+        scope.result = self.namer.define(scope.node.name)
+        for stmt in stmts:
+            self._statement(scope, stmt)
+        return Var(scope.result), scope.node.name
+
+    def _close_returns(self, stmts):
+        out = []
         for i, stmt in enumerate(stmts):
             if isinstance(stmt, ast.Return):
-                if i != len(stmts) - 1:
+                if i + 1 < len(stmts):
                     raise self.m.error(stmts[i + 1], "code after 'return' is never run")
-                return self._return(scope, stmt)
-            self._statement(scope, stmt)
-        raise self.m.error(scope.node, f"function '{scope.node.name}' has no 'return' at its end")
+                return out + [stmt]
+            if isinstance(stmt, (ast.For, ast.While)):
+                for node in ast.walk(stmt):
+                    if isinstance(node, ast.Return):
+                        raise self.m.error(node, "'return' inside a loop is not supported; "
+                                                 "'break' out of it and return after the loop")
+            if isinstance(stmt, ast.If) and any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
+                rest = stmts[i + 1:]
+                body = self._close_returns(stmt.body + ([] if _always_returns(stmt.body) else rest))
+                orelse = self._close_returns(stmt.orelse + ([] if _always_returns(stmt.orelse) else rest))
+                return out + [ast.copy_location(ast.If(test=stmt.test, body=body, orelse=orelse), stmt)]
+            out.append(stmt)
+        return out
 
     def _return(self, scope, stmt):
         if stmt.value is None:
@@ -136,6 +170,9 @@ class Lowerer:
         if isinstance(stmt.value, ast.Tuple):
             raise self.m.error(stmt.value, "gradgen differentiates functions that return one number")
         value = self.expr(scope, stmt.value)
+        if scope.result is not None:
+            self._emit(scope.result, value, stmt, overwrites=self.loop_depth > 0)
+            return None
         if isinstance(stmt.value, ast.Name):
             return value, stmt.value.id
         if scope.helper is not None or isinstance(value, Const):
@@ -160,6 +197,18 @@ class Lowerer:
             self._assign(scope, stmt.target, stmt.value, stmt)
         elif isinstance(stmt, ast.AugAssign):
             self._augassign(scope, stmt)
+        elif isinstance(stmt, ast.If):
+            self._if(scope, stmt)
+        elif isinstance(stmt, ast.For):
+            self._for(scope, stmt)
+        elif isinstance(stmt, ast.While):
+            self._while(scope, stmt)
+        elif isinstance(stmt, ast.Break):
+            self.body.append(Break(stmt.lineno))
+        elif isinstance(stmt, ast.Continue):
+            self.body.append(Continue(stmt.lineno))
+        elif isinstance(stmt, ast.Return) and scope.result is not None:
+            self._return(scope, stmt)
         elif isinstance(stmt, ast.Pass):
             pass
         elif isinstance(stmt, ast.Expr):
@@ -191,17 +240,121 @@ class Lowerer:
         if op is None:
             raise self.m.error(stmt, f"operator '{_OP_TEXT.get(type(stmt.op), '?')}=' is not supported")
         current = self._read(scope, stmt.target)
-        self._bind(scope, stmt.target.id, Call(op, (current, self.expr(scope, stmt.value)), "op"), stmt)
+        value = Call(op, (current, self.expr(scope, stmt.value)), "op")
+        self._bind(scope, stmt.target.id, value, stmt, augmented=True)
 
-    def _bind(self, scope, name, value, stmt):
-        """`name = value`: a new SSA value, unless `value` is a constant to carry along."""
+    def _bind(self, scope, name, value, stmt, augmented=False):
+        """`name = value`: a fresh SSA name in straight-line code; inside control flow the
+        name the variable already has (it was bound on entry), overwritten in place."""
+        current = scope.env.get(name)
+        if isinstance(current, _LoopVariable):
+            current = None
+        if self.depth > 0 and isinstance(current, Var):
+            if current.name in self.loop_targets:
+                raise self.m.error(stmt, f"assigning to the loop variable '{name}' inside its loop is not supported")
+            overwrites = self.loop_depth > 0 or current.name in self.bound
+            self._emit(current.name, value, stmt, overwrites=overwrites, augmented=augmented)
+            return
         ssa = self.namer.define(name)
-        self._emit(ssa, value, stmt)
+        self._emit(ssa, value, stmt, overwrites=self.loop_depth > 0)
         scope.env[name] = Var(ssa)
 
-    def _emit(self, ssa, value, stmt):
-        self.body.append(Assign(ssa, value, stmt.lineno, self.m.segment(stmt),
-                                col=stmt.col_offset + 1))
+    def _emit(self, ssa, value, stmt, overwrites=False, augmented=False, counter=False):
+        self.body.append(Assign(ssa, value, stmt.lineno, self._text(stmt), col=stmt.col_offset + 1,
+                                overwrites=overwrites, augmented=augmented, counter=counter))
+        self.bound.add(ssa)
+
+    def _text(self, stmt):
+        """The source a backward block cites: a statement, or the header of a compound one."""
+        if isinstance(stmt, ast.If):
+            return f"if {self.m.segment(stmt.test)}:"
+        if isinstance(stmt, ast.While):
+            return f"while {self.m.segment(stmt.test)}:"
+        if isinstance(stmt, ast.For):
+            return f"for {self.m.segment(stmt.target)} in {self.m.segment(stmt.iter)}:"
+        return self.m.segment(stmt)
+
+    # ---- control flow ----------------------------------------------------------------
+    def _prebind(self, scope, stmts):
+        """Give every name assigned inside a compound statement its name before entering it,
+        so that all branches and iterations write the same variable."""
+        for name in _stored_names(stmts):
+            if not isinstance(scope.env.get(name), Var):
+                scope.env[name] = Var(self.namer.define(name))
+
+    def _block(self, scope, stmts, loop=False):
+        outer, self.body = self.body, []
+        self.depth += 1
+        self.loop_depth += loop
+        for stmt in stmts:
+            self._statement(scope, stmt)
+        self.depth -= 1
+        self.loop_depth -= loop
+        block, self.body = self.body, outer
+        return block
+
+    def _if(self, scope, stmt):
+        test = self.expr(scope, stmt.test, test=True)
+        self._prebind(scope, stmt.body + stmt.orelse)
+        entry = set(self.bound)
+        body = self._block(scope, stmt.body)
+        after_body, self.bound = self.bound, set(entry)
+        orelse = self._block(scope, stmt.orelse)
+        self.bound |= after_body
+        self.body.append(If(test, body, orelse, stmt.lineno, self._text(stmt)))
+
+    def _for(self, scope, stmt):
+        if stmt.orelse:
+            raise self.m.error(stmt, "'else' on a loop is not supported")
+        if not isinstance(stmt.target, ast.Name):
+            raise self.m.error(stmt.target, "a loop variable must be a plain name")
+        iterable = self._iterable(scope, stmt.iter)
+        target = self.namer.define(stmt.target.id)
+        scope.env[stmt.target.id] = Var(target)
+        self.loop_targets.add(target)
+        self.bound.add(target)
+        self._prebind(scope, stmt.body)
+        count = self._counter(stmt) if _exits(stmt.body, ast.Break) else None
+        body = self._loop_body(scope, stmt, count)
+        self.body.append(For(target, iterable, body, stmt.lineno, self._text(stmt), count))
+        scope.env[stmt.target.id] = _LoopVariable(stmt.target.id)
+
+    def _while(self, scope, stmt):
+        if stmt.orelse:
+            raise self.m.error(stmt, "'else' on a loop is not supported")
+        self._prebind(scope, stmt.body)
+        test = self.expr(scope, stmt.test, test=True)
+        count = self._counter(stmt)
+        body = self._loop_body(scope, stmt, count)
+        self.body.append(While(test, body, stmt.lineno, self._text(stmt), count))
+
+    def _counter(self, stmt):
+        """`iterations = 0` before a loop whose backward sweep must know how often it ran."""
+        count = self.namer.define("iterations")
+        self._emit(count, Const(0), stmt, overwrites=self.loop_depth > 0)
+        return count
+
+    def _loop_body(self, scope, stmt, count):
+        body = self._block(scope, stmt.body, loop=True)
+        if count is not None:
+            increment = Assign(count, Call("add", (Var(count), Const(1)), "op"), stmt.lineno, self._text(stmt),
+                               overwrites=True, augmented=True, counter=True)
+            body.insert(0, increment)
+        return body
+
+    def _iterable(self, scope, node):
+        """`range(...)`, a module-level tuple of numbers, or a parameter (its first axis)."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range" \
+                and "range" not in scope.env and "range" not in self.m.functions:
+            if node.keywords or not 1 <= len(node.args) <= 3:
+                raise self.m.error(node, "range() takes one to three positional arguments here")
+            return self._call("range", tuple(self.expr(scope, a) for a in node.args), "builtins", node)
+        if isinstance(node, ast.Name) and isinstance(self.m.constants.get(node.id), tuple):
+            return Var(node.id)
+        if isinstance(node, ast.Name) and isinstance(scope.env.get(node.id), Var):
+            return self._call("iterate", (scope.env[node.id],), "builtins", node)
+        raise self.m.error(node, "a loop must run over range(...), a module-level tuple of numbers, "
+                                 "or a parameter")
 
     # ---- expressions -----------------------------------------------------------------
     def expr(self, scope, node, test=False):
@@ -260,10 +413,14 @@ class Lowerer:
 
     def _read(self, scope, node):
         name = node.id
+        if isinstance(scope.env.get(name), _LoopVariable):
+            raise self.m.error(node, f"'{name}' is read after its loop; gradgen does not support that")
         if name in scope.env:
             return scope.env[name]
         if name in scope.locals:
             raise self.m.error(node, f"'{name}' is read before it is assigned")
+        if isinstance(self.m.constants.get(name), tuple):
+            raise self.m.error(node, f"'{name}' is a sequence: only a loop may run over it")
         if name in self.m.constants:
             if scope.helper is not None and name in self.top_params:
                 return Const(self.m.constants[name])  # the caller's parameter shadows it
@@ -271,6 +428,8 @@ class Lowerer:
         if name in self.m.not_constants:
             what = self.m.not_constants[name][1]
             raise self.m.error(node, f"module-level '{name}' {what}; pass it to the function as a parameter")
+        if name in self.m.imports:
+            return self._attribute(node)
         if name in self.m.functions or name in self.m.classes:
             raise self.m.error(node, f"'{name}' is a function, not a number")
         raise self.m.error(node, f"unknown name '{name}'")
@@ -400,6 +559,45 @@ def sigmoid_pattern(fnode, module):
     if found and found[0] == "exp" and negated_x:
         return found[1]
     return None
+
+
+class _LoopVariable:
+    """Marks a loop variable after its loop: reading it there is refused."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+def _always_returns(stmts):
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, ast.Return):
+        return True
+    return isinstance(last, ast.If) and _always_returns(last.body) and _always_returns(last.orelse)
+
+
+def _exits(stmts, kinds=(ast.Break, ast.Continue)):
+    """Whether a loop body can `break` (or `continue`), not counting inner loops."""
+    for stmt in stmts:
+        if isinstance(stmt, kinds):
+            return True
+        if isinstance(stmt, ast.If) and (_exits(stmt.body, kinds) or _exits(stmt.orelse, kinds)):
+            return True
+    return False
+
+
+def _stored_names(stmts):
+    """Names assigned in `stmts` (loop variables apart: each loop names its own)."""
+    names, targets = [], set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+                targets.add(id(node.target))
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in names \
+                    and id(node) not in targets:
+                names.append(node.id)
+    return names
 
 
 def _skip_docstring(stmts):

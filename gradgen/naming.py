@@ -113,9 +113,17 @@ class FunctionNamer:
         self.used.add(name)
         return name
 
+    def stack(self, var):
+        """The list that keeps `var`'s overwritten values: `x_stack`."""
+        return self.define(f"{var}_stack")
+
+    def underscore(self):
+        """The loop variable of a backward loop that only counts."""
+        return "_" if self._free("_") and "_" not in self.module.user else self.define("step")
+
     def base(self, name):
         """The user's name that SSA name `name` versions."""
         return self.base_of.get(name, name)
 
 
-_BUILTINS = set(dir(builtins))
+_BUILTINS = set(dir(builtins)) - {"_"}

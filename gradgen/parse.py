@@ -146,17 +146,27 @@ def _forget_assigned(module, node):
 
 
 def constant_value(node, module):
-    """The number a constant expression denotes: literals, named constants, + - * / ** on them.
+    """The number (or tuple of numbers) a constant expression denotes: literals, named
+    constants, + - * / ** on them, and tuples or lists of those.
 
     Raises ValueError for anything else. Nothing is executed.
     """
     if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
         return node.value
+    if isinstance(node, (ast.Tuple, ast.List)) and node.elts and len(node.elts) <= 100_000:
+        values = tuple(constant_value(e, module) for e in node.elts)
+        if any(isinstance(v, tuple) for v in values):
+            raise ValueError("nested sequences are not numeric constants")
+        return values
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = constant_value(node.operand, module)
+        if isinstance(value, tuple):
+            raise ValueError("a sign on a sequence")
         return -value if isinstance(node.op, ast.USub) else +value
     if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
         left, right = constant_value(node.left, module), constant_value(node.right, module)
+        if isinstance(left, tuple) or isinstance(right, tuple):
+            raise ValueError("arithmetic on sequences")
         if isinstance(node.op, ast.Pow) and abs(right) > 1024:
             raise ValueError("exponent too large")
         try:

@@ -174,6 +174,9 @@ primitive("not", 1, sympy=operator.not_, kind="piecewise", op=ast.Not)
 # --- integer positions: a differentiated value may not flow here ------------------------
 primitive("int", spellings=["int"], sympy=lambda x: sympy.Integer(int(x)), kind="integer")
 primitive("factorial", spellings=["math.factorial"], sympy=sympy.factorial, kind="integer")
+primitive("len", spellings=["len"], sympy=len, kind="integer")
+primitive("range", None, sympy=range, kind="integer")  # a loop's range (1 to 3 arguments)
+primitive("iterate", 1, sympy=iter, kind="integer")  # a loop over a parameter's first axis
 
 # --- conversions that do nothing to a derivative ----------------------------------------
 primitive("float", spellings=["float", "numpy.float64"], sympy=lambda x: x, vjp=lambda g, out, x: g)

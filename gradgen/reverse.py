@@ -7,113 +7,345 @@ receives a contribution. The first contribution to a variable defines its adjoin
 later ones accumulate (`+=`): the multivariable chain rule's sum over paths. The result's
 own adjoint is the symbolic one, so `dL_dyhat = 2 * (yhat - y)` has no `1 *`.
 
-Only the branch a conditional expression took receives a gradient: its contributions are
-guarded by the same test (`dL_dx = ... if test else 0.0`), which also keeps a guarded
-contribution from being evaluated where its branch would have failed.
+Control flow is replayed in reverse: an `if` takes the branch the forward pass took (its
+condition recomputed, or recorded when the branch overwrites what it reads); a loop runs
+its iterations backwards; a `while` runs as often as the forward one did. Inside control
+flow a variable keeps one name and is overwritten; the value an overwrite destroys is
+pushed on a plain list before it (forward) and popped back after its adjoint (backward),
+but only when the backward pass reads that variable (Tapenade's "to be recorded").
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from gradgen import simplify
-from gradgen.ir import Assign, Call, Comment, Cond, Const, Var
+from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, Restore, Var, While,
+                        assigned, expressions, variables, walk)
 from gradgen.primitives import TABLE
 
+TRUE, FALSE = Const(True), Const(False)
 
-class Adjoints:
-    """The adjoint of every variable so far: absent (zero), a named variable, or the seed 1."""
 
-    def __init__(self, namer, of):
-        self.namer = namer
-        self.of = of
-        self.of_var = {}
-        self.statements = []
+@dataclass
+class Backward:
+    """The backward statements, the adjoint each variable ends with, and the variables the
+    forward pass must save before overwriting them."""
 
-    def seed(self, name):
-        self.of_var[name] = Const(1)
+    statements: list
+    adjoints: dict
+    saved: set = field(default_factory=set)
+    stacks: dict = field(default_factory=dict)
 
     def get(self, name):
-        return self.of_var.get(name)
+        return self.adjoints.get(name)
 
-    def add(self, name, contribution, stmt):
+
+def backward(fn, activity, namer, of) -> Backward:
+    """Reverse `fn`'s body; decide which overwritten values the forward pass must save."""
+    rev = _Reverser(activity.active, namer, of)
+    if isinstance(fn.result, Var) and fn.result.name in activity.active:
+        rev.state[fn.result.name] = Const(1)
+    statements = rev.block(fn.body)
+    read = simplify.names_read(statements) - set(rev.adj_names.values())
+    saved = {s.target for s in walk(fn.body) if isinstance(s, Assign) and s.overwrites and not s.counter
+             and s.target in read}
+    statements = _prune(statements, saved)
+    return Backward(statements, rev.state, saved, {v: rev.stacks[v] for v in saved})
+
+
+class _Reverser:
+    def __init__(self, active, namer, of):
+        self.active = active
+        self.namer = namer
+        self.of = of
+        self.state = {}  # variable -> its adjoint: Var (a named adjoint) or Const; absent: zero
+        self.adj_names = {}
+        self.stacks = {}
+        self.cited = None
+
+    def adj_name(self, v):
+        if v not in self.adj_names:
+            self.adj_names[v] = self.namer.adjoint(self.of, v)
+        return self.adj_names[v]
+
+    def stack(self, v):
+        if v not in self.stacks:
+            self.stacks[v] = self.namer.stack(v)
+        return self.stacks[v]
+
+    # ---- statement lists ---------------------------------------------------------------
+    def block(self, stmts):
+        """Backward code of a statement list. The part after an `if` that can leave a loop
+        iteration runs only when that `if` did not leave it."""
+        for j, stmt in enumerate(stmts):
+            if isinstance(stmt, (Break, Continue)):
+                stmts = stmts[:j]  # what follows never runs
+                break
+        for j, stmt in enumerate(stmts):
+            if isinstance(stmt, If) and exits(stmt):
+                stayed = simplify.negate(exit_condition(stmt))
+                tail = self.branches(stayed, stmts[j + 1:], [], None)
+                return tail + self.statement(stmt) + self.plain(stmts[:j])
+        return self.plain(stmts)
+
+    def plain(self, stmts):
+        out = []
+        for stmt in reversed(stmts):
+            out += self.statement(stmt)
+        return out
+
+    def statement(self, stmt):
+        if isinstance(stmt, Assign):
+            return self.assign(stmt)
+        if isinstance(stmt, If):
+            return self.branches(stmt.test, stmt.body, stmt.orelse, stmt)
+        if isinstance(stmt, (For, While)):
+            return self.loop(stmt)
+        return []
+
+    # ---- assignment ----------------------------------------------------------------------
+    def assign(self, stmt):
+        v = stmt.target
+        restore = [Restore(v, self.stack(v))] if stmt.overwrites and not stmt.counter else []
+        self_ref = any(x.name == v for x in variables(stmt.expr))
+        out = list(restore) if self_ref else []  # the old value is an input: restore it first
+        g = self.state.get(v)
+        if g is not None and v in self.active:
+            contributions = []
+            push_into(stmt.expr, g, (), self.active, contributions, None if self_ref else Var(v))
+            if stmt.overwrites or self_ref:
+                del self.state[v]  # the value before this statement starts with no adjoint
+            body = []
+            for name, c in contributions:
+                if name != v:
+                    body += self.add(name, c)
+            mine = [c for name, c in contributions if name == v]
+            if mine:
+                total = mine[0]
+                for c in mine[1:]:
+                    total = simplify.add(total, c)
+                body += self.add(v, total)
+            out += self.cite(stmt, body)
+        return out + ([] if self_ref else restore)
+
+    def add(self, name, contribution):
+        """Add `contribution` to `name`'s adjoint; the statements that takes."""
         if simplify.is_zero(contribution):
-            return
+            return []
         contribution = as_float(contribution)
-        current = self.of_var.get(name)
+        current = self.state.get(name)
         if isinstance(contribution, Const) and (current is None or isinstance(current, Const)):
             # a constant adjoint stays symbolic (`dL_da = 1` is never written; `1 *` folds away)
-            self.of_var[name] = contribution if current is None else simplify.add(current, contribution)
-            return
-        if current is None:
-            adj = self.namer.adjoint(self.of, name)
-            self.statements.append(Assign(adj, contribution, stmt.line))
-            self.of_var[name] = Var(adj)
-        elif isinstance(current, Var):
-            self.statements.append(Assign(current.name, contribution, stmt.line, accumulate=True))
-        else:  # a constant so far (the seed, or a constant path): now it becomes a variable
-            adj = self.namer.adjoint(self.of, name)
-            self.statements.append(Assign(adj, simplify.add(current, contribution), stmt.line))
-            self.of_var[name] = Var(adj)
+            self.state[name] = contribution if current is None else simplify.add(current, contribution)
+            return []
+        adj = self.adj_name(name)
+        self.state[name] = Var(adj)
+        if isinstance(current, Var):
+            return [Assign(adj, contribution, accumulate=True)]
+        if current is not None:  # a constant so far: it becomes a variable now
+            contribution = simplify.add(current, contribution)
+        return [Assign(adj, contribution)]
+
+    def cite(self, stmt, body):
+        if body and stmt.source and f"line {stmt.line}: {stmt.source}" != self.cited:
+            self.cited = f"line {stmt.line}: {stmt.source}"
+            return [Comment(self.cited)] + body
+        return body
+
+    # ---- control flow ----------------------------------------------------------------------
+    def branches(self, test, body, orelse, stmt):
+        """An `if` replayed: each branch reversed; adjoints made to agree where they join."""
+        entry = dict(self.state)
+        self.cited = None
+        then_code = self.block(body)
+        then_state, self.state = self.state, dict(entry)
+        self.cited = None
+        else_code = self.block(orelse)
+        for v in sorted(set(then_state) | set(self.state)):
+            a, b = then_state.get(v), self.state.get(v)
+            if a == b:
+                continue
+            name = Var(self.adj_name(v))
+            for code, st in ((then_code, a), (else_code, b)):
+                if st != name:
+                    code.append(Assign(name.name, as_float(st if st is not None else Const(0.0))))
+            self.state[v] = name
+        self.cited = None
+        if not then_code and not else_code:
+            return []
+        return [If(test, then_code, else_code, stmt.line if stmt else None, stmt.source if stmt else None)]
+
+    def loop(self, stmt):
+        """A loop replayed backwards; adjoints it touches are variables across iterations."""
+        before = dict(self.state)
+        pre = []
+        for v in _touched(stmt.body, self.active):
+            name = Var(self.adj_name(v))
+            if self.state.get(v) != name:
+                current = self.state.get(v)
+                pre.append(Assign(name.name, as_float(current if current is not None else Const(0.0))))
+                self.state[v] = name
+        entry = dict(self.state)
+        self.cited = None
+        body = self.block(stmt.body)
+        for v, st in entry.items():
+            if isinstance(st, Var) and self.state.get(v) != st:
+                current = self.state.get(v)
+                body.append(Assign(st.name, as_float(current if current is not None else Const(0.0))))
+        self.state = entry
+        self.cited = None
+        if not body:
+            self.state = before
+            return []
+        if isinstance(stmt, While):
+            loop = For(self.namer.underscore(), Var(stmt.count), body, stmt.line, stmt.source,
+                       stmt.count, direction="times")
+        else:
+            loop = For(stmt.target, stmt.iter, body, stmt.line, stmt.source, stmt.count, direction="reversed")
+        return pre + [loop]
 
 
-def backward(fn, activity, namer, of):
-    """The backward statements of `fn`, and the adjoints they leave for each variable."""
-    adjoints = Adjoints(namer, of)
-    result = fn.result
-    if isinstance(result, Var) and result.name in activity.active:
-        adjoints.seed(result.name)
-    elif not isinstance(result, Var):
-        pass  # a constant result: every gradient is zero
-    cited = None
-    for stmt in reversed(fn.body):
-        g = adjoints.get(stmt.target)
-        if g is None:
-            continue
-        before = len(adjoints.statements)
-        push_into(stmt.expr, g, (), activity.active, adjoints, stmt, out=Var(stmt.target))
-        if len(adjoints.statements) > before and provenance(stmt) != cited:
-            cited = provenance(stmt)  # one comment for the statements a tuple assignment made
-            adjoints.statements.insert(before, Comment(cited))
-    return adjoints
+def _touched(body, active):
+    """Active variables a loop body reads differentiably or assigns, in order of appearance."""
+    from gradgen.activity import diff_vars
+
+    seen = []
+    for stmt in walk(body):
+        names = []
+        if isinstance(stmt, Assign):
+            names = [stmt.target] + sorted(diff_vars(stmt.expr))
+        for n in names:
+            if n in active and n not in seen:
+                seen.append(n)
+    return seen
 
 
-def provenance(stmt):
-    """The comment citing the source statement a backward block undoes."""
-    return f"line {stmt.line}: {stmt.source}"
+def exits(stmt):
+    """Whether an `if` can end its loop iteration (a `break`/`continue` in it)."""
+    return any(isinstance(s, (Break, Continue)) for s in walk(stmt.body + stmt.orelse)
+               if not _in_inner_loop(stmt, s))
 
 
-def push_into(expr, g, guards, active, adjoints, stmt, out=None):
-    """Send gradient `g` of `expr` (whose value is `out`) to the active variables inside it."""
+def _in_inner_loop(stmt, target):
+    for s in walk(stmt.body + stmt.orelse):
+        if isinstance(s, (For, While)) and any(t is target for t in walk(s.body)):
+            return True
+    return False
+
+
+def exit_condition(stmt):
+    """An expression true exactly when `if` statement `stmt` ended its iteration."""
+    return _or(_and(stmt.test, _exit_of(stmt.body)), _and(simplify.negate(stmt.test), _exit_of(stmt.orelse)))
+
+
+def _exit_of(stmts):
+    terms = []
+    for s in stmts:
+        if isinstance(s, (Break, Continue)):
+            terms.append(TRUE)
+            break
+        if isinstance(s, If) and exits(s):
+            terms.append(exit_condition(s))
+    return _or(*terms) if terms else FALSE
+
+
+def _and(a, b):
+    if a == FALSE or b == FALSE:
+        return FALSE
+    if a == TRUE:
+        return b
+    if b == TRUE:
+        return a
+    return Call("and", (a, b), "op")
+
+
+def _or(*terms):
+    terms = [t for t in terms if t != FALSE]
+    if any(t == TRUE for t in terms):
+        return TRUE
+    if not terms:
+        return FALSE
+    return terms[0] if len(terms) == 1 else Call("or", tuple(terms), "op")
+
+
+def record_decisions(stmts, namer, later=frozenset(), in_loop=False):
+    """Save an `if`'s decision in a variable when the backward pass could not recompute it:
+    its branches overwrite what its condition reads, or (for an `if` that can leave a loop
+    iteration) the rest of the iteration does. Returns the new statement list."""
+    out = []
+    for i, stmt in enumerate(stmts):
+        if isinstance(stmt, If):
+            after = assigned(stmts[i + 1:]) | later
+            reads = {v.name for v in variables(stmt.test)}
+            stmt.body = record_decisions(stmt.body, namer, after, in_loop)
+            stmt.orelse = record_decisions(stmt.orelse, namer, after, in_loop)
+            own = assigned(stmt.body) | assigned(stmt.orelse)
+            if reads & own or (in_loop and exits(stmt) and reads & after):
+                name = namer.define("branch")
+                out.append(Assign(name, stmt.test, stmt.line, stmt.source, overwrites=in_loop))
+                stmt.test, stmt.record = Var(name), name
+        elif isinstance(stmt, (For, While)):
+            stmt.body = record_decisions(stmt.body, namer, frozenset(), True)
+        out.append(stmt)
+    return out
+
+
+def _prune(stmts, saved):
+    """Drop restores of values that are not saved, and blocks left empty."""
+    out = []
+    for s in stmts:
+        if isinstance(s, Restore):
+            if s.name in saved:
+                out.append(s)
+        elif isinstance(s, If):
+            body, orelse = _prune(s.body, saved), _prune(s.orelse, saved)
+            if _has_code(body) or _has_code(orelse):
+                s.body, s.orelse = body, orelse
+                out.append(s)
+        elif isinstance(s, For):
+            s.body = _prune(s.body, saved)
+            if _has_code(s.body):
+                out.append(s)
+        else:
+            out.append(s)
+    return out
+
+
+def _has_code(stmts):
+    return any(not isinstance(s, Comment) for s in stmts)
+
+
+# ---- pushing a gradient down one expression -------------------------------------------------
+
+def push_into(expr, g, guards, active, out, value=None):
+    """Send gradient `g` of `expr` (whose value is `value`, else recomputed) to the active
+    variables inside it; append (variable, contribution) pairs to `out`."""
     if isinstance(expr, Var):
         if expr.name in active:
-            adjoints.add(expr.name, _guarded(guards, g), stmt)
+            out.append((expr.name, _guarded(guards, g)))
         return
     if isinstance(expr, Cond):
-        push_into(expr.body, g, guards + (expr.test,), active, adjoints, stmt)
-        push_into(expr.orelse, g, guards + (simplify.negate(expr.test),), active, adjoints, stmt)
+        push_into(expr.body, g, guards + (expr.test,), active, out)
+        push_into(expr.orelse, g, guards + (simplify.negate(expr.test),), active, out)
         return
     if not isinstance(expr, Call):
         return
     prim = TABLE[expr.prim]
     if prim.kind != "smooth" or prim.vjp is None:
         return
-    out = expr if out is None else out
+    value = expr if value is None else value
     for i, arg in enumerate(expr.args):
-        if not _reaches(arg, active):
+        if not any(v.name in active for v in variables(arg)):
             continue
         rule = prim.vjp[0](i) if prim.arity is None else prim.vjp[i]
         if rule is None:
             continue
-        gi = _in_namespace(rule(g, out, *expr.args), expr.ns)
+        gi = _in_namespace(rule(g, value, *expr.args), expr.ns)
         arg_guards = guards
         while isinstance(gi, Cond) and simplify.is_zero(gi.orelse):  # a rule's own test (max, min)
             arg_guards, gi = arg_guards + (gi.test,), gi.body
-        push_into(arg, gi, arg_guards, active, adjoints, stmt)
-
-
-def _reaches(expr, active):
-    from gradgen.ir import variables
-
-    return any(v.name in active for v in variables(expr))
+        push_into(arg, gi, arg_guards, active, out)
 
 
 def _guarded(guards, g):
@@ -140,6 +372,5 @@ def _in_namespace(expr, ns):
         args = tuple(_in_namespace(a, ns) for a in expr.args)
         return Call(expr.prim, args, expr.ns or ns, expr.loc)
     if isinstance(expr, Cond):
-        return Cond(_in_namespace(expr.test, ns), _in_namespace(expr.body, ns),
-                    _in_namespace(expr.orelse, ns))
+        return Cond(_in_namespace(expr.test, ns), _in_namespace(expr.body, ns), _in_namespace(expr.orelse, ns))
     return expr

@@ -11,7 +11,10 @@ so the user's code is emitted as written.
 
 from __future__ import annotations
 
-from gradgen.ir import Assign, Call, Cond, Const, Var, variables
+from dataclasses import replace
+
+from gradgen.ir import (Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, assigned,
+                        expressions, variables, walk)
 
 
 def _num(e):
@@ -139,23 +142,43 @@ def negate(test):
 
 # --- passes over statement lists -------------------------------------------------------
 
-def dead_code(body, needed):
-    """Keep the forward statements whose values `needed` (a set of names) depends on.
+def dead_code(stmts, live):
+    """The statements of `stmts` that compute something in `live` (names needed after them).
 
-    One backward walk: linear in the size of the body.
+    `live` grows to what is needed before `stmts` (conservatively: a definition inside control
+    flow does not end a name's liveness). A loop is revisited until its live set is stable.
     """
-    needed = set(needed)
     kept = []
-    for stmt in reversed(body):
-        if isinstance(stmt, Assign) and stmt.target not in needed:
-            continue
-        kept.append(stmt)
+    for stmt in reversed(stmts):
         if isinstance(stmt, Assign):
-            needed.update(v.name for v in variables(stmt.expr))
+            if stmt.target in live:
+                kept.append(stmt)
+                live.update(v.name for v in variables(stmt.expr))
+        elif isinstance(stmt, If):
+            if assigned(stmt.body + stmt.orelse) & live or _leaves_iteration(stmt):
+                body, orelse = dead_code(stmt.body, live), dead_code(stmt.orelse, live)
+                if body or orelse:
+                    kept.append(replace(stmt, body=body, orelse=orelse))
+                    live.update(v.name for v in variables(stmt.test))
+        elif isinstance(stmt, (For, While)):
+            if assigned(stmt.body) & live:
+                live.update(v.name for e in expressions(stmt) for v in variables(e))
+                size = -1
+                while size != len(live):
+                    size = len(live)
+                    body = dead_code(stmt.body, live)
+                kept.append(replace(stmt, body=body))
+        else:
+            kept.append(stmt)
     kept.reverse()
     return kept
 
 
+def _leaves_iteration(stmt):
+    return any(isinstance(s, (Break, Continue)) for s in walk(stmt.body + stmt.orelse))
+
+
 def names_read(stmts):
-    """Every name read by the expressions of `stmts`."""
-    return {v.name for s in stmts if isinstance(s, Assign) for v in variables(s.expr)}
+    """Every name read by the expressions of `stmts`, nested statements included."""
+    return {v.name for s in walk(stmts) for e in expressions(s) for v in variables(e)} | \
+        {s.count for s in walk(stmts) if isinstance(s, For) and s.direction and s.count}

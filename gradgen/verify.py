@@ -22,7 +22,7 @@ import sympy
 
 from gradgen.api import compile_source, load_module
 from gradgen.errors import CompileError
-from gradgen.ir import Call, Cond, Const, Var
+from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While
 from gradgen.primitives import TABLE
 
 SYMPY_TOL = 1e-9
@@ -133,32 +133,158 @@ def _close(a, b, tol):
 
 # ---- sympy --------------------------------------------------------------------------------
 
+class _Unsupported(Exception):
+    """The sympy side cannot follow this program (the table then shows '-')."""
+
+
 def sympy_gradient(fn, module, point, wrt):
-    """d(result)/d(param) for each `wrt` param, by sympy, following the path `point` takes."""
-    symbols = {p: sympy.Symbol(p, real=True) for p in wrt}
-    numbers = {symbols[p]: sympy.Float(point[p], 30) for p in wrt}
-    env = {p.name: symbols.get(p.name, _number(point[p.name])) for p in fn.params}
-    env.update({c: _number(v) for c, v in module.constants.items() if c not in env})
-    evaluator = _Symbolic(env, numbers)
-    for stmt in fn.body:
-        env[stmt.target] = evaluator.expr(stmt.expr)
-    result = evaluator.expr(fn.result)
-    out = []
-    for p in wrt:
-        try:
-            value = complex(sympy.diff(result, symbols[p]).subs(numbers).evalf(20))
-        except (TypeError, ValueError):
-            out.append(None)
-            continue
-        out.append(value.real if abs(value.imag) <= 1e-12 * max(1.0, abs(value.real)) else math.nan)
-    return out
+    """d(result)/d(param) for each `wrt` param, following the path `point` takes.
+
+    Forward mode over the executed trace: sympy differentiates each statement's expression
+    (nothing from the rule table is used), and the chain rule between statements is applied
+    numerically, at 30 digits. A loop of any length stays linear in cost.
+    """
+    try:
+        trace = _Trace(module, point, wrt, fn.params)
+        trace.run(fn.body)
+        _, tangent = trace.evaluate(fn.result)
+    except (_Unsupported, TypeError, ValueError, ZeroDivisionError, OverflowError):
+        return [None] * len(wrt)
+    return [_real(t) for t in tangent]
+
+
+def _real(value):
+    value = complex(value)
+    return value.real if abs(value.imag) <= 1e-12 * max(1.0, abs(value.real)) else math.nan
 
 
 def _number(value):
     return sympy.Integer(value) if isinstance(value, (bool, int)) else sympy.Float(value, 30)
 
 
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+class _Trace:
+    """Runs the IR on numbers, carrying d(value)/d(param) for every value."""
+
+    MAX_ITERATIONS = 1_000_000
+
+    def __init__(self, module, point, wrt, params):
+        self.wrt = list(wrt)
+        zero = (sympy.Integer(0),) * len(self.wrt)
+        self.values, self.tangents = {}, {}
+        for c, v in module.constants.items():
+            self.values[c] = v if isinstance(v, tuple) else _number(v)
+            self.tangents[c] = zero
+        for p in params:
+            self.values[p.name] = _number(point[p.name])
+            self.tangents[p.name] = tuple(sympy.Integer(int(p.name == w)) for w in self.wrt)
+        self.zero = zero
+        self.derivatives = {}
+
+    def run(self, stmts):
+        for stmt in stmts:
+            if isinstance(stmt, Assign):
+                self.values[stmt.target], self.tangents[stmt.target] = self.evaluate(stmt.expr)
+            elif isinstance(stmt, If):
+                self.run(stmt.body if self.truth(stmt.test) else stmt.orelse)
+            elif isinstance(stmt, For):
+                self._for(stmt)
+            elif isinstance(stmt, While):
+                for _ in range(self.MAX_ITERATIONS):
+                    if not self.truth(stmt.test) or not self._iteration(stmt.body):
+                        break
+                else:
+                    raise _Unsupported("too many iterations")
+            elif isinstance(stmt, Break):
+                raise _Break
+            elif isinstance(stmt, Continue):
+                raise _Continue
+
+    def _for(self, stmt):
+        it = stmt.iter
+        if isinstance(it, Call) and it.prim == "range":
+            items = range(*[int(self.number(a)) for a in it.args])
+        elif isinstance(it, Var) and isinstance(self.values.get(it.name), tuple):
+            items = self.values[it.name]
+        else:
+            raise _Unsupported("loop over an array")
+        for item in items:
+            self.values[stmt.target], self.tangents[stmt.target] = _number(item), self.zero
+            if not self._iteration(stmt.body):
+                break
+
+    def _iteration(self, body):
+        """Run one iteration; False when it ended in `break`."""
+        try:
+            self.run(body)
+        except _Continue:
+            pass
+        except _Break:
+            return False
+        return True
+
+    # ---- expressions: sympy for the derivative, the numbers for the path ----------------
+    def evaluate(self, expr):
+        symbols = {}
+        tree = self._symbolic(expr, symbols)
+        numbers = {sym: self.values[name] for name, sym in symbols.items()}
+        value = tree.evalf(30, subs=numbers) if symbols else sympy.sympify(tree).evalf(30)
+        tangent = [sympy.Integer(0)] * len(self.wrt)
+        for name, sym in symbols.items():
+            if all(t == 0 for t in self.tangents[name]):
+                continue
+            partial = self._partial(tree, sym).evalf(30, subs=numbers)
+            tangent = [t + partial * d for t, d in zip(tangent, self.tangents[name])]
+        return value, tuple(tangent)
+
+    def _partial(self, tree, sym):
+        key = (tree, sym)
+        if key not in self.derivatives:
+            self.derivatives[key] = sympy.diff(tree, sym)
+        return self.derivatives[key]
+
+    def _symbolic(self, e, symbols):
+        if isinstance(e, Var):
+            if e.name not in symbols:
+                symbols[e.name] = sympy.Symbol(f"v{len(symbols)}", real=True)
+            return symbols[e.name]
+        if isinstance(e, Const):
+            return _number(e.value)
+        if isinstance(e, Cond):
+            return self._symbolic(e.body if self.truth(e.test) else e.orelse, symbols)
+        prim = TABLE[e.prim]
+        if prim.kind in ("piecewise", "integer"):
+            return _number_of(prim.sympy(*[self.number(a) for a in e.args]))
+        if e.prim in ("max", "min"):  # the argument the point selects (the first extreme one)
+            values = [self.number(a) for a in e.args]
+            extreme = max(values) if e.prim == "max" else min(values)
+            return self._symbolic(e.args[values.index(extreme)], symbols)
+        return prim.sympy(*[self._symbolic(a, symbols) for a in e.args])
+
+    def number(self, e):
+        """The value of `e` at the point (a Python number or bool)."""
+        value, _ = self.evaluate(e) if not isinstance(e, Var) else (self.values[e.name], None)
+        if isinstance(value, (bool, tuple)) or value in (sympy.true, sympy.false):
+            return value if isinstance(value, tuple) else bool(value)
+        number = complex(value)
+        if number.imag:
+            raise _Unsupported("complex value")
+        return int(number.real) if value.is_Integer else number.real
+
+    def truth(self, test):
+        return bool(self.number(test))
+
+
 class _Symbolic:
+    """IR -> sympy with named symbols (used to check the rule table against sympy.diff)."""
+
     def __init__(self, env, numbers):
         self.env = env
         self.numbers = numbers

@@ -33,7 +33,7 @@ KINK = 0.05  # minimum distance from a kink or a tie at the sample point (the ch
 PARAMS = ("a", "b", "c", "d")
 # Plain local names, plus a few that a careless compiler could collide with its own.
 LOCALS = ("u", "v", "w", "t", "s", "z", "h", "y")
-TRICKY_LOCALS = ("out", "g", "L", "dL_du", "grad", "result")
+TRICKY_LOCALS = ("out", "g", "L", "dL_du", "df_da", "df_du", "grad", "result", "f")
 
 # Precedence levels for printing with just the parentheses Python needs.
 ATOM, POW, UNARY, MUL, ADD, CMP, IFEXP = 100, 14, 13, 12, 11, 6, 1
@@ -45,9 +45,10 @@ class Program:
 
     source: str
     point: dict[str, float]
+    wrt: tuple[str, ...] | None = None  # None: gradgen's default choice
 
     def __repr__(self) -> str:
-        return f"Program(point={self.point!r}, source=\n{self.source})"
+        return f"Program(point={self.point!r}, wrt={self.wrt!r}, source=\n{self.source})"
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,8 @@ class _Builder:
         self.env: dict[str, float] = dict(point)  # current value of every variable
         self.box: dict[str, tuple[float, float]] = {p: (-BOX, BOX) for p in point}
         self.namespace = {"math": math, "np": np, "__builtins__": __builtins__}
-        self.constants: set[str] = set()  # module-level names: read, never assigned
+        self.readonly: set[str] = set()  # module constants and integer parameters
+        self.int_params: list[str] = []  # integer parameters, used only as exponents
         self.recent: list[str] = []  # assigned names, latest last
 
     # -- helpers ---------------------------------------------------------------------
@@ -163,12 +165,15 @@ class _Builder:
         if self.recent and self.chance(0.5):
             name = self.choice(self.recent[-3:])
         else:
-            name = self.choice(sorted(self.env))
+            name = self.choice(sorted(set(self.env) - set(self.int_params)))
         lo, hi = self.box[name]
         return Expr(name, lo, hi)
 
     def const(self) -> Expr:
-        c = self.choice([0.5, 2.0, 3.0, 1.5, 0.25, 2, 3, 0.1, 1.25])
+        c = self.choice([0.5, 2.0, 3.0, 1.5, 0.25, 2, 3, 0.1, 1.25, "pi", "e"])
+        if c in ("pi", "e"):
+            value = getattr(math, c)
+            return Expr(self.fn(c), value, value)
         return Expr(repr(c), c, c)
 
     # -- expressions -----------------------------------------------------------------
@@ -215,6 +220,8 @@ class _Builder:
 
     def gen_neg(self, depth: int) -> Expr:
         x = self.expr(depth)
+        if self.chance(0.2):
+            return Expr(f"+{wrap(x, UNARY - 1)}", x.lo, x.hi, UNARY)
         return Expr(f"-{wrap(x, UNARY - 1)}", -x.hi, -x.lo, UNARY)
 
     def gen_unary(self, depth: int) -> Expr:
@@ -265,19 +272,25 @@ class _Builder:
             if self.chance(0.5):
                 return self.call("atan2", [x, p], -math.pi / 2, math.pi / 2)
             return self.call("atan2", [p, x], 0.0, math.pi)
-        # hypot: kinked only at the origin; keep the point well away from it.
-        x, y = self.small(depth), self.small(depth)
-        if math.hypot(self.value(x), self.value(y)) < 0.1:
-            y = self.positive(depth)
-        return self.call("hypot", [x, y], 0.0, math.hypot(x.bound, y.bound))
+        # hypot (n-ary in math): kinked only at the origin; keep the point well away from it.
+        n_args = 3 if self.style != "numpy" and self.chance(0.3) else 2
+        args = [self.small(depth) for _ in range(n_args)]
+        if math.hypot(*map(self.value, args)) < 0.1:
+            args[-1] = self.positive(depth)
+        return self.call("hypot", args, 0.0, math.hypot(*(a.bound for a in args)))
 
     def gen_power(self, depth: int) -> Expr:
-        kind = self.choice(["int", "int", "const", "var", "call"])
-        if kind == "int":
+        kind = self.choice(["int", "int", "const", "var", "call"] + ["param"] * 2 * bool(self.int_params))
+        if kind == "int":  # any sign of base: 2, 3, or the floats 2.0, 3.0
             x = self.small(depth, limit=3.0)
-            n = self.choice([2, 3])
+            n = self.choice([2, 3, 2.0, 3.0])
             lo, hi = (x.lo**3, x.hi**3) if n == 3 else self.square(x)
-            return Expr(f"{wrap(x, POW)} ** {n}", lo, hi, POW)
+            return Expr(f"{wrap(x, POW)} ** {n!r}", lo, hi, POW)
+        if kind == "param":  # an integer exponent from a parameter that is not differentiated
+            x = self.small(depth, limit=2.0)
+            n = self.choice(self.int_params)
+            bound = max(x.bound, x.bound**3)
+            return Expr(f"{wrap(x, POW)} ** {n}", -bound, bound, POW)
         p = self.positive(depth, limit=3.0)
         if kind in ("const", "call"):
             c = self.choice([0.5, 1.5, -1, -0.5, 2.5, -2, 0.3])
@@ -319,17 +332,32 @@ class _Builder:
         return Expr(f"{wrap(x, ADD - 1)} + 0.75", x.lo + 0.75, x.hi + 0.75, ADD)
 
     def gen_ifexp(self, depth: int) -> Expr:
-        left, right = self.small(depth), self.small(depth)
-        right = self.shifted(right, self.value(left))
-        op = self.choice(["<", ">", "<=", ">="])
+        """`then if <condition> else orelse`; no comparison is within KINK of a tie."""
+        kind = self.choice(["compare", "compare", "compare", "chained", "and", "or", "not"])
+        if kind in ("and", "or"):
+            test = f"{self.compare(depth, 1)} {kind} {self.compare(depth, 1)}"
+        elif kind == "not":
+            test = f"not {self.compare(depth, 1)}"
+        else:
+            test = self.compare(depth, 2 if kind == "chained" else 1)
         then, orelse = self.expr(depth), self.expr(depth)
-        text = (f"{wrap(then, IFEXP)} if {wrap(left, CMP)} {op} {wrap(right, CMP)}"
-                f" else {wrap(orelse, IFEXP)}")
+        text = f"{wrap(then, IFEXP)} if {test} else {wrap(orelse, IFEXP)}"
         return Expr(text, min(then.lo, orelse.lo), max(then.hi, orelse.hi), IFEXP)
+
+    def compare(self, depth: int, n_ops: int) -> str:
+        """`x < y`, or a chain `x < y >= z` for n_ops=2, with neighbours apart at the point."""
+        operands = [self.small(depth)]
+        for _ in range(n_ops):
+            operands.append(self.shifted(self.small(depth), self.value(operands[-1])))
+        text = wrap(operands[0], CMP)
+        for operand in operands[1:]:
+            text += f" {self.choice(['<', '>', '<=', '>='])} {wrap(operand, CMP)}"
+        return text
 
     def positive(self, depth: int, limit: float = LIMIT) -> Expr:
         """An expression whose interval lies in [0.25, limit-ish]: a safe log/sqrt/divisor."""
-        candidates = [n for n in sorted(self.env) if 0.25 <= self.box[n][0] and self.box[n][1] <= limit]
+        candidates = [n for n in sorted(self.env) if 0.25 <= self.box[n][0] and self.box[n][1] <= limit
+                      and n not in self.int_params]
         if candidates and self.chance(0.3):
             name = self.choice(candidates)
             return Expr(name, *self.box[name])
@@ -382,11 +410,19 @@ class _Builder:
                 return f"{n1}, {n2} = {e1.text}, {e2.text}"
         name = self.target(locals_pool)
         e = self.expr(depth, leaf_ok=False)
-        self.bind(name, e, self.value(e))
+        value = self.value(e)
+        self.bind(name, e, value)
+        if self.chance(0.05):
+            return f"{name}: float = {e.text}"
+        if self.chance(0.05):
+            other = self.target(locals_pool)
+            if other != name:
+                self.bind(other, e, value)
+                return f"{name} = {other} = {e.text}"
         return f"{name} = {e.text}"
 
     def assignable(self) -> list[str]:
-        return sorted(n for n in self.env if n not in self.constants)
+        return sorted(n for n in self.env if n not in self.readonly)
 
     def target(self, locals_pool) -> str:
         """A fresh local, or a name already in scope (parameters included)."""
@@ -431,7 +467,7 @@ class _Builder:
         self.bind(name, new, float(scope[name]))
         return statement
 
-    def module(self, params, constants, body) -> str:
+    def module(self, signature, constants, body) -> str:
         """The whole module: imports, constants, then `def f`."""
         lines = []
         if self.style == "from" and self.imported:
@@ -442,7 +478,7 @@ class _Builder:
             lines.append("import numpy as np")
         if constants:
             lines += [""] + constants
-        lines += ["", "", f"def f({', '.join(params)}):"]
+        lines += ["", "", f"def f({signature}):"]
         lines += [f"    {line}" for line in body]
         return "\n".join(lines).lstrip("\n") + "\n"
 
@@ -451,31 +487,51 @@ class _Builder:
         varying = [n for n in self.recent if self.box[n][0] < self.box[n][1]]
         if varying and self.chance(0.6):
             return f"return {varying[-1]}"
+        if self.chance(0.05):  # a parameter as such, or a constant (all gradients zero)
+            return f"return {self.choice(sorted(self.env) + ['1.5'])}"
         e = self.expr(self.choice([1, 2]), leaf_ok=False)
         return f"return {e.text}"
 
 
-def build_program(choices, max_statements: int = 8) -> Program:
-    """A random straight-line program `def f(<2-4 params>)` and a point to check it at."""
-    params = PARAMS[: choices.integer(2, 4)]
+def build_program(choices, max_statements: int = 8, integer_param: bool = False) -> Program:
+    """A random straight-line program `def f(<2-4 params>)` and a point to check it at.
+
+    With `integer_param`, `f` also takes `n` (an int in 1..3, used only as an exponent) and
+    the program's `wrt` is a non-empty subset of its float parameters.
+    """
+    params = list(PARAMS[: choices.integer(2, 4)])
     point = {p: choices.coordinate() for p in params}
     b = _Builder(choices, choices.choice(["math", "math", "numpy", "from"]), point)
+    wrt = None
+    if integer_param:
+        wrt = tuple(p for p in params if choices.integer(0, 2) > 0) or (params[0],)
+        point["n"] = b.env["n"] = choices.integer(1, 3)
+        b.box["n"] = (1, 3)
+        b.readonly.add("n")
+        b.int_params.append("n")
+        params.append("n")
     pool = LOCALS + (TRICKY_LOCALS if choices.integer(0, 9) == 9 else ())
     constants = []
     if choices.integer(0, 4) == 4:  # a module-level constant, read like a parameter
         k = choices.choice([0.5, 1.25, 2.0])
         constants.append(f"K = {k!r}")
-        b.constants.add("K")
+        b.readonly.add("K")
         b.env["K"], b.box["K"] = k, (k, k)
     body = [b.statement(pool) for _ in range(choices.integer(1, max_statements))]
     body.append(b.result())
-    return Program(b.module(params, constants, body), point)
+    if choices.integer(0, 9) == 9:
+        body.insert(0, '"""A generated program."""')
+    signature = ", ".join(params)
+    if choices.integer(0, 4) == 4:  # defaults (the sample point) on the trailing parameters
+        k = choices.integer(1, len(params))
+        signature = ", ".join(params[:-k] + [f"{p}={point[p]!r}" for p in params[-k:]])
+    return Program(b.module(signature, constants, body), point, wrt)
 
 
 @st.composite
-def programs(draw, max_statements: int = 8) -> Program:
+def programs(draw, max_statements: int = 8, integer_param: bool = False) -> Program:
     """Hypothesis strategy: a random program and its sample point (see `build_program`)."""
-    return build_program(HypothesisChoices(draw), max_statements)
+    return build_program(HypothesisChoices(draw), max_statements, integer_param)
 
 
 def seeded_program(seed: int, max_statements: int = 8) -> Program:
