@@ -234,6 +234,8 @@ class _Trace:
     def evaluate(self, expr):
         symbols = {}
         tree = self._symbolic(expr, symbols)
+        if isinstance(tree, bool) or tree in (sympy.true, sympy.false):
+            return bool(tree), self.zero
         numbers = {sym: self.values[name] for name, sym in symbols.items()}
         value = tree.evalf(30, subs=numbers) if symbols else sympy.sympify(tree).evalf(30)
         tangent = [sympy.Integer(0)] * len(self.wrt)
