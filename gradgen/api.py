@@ -141,8 +141,7 @@ def _with_saves(stmts, adjoints, params):
     out, ready, bound = [], set(), set(params)
     for stmt in stmts:
         if isinstance(stmt, (If, For, While)):
-            saved = [s.target for s in walk([stmt]) if isinstance(s, Assign) and s.overwrites
-                     and s.target in adjoints.saved and not s.counter]
+            saved = [s.target for s in walk([stmt]) if id(s) in adjoints.saved]
             for v in dict.fromkeys(saved):
                 if v not in ready:
                     out.append(Init(adjoints.stacks[v], "[]"))
@@ -158,7 +157,7 @@ def _with_saves(stmts, adjoints, params):
 def _insert_saves(stmts, adjoints):
     out = []
     for s in stmts:
-        if isinstance(s, Assign) and s.overwrites and not s.counter and s.target in adjoints.saved:
+        if id(s) in adjoints.saved:
             out.append(Save(s.target, adjoints.stacks[s.target]))
         if isinstance(s, If):
             s = replace(s, body=_insert_saves(s.body, adjoints), orelse=_insert_saves(s.orelse, adjoints))

@@ -102,6 +102,8 @@ class Emitter:
             return self._assign(s)
         if isinstance(s, If):
             text = f"if {self._text(s.test)}:\n{self.block(s.body)}"
+            if len(s.orelse) == 1 and isinstance(s.orelse[0], If):  # else: if -> elif
+                return text + "\nel" + self.statement(s.orelse[0])
             return text + (f"\nelse:\n{self.block(s.orelse)}" if s.orelse else "")
         if isinstance(s, For):
             return f"for {s.target} in {self._iteration(s)}:\n{self.block(s.body)}"
@@ -129,6 +131,8 @@ class Emitter:
             # a guarded accumulation reads best as the `if` it is
             body = ast.unparse(ast.AugAssign(target, ast.Add(), self.expr(expr.body)))
             return f"if {self._text(expr.test)}:\n    {body}"
+        if s.accumulate and isinstance(expr, Call) and expr.prim == "neg":
+            return ast.unparse(ast.AugAssign(target, ast.Sub(), self.expr(expr.args[0])))
         if s.accumulate:
             return ast.unparse(ast.AugAssign(target, ast.Add(), self.expr(expr)))
         if s.augmented and isinstance(expr, Call) and expr.args and expr.args[0] == Var(s.target):

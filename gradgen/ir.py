@@ -228,6 +228,7 @@ class Restore:
 
     name: str
     stack: str
+    origin: int = 0  # id of the forward assignment whose save this undoes
 
     def __str__(self):
         return f"{self.name} = {self.stack}.pop()"

@@ -29,13 +29,13 @@ TRUE, FALSE = Const(True), Const(False)
 
 @dataclass
 class Backward:
-    """The backward statements, the adjoint each variable ends with, and the variables the
-    forward pass must save before overwriting them."""
+    """The backward statements, the adjoint each variable ends with, and the assignments
+    (by id) before which the forward pass must save the value they overwrite."""
 
     statements: list
     adjoints: dict
     saved: set = field(default_factory=set)
-    stacks: dict = field(default_factory=dict)
+    stacks: dict = field(default_factory=dict)  # variable -> the list that keeps its values
 
     def get(self, name):
         return self.adjoints.get(name)
@@ -44,14 +44,39 @@ class Backward:
 def backward(fn, activity, namer, of) -> Backward:
     """Reverse `fn`'s body; decide which overwritten values the forward pass must save."""
     rev = _Reverser(activity.active, namer, of)
+    loop_temporaries(fn.body, {p.name for p in fn.params}, simplify.names_read([]) | _reads_of(fn.result),
+                     rev.locals)
     if isinstance(fn.result, Var) and fn.result.name in activity.active:
         rev.state[fn.result.name] = Const(1)
     statements = rev.block(fn.body)
-    read = simplify.names_read(statements) - set(rev.adj_names.values())
-    saved = {s.target for s in walk(fn.body) if isinstance(s, Assign) and s.overwrites and not s.counter
-             and s.target in read}
+    saved = set()
+    _mark_saves(fn.body, rev.reads, set(), saved)
     statements = _prune(statements, saved)
-    return Backward(statements, rev.state, saved, {v: rev.stacks[v] for v in saved})
+    stacks = {s.target: rev.stacks[s.target] for s in walk(fn.body) if id(s) in saved}
+    return Backward(statements, rev.state, saved, stacks)
+
+
+def _mark_saves(stmts, reads, seen, saved):
+    """The overwriting assignments whose old value the backward pass reads ("to be recorded").
+
+    The old value of `v` at an overwrite is read back only by the backward code of what ran
+    before it: statements earlier in the function, and, inside a loop, the whole loop (the
+    earlier iterations). `seen` gathers what that backward code reads, in forward order.
+    """
+    for s in stmts:
+        if isinstance(s, Assign):
+            own = reads.get(id(s), set()) if any(x.name == s.target for x in variables(s.expr)) else set()
+            if s.overwrites and not s.counter and s.target in seen | own:
+                saved.add(id(s))
+            seen |= reads.get(id(s), set())
+        elif isinstance(s, If):
+            seen |= reads.get(id(s), set())
+            _mark_saves(s.body, reads, seen, saved)
+            _mark_saves(s.orelse, reads, seen, saved)
+        elif isinstance(s, (For, While)):
+            for inner in walk([s]):
+                seen |= reads.get(id(inner), set())
+            _mark_saves(s.body, reads, seen, saved)
 
 
 class _Reverser:
@@ -63,6 +88,8 @@ class _Reverser:
         self.adj_names = {}
         self.stacks = {}
         self.cited = None
+        self.reads = {}  # id(forward statement) -> forward names its backward code reads
+        self.locals = {}  # id(loop) -> its temporaries (see loop_temporaries)
 
     def adj_name(self, v):
         if v not in self.adj_names:
@@ -86,6 +113,8 @@ class _Reverser:
             if isinstance(stmt, If) and exits(stmt):
                 stayed = simplify.negate(exit_condition(stmt))
                 tail = self.branches(stayed, stmts[j + 1:], [], None)
+                if tail:
+                    self.note_reads(stmt, stayed)
                 return tail + self.statement(stmt) + self.plain(stmts[:j])
         return self.plain(stmts)
 
@@ -98,16 +127,23 @@ class _Reverser:
     def statement(self, stmt):
         if isinstance(stmt, Assign):
             return self.assign(stmt)
+        code = []
         if isinstance(stmt, If):
-            return self.branches(stmt.test, stmt.body, stmt.orelse, stmt)
-        if isinstance(stmt, (For, While)):
-            return self.loop(stmt)
-        return []
+            code = self.branches(stmt.test, stmt.body, stmt.orelse, stmt)
+        elif isinstance(stmt, (For, While)):
+            code = self.loop(stmt)
+        if code:
+            self.note_reads(stmt, *expressions(stmt), *([Var(stmt.count)] if getattr(stmt, "count", None) else []))
+        return code
+
+    def note_reads(self, stmt, *exprs):
+        """Record which forward values the backward code of `stmt` reads (for the saves)."""
+        self.reads.setdefault(id(stmt), set()).update(v.name for e in exprs for v in variables(e))
 
     # ---- assignment ----------------------------------------------------------------------
     def assign(self, stmt):
         v = stmt.target
-        restore = [Restore(v, self.stack(v))] if stmt.overwrites and not stmt.counter else []
+        restore = [Restore(v, self.stack(v), id(stmt))] if stmt.overwrites and not stmt.counter else []
         self_ref = any(x.name == v for x in variables(stmt.expr))
         out = list(restore) if self_ref else []  # the old value is an input: restore it first
         g = self.state.get(v)
@@ -125,7 +161,11 @@ class _Reverser:
                 total = mine[0]
                 for c in mine[1:]:
                     total = simplify.add(total, c)
-                body += self.add(v, total)
+                if total == g:  # `dL_dx = dL_dx`: the adjoint passes through unchanged
+                    self.state[v] = g
+                else:
+                    body += self.add(v, total)
+            self.reads[id(stmt)] = simplify.names_read(body) - set(self.adj_names.values())
             out += self.cite(stmt, body)
         return out + ([] if self_ref else restore)
 
@@ -177,10 +217,14 @@ class _Reverser:
         return [If(test, then_code, else_code, stmt.line if stmt else None, stmt.source if stmt else None)]
 
     def loop(self, stmt):
-        """A loop replayed backwards; adjoints it touches are variables across iterations."""
+        """A loop replayed backwards; adjoints it touches are variables across iterations,
+        except those of its own temporaries, which start afresh in every iteration."""
         before = dict(self.state)
         pre = []
+        local = self.locals.get(id(stmt), set())
         for v in _touched(stmt.body, self.active):
+            if v in local:
+                continue
             name = Var(self.adj_name(v))
             if self.state.get(v) != name:
                 current = self.state.get(v)
@@ -193,6 +237,9 @@ class _Reverser:
             if isinstance(st, Var) and self.state.get(v) != st:
                 current = self.state.get(v)
                 body.append(Assign(st.name, as_float(current if current is not None else Const(0.0))))
+        leftover = [v for v in local if self.state.get(v) is not None]
+        if leftover:
+            raise AssertionError(f"loop temporaries kept an adjoint: {leftover}")
         self.state = entry
         self.cited = None
         if not body:
@@ -204,6 +251,36 @@ class _Reverser:
         else:
             loop = For(stmt.target, stmt.iter, body, stmt.line, stmt.source, stmt.count, direction="reversed")
         return pre + [loop]
+
+
+def _reads_of(expr):
+    return {v.name for v in variables(expr)}
+
+
+def loop_temporaries(stmts, bound, after, out):
+    """For each loop, the variables that live only inside one iteration: first assigned at
+    the top of its body, unbound before the loop, and read nowhere after it (nor, for an
+    inner loop, anywhere else in the enclosing loop). Their adjoints need no carrying.
+    `bound`: names bound before `stmts`; `after`: names read after them."""
+    for i, s in enumerate(stmts):
+        later = simplify.names_read(stmts[i + 1:]) | after
+        if isinstance(s, (For, While)):
+            inside = simplify.names_read(s.body) | later
+            firsts = []
+            seen = set()
+            for t in s.body:
+                for x in walk([t]):
+                    names = [x.target] if isinstance(x, (Assign, For)) else []
+                    for n in names:
+                        if n not in seen and t is x and isinstance(t, Assign):
+                            firsts.append(n)
+                        seen.add(n)
+            out[id(s)] = {n for n in firsts if n not in bound and n not in later}
+            loop_temporaries(s.body, bound | assigned(stmts[:i]), inside, out)
+        elif isinstance(s, If):
+            loop_temporaries(s.body, bound | assigned(stmts[:i]), later, out)
+            loop_temporaries(s.orelse, bound | assigned(stmts[:i]), later, out)
+        bound = bound | assigned([s])
 
 
 def _touched(body, active):
@@ -296,7 +373,7 @@ def _prune(stmts, saved):
     out = []
     for s in stmts:
         if isinstance(s, Restore):
-            if s.name in saved:
+            if s.origin in saved:
                 out.append(s)
         elif isinstance(s, If):
             body, orelse = _prune(s.body, saved), _prune(s.orelse, saved)

@@ -83,6 +83,8 @@ def mul(x, y):
         return neg(x)
     if _is_neg(x) and _is_neg(y):
         return mul(x.args[0], y.args[0])
+    if _is_neg(x):  # signs move to the front, where they cancel or turn `+` into `-`
+        return neg(mul(x.args[0], y))
     if _is_neg(y):
         return neg(mul(x, y.args[0]))
     return Call("mul", (x, y), "op")
@@ -98,6 +100,8 @@ def div(x, y):
         return x
     if _is_neg(y):
         return neg(div(x, y.args[0]))
+    if _is_neg(x):
+        return neg(div(x.args[0], y))
     return Call("div", (x, y), "op")
 
 

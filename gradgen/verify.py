@@ -12,8 +12,11 @@ with the derivative rules.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
+import signal
+import threading
 import types
 from dataclasses import dataclass, field
 
@@ -383,10 +386,13 @@ def sample_points(cf, f, at, n_points, seed, filename="<string>"):
 
 
 def _candidate(params, wrt, rng):
+    """Near the defaults where there are some (the user's own scale), else in small ranges."""
     spread = rng.choice([(0.1, 0.9), (0.1, 0.9), (-0.9, 0.9), (-2.0, 2.0), (0.5, 3.0)])
     point = {}
     for p in params:
-        if p.name in wrt:
+        if p.name in wrt and p.has_default:
+            point[p.name] = round(p.default * rng.uniform(0.7, 1.3) + rng.uniform(-0.1, 0.1), 6)
+        elif p.name in wrt:
             point[p.name] = round(rng.uniform(*spread), 6)
         elif p.has_default:
             point[p.name] = p.default
@@ -402,13 +408,39 @@ def _usable(point, cf, f):
     never skipped: it is reported.
     """
     try:
-        with np.errstate(all="ignore"):
+        with _time_limit(2.0), np.errstate(all="ignore"):
             if not math.isfinite(float(f(**point))):
                 return False
-    except (ArithmeticError, ValueError, TypeError):
+            for name in cf.wrt:
+                fd, kink = finite_difference(f, point, name)
+                if fd is None or kink is not None:
+                    return False
+    except (ArithmeticError, ValueError, TypeError, RecursionError, _Timeout):
         return False
-    for name in cf.wrt:
-        fd, kink = finite_difference(f, point, name)
-        if fd is None or kink is not None:
-            return False
     return True
+
+
+class _Timeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds):
+    """Give up on a random point where the user's function runs too long (a `while` whose
+    condition never fails there). Only the main thread of a Unix process can be interrupted;
+    elsewhere there is no limit."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise _Timeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
