@@ -133,7 +133,10 @@ class Lowerer:
         """
         stmts = self._close_returns(_skip_docstring(stmts))
         if not _always_returns(stmts):
-            raise self.m.error(scope.node, f"function '{scope.node.name}' has no 'return' at its end")
+            some = any(isinstance(n, ast.Return) for s in stmts for n in ast.walk(s))
+            message = (f"not every path through '{scope.node.name}' ends in a 'return'" if some
+                       else f"function '{scope.node.name}' has no 'return' at its end")
+            raise self.m.error(scope.node, message)
         returns = [n for s in stmts for n in ast.walk(s) if isinstance(n, ast.Return)]
         if len(returns) == 1:
             for stmt in stmts[:-1]:

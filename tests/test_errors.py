@@ -79,6 +79,37 @@ CASES = [
      "bad.py:2:16: unknown name 'k'\n        return x * k\n                   ^"),
     ("helper argument", "def g(a):\n    return a\n\ndef f(x):\n    return g(x, b=1)\n", {"functions": ["f"]},
      "bad.py:5:17: 'g' has no parameter 'b'\n        return g(x, b=1)\n                    ^"),
+    # control flow: what stays outside the subset
+    ("return inside a loop",
+     "def f(x):\n    for i in range(3):\n        if x > 1:\n            return x\n        x = x * 2\n    return x\n", {},
+     "bad.py:4:13: 'return' inside a loop is not supported; 'break' out of it and return after the loop\n"
+     "                return x\n                ^"),
+    ("for-else", "def f(x):\n    for i in range(3):\n        x = x * 2\n    else:\n        x = 1.0\n    return x\n", {},
+     "bad.py:2:5: 'else' on a loop is not supported\n        for i in range(3):\n        ^"),
+    ("while-else", "def f(x):\n    while x < 3:\n        x = x * 2\n    else:\n        x = 1.0\n    return x\n", {},
+     "bad.py:2:5: 'else' on a loop is not supported\n        while x < 3:\n        ^"),
+    ("loop variable after its loop", "def f(x):\n    for i in range(3):\n        x = x * 2\n    return x * i\n", {},
+     "bad.py:4:16: 'i' is read after its loop; gradgen does not support that\n        return x * i\n"
+     "                   ^"),
+    ("assigning the loop variable", "def f(x):\n    for i in range(3):\n        i = 2\n        x = x * i\n    return x\n", {},
+     "bad.py:3:9: assigning to the loop variable 'i' inside its loop is not supported\n            i = 2\n"
+     "            ^"),
+    ("loop over enumerate", "def f(x):\n    for i, c in enumerate((1.0, 2.0)):\n        x = x * c\n    return x\n", {},
+     "bad.py:2:9: a loop variable must be a plain name\n        for i, c in enumerate((1.0, 2.0)):\n"
+     "            ^"),
+    ("loop over a list literal", "def f(x):\n    for c in [1.0, 2.0]:\n        x = x * c\n    return x\n", {},
+     "bad.py:2:14: a loop must run over range(...), a module-level tuple of numbers, or a parameter\n"
+     "        for c in [1.0, 2.0]:\n                 ^"),
+    ("range with keywords", "def f(x):\n    for i in range(3, step=1):\n        x = x * 2\n    return x\n", {},
+     "bad.py:2:14: range() takes one to three positional arguments here\n        for i in range(3, step=1):\n"
+     "                 ^"),
+    ("--wrt into range()", "def f(x, n=3):\n    for i in range(n):\n        x = x * 2\n    return x\n", {"wrt": ["x", "n"]},
+     "bad.py:2:14: 'n' is differentiated, but reaches range(), which has no derivative; leave it out with "
+     "--wrt\n        for i in range(n):\n                 ^"),
+    ("a path without return", "def f(x):\n    if x > 0:\n        return x\n", {},
+     "bad.py:1:1: not every path through 'f' ends in a 'return'\n    def f(x):\n    ^"),
+    ("a sequence used as a number", "C = (1.0, 2.0)\ndef f(x):\n    return x * C\n", {},
+     "bad.py:3:16: 'C' is a sequence: only a loop may run over it\n        return x * C\n                   ^"),
 ]
 
 
@@ -87,6 +118,11 @@ def test_error_message_and_place(source, kwargs, expected):
     with pytest.raises(CompileError) as caught:
         compile_source(source, "bad.py", **kwargs)
     assert caught.value.format() == expected
+
+
+def test_loop_count_parameter_is_left_out_by_default():
+    compiled = compile_source("def f(x, n=3):\n    for i in range(n):\n        x = x * 2\n    return x\n", "ok.py")
+    assert compiled.functions[0].wrt == ["x"]
 
 
 def test_parameter_used_only_in_int_is_left_out_by_default():

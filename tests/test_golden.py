@@ -50,3 +50,37 @@ def test_generated_module_imports_only_numpy_and_math():
     for path in (ROOT / "generated").glob("*_grad.py"):
         imports = [line for line in path.read_text().splitlines() if line.startswith(("import ", "from "))]
         assert set(imports) <= {"import math", "import numpy as np"}, path
+
+
+def _function_source(text, name):
+    return "def " + text.split(f"\ndef {name}(")[1].split("\n\n\ndef ")[0]
+
+
+def test_euler_fit_saves_exactly_one_float_per_step():
+    """Tapenade's "to be recorded": only the x each step overwrites is kept, on a plain list."""
+    text = (ROOT / "generated" / "ode_fit_grad.py").read_text()
+    grad = _function_source(text, "loss_grad")
+    assert grad.count(".append(") == 1 and "x_stack.append(x)" in grad
+    assert grad.count(".pop()") == 1 and "x = x_stack.pop()" in grad
+    assert "for step in reversed(range(N_STEPS)):" in grad
+    module = load_module(text, "ode_fit_grad")
+    saved = []
+
+    class Recording(list):
+        def append(self, value):
+            saved.append(value)
+            super().append(value)
+
+    namespace = dict(vars(module))
+    exec(compile(grad.replace("x_stack = []", "x_stack = Recording()"), "<grad>", "exec"),
+         {**namespace, "Recording": Recording}, namespace)
+    grads = namespace["loss_grad"]()
+    assert len(saved) == module.N_STEPS and all(isinstance(v, float) for v in saved)
+    assert grads == module.loss_grad()
+
+
+def test_control_flow_examples_keep_their_loops():
+    text = (ROOT / "generated" / "piecewise_grad.py").read_text()
+    assert "while balance < 10.0:" in text and "for _ in range(iterations):" in text
+    assert "for i in reversed(range(100)[:iterations]):" in text
+    assert "elif r < -delta:" in text
