@@ -53,7 +53,7 @@ def test_generated_module_imports_only_numpy_and_math():
 
 
 def _function_source(text, name):
-    return "def " + text.split(f"\ndef {name}(")[1].split("\n\n\ndef ")[0]
+    return f"def {name}(" + text.split(f"\ndef {name}(")[1].split("\n\n\ndef ")[0]
 
 
 def test_euler_fit_saves_exactly_one_float_per_step():
