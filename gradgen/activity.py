@@ -51,8 +51,9 @@ def _has_rule(prim, i):
 def choose_wrt(fn, wrt):
     """The parameters of `fn` to differentiate: those named in `wrt`, or the default.
 
-    Default: every parameter except those used only where no derivative exists; an unused
-    parameter stays in (its gradient is an exact zero).
+    Default: every parameter except those used only where no derivative exists, and the
+    keyword-only ones (after `*`: data such as X, y); an unused parameter stays in (its
+    gradient is an exact zero).
     """
     names = [p.name for p in fn.params]
     if wrt is not None:  # each name belongs to some selected function (checked by the caller)
@@ -62,7 +63,8 @@ def choose_wrt(fn, wrt):
         used |= {v.name for v in variables(expr)}
         if differentiable:
             diff_vars(expr, used_diff)
-    return [n for n in names if n in used_diff or n not in used]
+    data = {p.name for p in fn.params if p.keyword_only}
+    return [n for n in names if (n in used_diff or n not in used) and n not in data]
 
 
 def _all_expressions(fn):

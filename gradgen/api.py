@@ -83,7 +83,7 @@ def _select(module, functions):
 
 def _check_wrt(module, selected, wrt):
     """Every --wrt name must be a parameter of some selected function."""
-    params = {a.arg for f in selected for a in module.functions[f].args.args}
+    params = {name for f in selected for name in lower.parameter_names(module.functions[f])}
     for w in wrt or ():
         if w not in params:
             owners = " or ".join(f"'{f}'" for f in selected)
@@ -99,7 +99,7 @@ def _default_namespace(module):
 
 def _compile_function(module, fname, names, wrt, namer, emitter, sigmoid_name):
     fnode = module.functions[fname]
-    fnamer = namer.function_namer([a.arg for a in fnode.args.args])
+    fnamer = namer.function_namer(lower.parameter_names(fnode))
     fn = lower.lower_function(module, fname, fnamer, sigmoid_name)
     fn.body = reverse.record_decisions(fn.body, fnamer)
     emitter.helpers.update(fn.helpers)

@@ -266,6 +266,7 @@ class Param:
     name: str
     default: object = None
     has_default: bool = False
+    keyword_only: bool = False  # after `*`: data, not differentiated unless named in --wrt
 
 
 @dataclass

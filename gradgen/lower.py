@@ -77,7 +77,7 @@ class Lowerer:
         self.loop_targets = set()
         self.stack = [fnode.name]
         self.helpers = {}  # primitive name -> emitted helper name (the sigmoid)
-        self.top_params = {a.arg for a in fnode.args.args}
+        self.top_params = set(parameter_names(fnode))
 
     # ---- functions -------------------------------------------------------------------
     def lower(self) -> Function:
@@ -106,14 +106,17 @@ class Lowerer:
         for bad, what in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
             if bad is not None:
                 raise self.m.error(bad, f"{what} parameters are not supported")
-        if args.kwonlyargs:
-            raise self.m.error(args.kwonlyargs[0], "keyword-only parameters are not supported")
         if args.posonlyargs:
             raise self.m.error(args.posonlyargs[0], "positional-only parameters are not supported")
         params = [Param(a.arg) for a in args.args]
         for param, default in zip(params[len(params) - len(args.defaults):], args.defaults):
             param.default = self._default(default, param.name)
             param.has_default = True
+        for a, default in zip(args.kwonlyargs, args.kw_defaults):  # data: see choose_wrt
+            param = Param(a.arg, keyword_only=True)
+            if default is not None:
+                param.default, param.has_default = self._default(default, a.arg), True
+            params.append(param)
         return params
 
     def _default(self, node, name):
@@ -512,11 +515,12 @@ class Lowerer:
 
     def _bind_arguments(self, scope, node, hnode):
         """Match a call's arguments to the helper's parameters, as Python would."""
-        names = [a.arg for a in hnode.args.args]
+        positional = [a.arg for a in hnode.args.args]
+        names = parameter_names(hnode)
         bound = {}
-        if len(node.args) > len(names):
-            raise self.m.error(node, f"'{hnode.name}' takes {len(names)} arguments, got {len(node.args)}")
-        for name, arg in zip(names, node.args):
+        if len(node.args) > len(positional):
+            raise self.m.error(node, f"'{hnode.name}' takes {len(positional)} arguments, got {len(node.args)}")
+        for name, arg in zip(positional, node.args):
             bound[name] = self.expr(scope, arg)
         for kw in node.keywords:
             if kw.arg is None or kw.arg not in names:
@@ -524,7 +528,8 @@ class Lowerer:
             if kw.arg in bound:
                 raise self.m.error(kw, f"'{hnode.name}' got two values for '{kw.arg}'")
             bound[kw.arg] = self.expr(scope, kw.value)
-        defaults = dict(zip(names[len(names) - len(hnode.args.defaults):], hnode.args.defaults))
+        defaults = dict(zip(positional[len(positional) - len(hnode.args.defaults):], hnode.args.defaults))
+        defaults.update({a.arg: d for a, d in zip(hnode.args.kwonlyargs, hnode.args.kw_defaults) if d is not None})
         for name in names:
             if name not in bound:
                 if name not in defaults:
@@ -627,6 +632,11 @@ def lower_function(module, name, namer, sigmoid_name) -> Function:
     `sigmoid_name` is what the generated module calls its sigmoid helper.
     """
     return Lowerer(module, module.functions[name], namer, sigmoid_name).lower()
+
+
+def parameter_names(fnode):
+    """All of a function's parameter names, keyword-only ones last."""
+    return [a.arg for a in fnode.args.args + fnode.args.kwonlyargs]
 
 
 def sigmoid_helper_name(module):
