@@ -64,7 +64,53 @@ def choose_wrt(fn, wrt):
         if differentiable:
             diff_vars(expr, used_diff)
     data = {p.name for p in fn.params if p.keyword_only}
-    return [n for n in names if (n in used_diff or n not in used) and n not in data]
+    counts = _integer_parameters(fn, names)
+    return [n for n in names if (n in used_diff or n not in used) and n not in data | counts]
+
+
+def _integer_parameters(fn, names):
+    """Parameters whose values flow into an integer position (a range bound, int(), ...):
+    counts and indices, which the default leaves out rather than refuse."""
+    origins = {n: {n} for n in names}
+
+    def flow(stmts):
+        for stmt in stmts:
+            if isinstance(stmt, Assign):
+                found = set()
+                for v in diff_vars(stmt.expr):
+                    found |= origins.get(v, set())
+                if found - origins.get(stmt.target, set()):
+                    origins[stmt.target] = origins.get(stmt.target, set()) | found
+            elif isinstance(stmt, If):
+                flow(stmt.body)
+                flow(stmt.orelse)
+            elif isinstance(stmt, (For, While)):
+                before = None
+                while before != sum(map(len, origins.values())):
+                    before = sum(map(len, origins.values()))
+                    flow(stmt.body)
+
+    flow(fn.body)
+    counts = set()
+    for stmt in walk(fn.body):
+        for expr in expressions(stmt):
+            for call in _integer_calls(expr):
+                for arg in call.args:
+                    for v in diff_vars(arg):
+                        counts |= origins.get(v, set())
+    return counts
+
+
+def _integer_calls(expr):
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Call):
+            if TABLE[e.prim].kind == "integer":
+                yield e
+            stack.extend(e.args)
+        elif isinstance(e, Cond):
+            stack.extend((e.test, e.body, e.orelse))
 
 
 def _all_expressions(fn):

@@ -115,6 +115,12 @@ def _compile_function(module, fname, names, wrt, namer, emitter, sigmoid_name):
         simplify.dead_code(fn.body, needed | {v.name for v in variables(fn.result)}), adjoints, params)
     grad_text = _grads_text(grads, emitter)
     value = emit.expr_text(fn.result, emitter)
+    restored = {adjoints.stacks_var(i) for i in adjoints.saved}
+    if any(v.name in restored for v in variables(fn.result)):
+        # the backward pass pops earlier values back into the result's variables: keep it
+        kept = fnamer.define("value")
+        forward_value = forward_value + [Assign(kept, fn.result)]
+        value = kept
     of = fn.result_name
     described = ", ".join(chosen) if chosen else "no parameters"
     returns = ", ".join(f"d{of}/d{p}" for p in chosen)

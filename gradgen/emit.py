@@ -43,6 +43,8 @@ class Emitter:
         raise TypeError(f"cannot emit {e!r}")
 
     def _const(self, value):
+        if isinstance(value, tuple):
+            return ast.Tuple([self._const(v) for v in value])
         if isinstance(value, float) and not math.isfinite(value):
             if math.isnan(value):
                 return self._attr("math", "nan")

@@ -14,7 +14,7 @@ import ast
 from dataclasses import dataclass
 
 from gradgen import primitives
-from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, Function, If, Param, Var, While
+from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, Function, If, Param, Var, While, variables
 from gradgen.parse import constant_value
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
@@ -233,11 +233,25 @@ class Lowerer:
             if not isinstance(value, ast.Tuple) or len(value.elts) != len(names):
                 raise self.m.error(value, f"tuple unpacking needs a tuple of {len(names)} values on the right")
             values = [self.expr(scope, v) for v in value.elts]  # all evaluated before any is bound
+            if self.depth > 0:  # names are overwritten in place: keep values an earlier one clobbers
+                values = self._before_clobbering(scope, [n.id for n in names], values, stmt)
             for name, v in zip(names, values):
                 self._bind(scope, name.id, v, stmt)
         else:
             what = "indexed" if isinstance(target, ast.Subscript) else "this kind of"
             raise self.m.error(target, f"assignment to {what} target is not supported")
+
+    def _before_clobbering(self, scope, names, values, stmt):
+        """`a, b = b, a + b` inside control flow: `b_new = a + b` first, then `a = b; b = b_new`."""
+        out = []
+        for i, (name, value) in enumerate(zip(names, values)):
+            earlier = {scope.env[n].name for n in names[:i] if isinstance(scope.env.get(n), Var)}
+            if any(v.name in earlier for v in variables(value)):
+                temp = self.namer.define(f"{name}_new")
+                self._emit(temp, value, stmt, overwrites=self.loop_depth > 0)
+                value = Var(temp)
+            out.append(value)
+        return out
 
     def _augassign(self, scope, stmt):
         if not isinstance(stmt.target, ast.Name):
@@ -505,7 +519,7 @@ class Lowerer:
         for name, value in args.items():
             if not isinstance(value, (Var, Const)):
                 ssa = self.namer.define(name)
-                self._emit(ssa, value, node)
+                self._emit(ssa, value, node, overwrites=self.loop_depth > 0)
                 value = Var(ssa)
             env[name] = value
         self.stack.append(hnode.name)

@@ -36,9 +36,13 @@ class Backward:
     adjoints: dict
     saved: set = field(default_factory=set)
     stacks: dict = field(default_factory=dict)  # variable -> the list that keeps its values
+    targets: dict = field(default_factory=dict)  # id(saved assignment) -> its variable
 
     def get(self, name):
         return self.adjoints.get(name)
+
+    def stacks_var(self, assignment_id):
+        return self.targets[assignment_id]
 
 
 def backward(fn, activity, namer, of) -> Backward:
@@ -52,8 +56,9 @@ def backward(fn, activity, namer, of) -> Backward:
     saved = set()
     _mark_saves(fn.body, rev.reads, set(), saved)
     statements = _prune(statements, saved)
-    stacks = {s.target: rev.stacks[s.target] for s in walk(fn.body) if id(s) in saved}
-    return Backward(statements, rev.state, saved, stacks)
+    targets = {id(s): s.target for s in walk(fn.body) if id(s) in saved}
+    stacks = {v: rev.stacks[v] for v in targets.values()}
+    return Backward(statements, rev.state, saved, stacks, targets)
 
 
 def _mark_saves(stmts, reads, seen, saved):

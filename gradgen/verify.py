@@ -12,6 +12,7 @@ with the derivative rules.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import math
 import random
@@ -21,11 +22,14 @@ import types
 from dataclasses import dataclass, field
 
 import numpy as np
+import ast
+
 import sympy
 
 from gradgen.api import compile_source, load_module
 from gradgen.errors import CompileError
 from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While
+from gradgen.emit import Emitter
 from gradgen.primitives import TABLE
 
 SYMPY_TOL = 1e-9
@@ -151,7 +155,7 @@ def sympy_gradient(fn, module, point, wrt):
         trace = _Trace(module, point, wrt, fn.params)
         trace.run(fn.body)
         _, tangent = trace.evaluate(fn.result)
-    except (_Unsupported, TypeError, ValueError, ZeroDivisionError, OverflowError):
+    except (_Unsupported, TypeError, ValueError, ZeroDivisionError, OverflowError, ArithmeticError):
         return [None] * len(wrt)
     return [_real(t) for t in tangent]
 
@@ -162,7 +166,9 @@ def _real(value):
 
 
 def _number(value):
-    return sympy.Integer(value) if isinstance(value, (bool, int)) else sympy.Float(value, 30)
+    if isinstance(value, (bool, int, np.integer, np.bool_)):
+        return sympy.Integer(int(value))
+    return sympy.Float(float(value), 30)
 
 
 class _Break(Exception):
@@ -174,34 +180,39 @@ class _Continue(Exception):
 
 
 class _Trace:
-    """Runs the IR on numbers, carrying d(value)/d(param) for every value."""
+    """Runs the IR on numbers, carrying d(value)/d(param) for every value.
+
+    Values and every decision (branches, loop exits, which argument `max` picks) use
+    ordinary floating point, exactly as the program does; only the derivatives come from
+    sympy, statement by statement.
+    """
 
     MAX_ITERATIONS = 1_000_000
 
     def __init__(self, module, point, wrt, params):
         self.wrt = list(wrt)
-        zero = (sympy.Integer(0),) * len(self.wrt)
-        self.values, self.tangents = {}, {}
-        for c, v in module.constants.items():
-            self.values[c] = v if isinstance(v, tuple) else _number(v)
-            self.tangents[c] = zero
+        self.zero = (0,) * len(self.wrt)
+        self.values = dict(module.constants)
+        self.tangents = {c: self.zero for c in module.constants}
         for p in params:
-            self.values[p.name] = _number(point[p.name])
-            self.tangents[p.name] = tuple(sympy.Integer(int(p.name == w)) for w in self.wrt)
-        self.zero = zero
+            self.values[p.name] = point[p.name]
+            self.tangents[p.name] = tuple(int(p.name == w) for w in self.wrt)
         self.derivatives = {}
+        self.compiled = {}
+        self.emitter = Emitter("math", {"sigmoid": "sigmoid"})
+        self.env = {"math": math, "np": np, "sigmoid": lambda x: 1 / (1 + np.exp(-x))}
 
     def run(self, stmts):
         for stmt in stmts:
             if isinstance(stmt, Assign):
                 self.values[stmt.target], self.tangents[stmt.target] = self.evaluate(stmt.expr)
             elif isinstance(stmt, If):
-                self.run(stmt.body if self.truth(stmt.test) else stmt.orelse)
+                self.run(stmt.body if self.value(stmt.test) else stmt.orelse)
             elif isinstance(stmt, For):
                 self._for(stmt)
             elif isinstance(stmt, While):
                 for _ in range(self.MAX_ITERATIONS):
-                    if not self.truth(stmt.test) or not self._iteration(stmt.body):
+                    if not self.value(stmt.test) or not self._iteration(stmt.body):
                         break
                 else:
                     raise _Unsupported("too many iterations")
@@ -213,13 +224,13 @@ class _Trace:
     def _for(self, stmt):
         it = stmt.iter
         if isinstance(it, Call) and it.prim == "range":
-            items = range(*[int(self.number(a)) for a in it.args])
+            items = range(*[self.value(a) for a in it.args])
         elif isinstance(it, Var) and isinstance(self.values.get(it.name), tuple):
             items = self.values[it.name]
         else:
             raise _Unsupported("loop over an array")
         for item in items:
-            self.values[stmt.target], self.tangents[stmt.target] = _number(item), self.zero
+            self.values[stmt.target], self.tangents[stmt.target] = item, self.zero
             if not self._iteration(stmt.body):
                 break
 
@@ -233,20 +244,26 @@ class _Trace:
             return False
         return True
 
-    # ---- expressions: sympy for the derivative, the numbers for the path ----------------
+    def value(self, expr):
+        """`expr` evaluated as the program evaluates it (Python and NumPy floats)."""
+        code = self.compiled.get(id(expr))
+        if code is None:
+            text = ast.unparse(self.emitter.expr(expr))
+            code = self.compiled[id(expr)] = (compile(text, "<trace>", "eval"), expr)
+        with np.errstate(all="ignore"):
+            return eval(code[0], self.env, self.values)  # noqa: S307 - gradgen's own IR
+
     def evaluate(self, expr):
+        """(value, tangent): sympy differentiates `expr` in each input that has a tangent."""
+        value = self.value(expr)
         symbols = {}
         tree = self._symbolic(expr, symbols)
-        if isinstance(tree, bool) or tree in (sympy.true, sympy.false):
-            return bool(tree), self.zero
-        numbers = {sym: self.values[name] for name, sym in symbols.items()}
-        value = tree.evalf(30, subs=numbers) if symbols else sympy.sympify(tree).evalf(30)
-        tangent = [sympy.Integer(0)] * len(self.wrt)
-        for name, sym in symbols.items():
-            if all(t == 0 for t in self.tangents[name]):
-                continue
-            partial = self._partial(tree, sym).evalf(30, subs=numbers)
-            tangent = [t + partial * d for t, d in zip(tangent, self.tangents[name])]
+        tangent = [0] * len(self.wrt)
+        if symbols:
+            numbers = {sym: sympy.Float(self.values[name], 30) for name, sym in symbols.items()}
+            for name, sym in symbols.items():
+                partial = self._partial(tree, sym).evalf(30, subs=numbers)
+                tangent = [t + partial * d for t, d in zip(tangent, self.tangents[name])]
         return value, tuple(tangent)
 
     def _partial(self, tree, sym):
@@ -256,35 +273,25 @@ class _Trace:
         return self.derivatives[key]
 
     def _symbolic(self, e, symbols):
+        """`e` in sympy: symbols for inputs that carry a tangent, numbers for the rest."""
         if isinstance(e, Var):
+            if all(t == 0 for t in self.tangents.get(e.name, self.zero)):
+                return _number(self.values[e.name])
             if e.name not in symbols:
                 symbols[e.name] = sympy.Symbol(f"v{len(symbols)}", real=True)
             return symbols[e.name]
         if isinstance(e, Const):
             return _number(e.value)
         if isinstance(e, Cond):
-            return self._symbolic(e.body if self.truth(e.test) else e.orelse, symbols)
+            return self._symbolic(e.body if self.value(e.test) else e.orelse, symbols)
         prim = TABLE[e.prim]
         if prim.kind in ("piecewise", "integer"):
-            return _number_of(prim.sympy(*[self.number(a) for a in e.args]))
-        if e.prim in ("max", "min"):  # the argument the point selects (the first extreme one)
-            values = [self.number(a) for a in e.args]
+            return _number(self.value(e))
+        if e.prim in ("max", "min"):  # the argument the program picks (the first extreme one)
+            values = [self.value(a) for a in e.args]
             extreme = max(values) if e.prim == "max" else min(values)
             return self._symbolic(e.args[values.index(extreme)], symbols)
         return prim.sympy(*[self._symbolic(a, symbols) for a in e.args])
-
-    def number(self, e):
-        """The value of `e` at the point (a Python number or bool)."""
-        value, _ = self.evaluate(e) if not isinstance(e, Var) else (self.values[e.name], None)
-        if isinstance(value, (bool, tuple)) or value in (sympy.true, sympy.false):
-            return value if isinstance(value, tuple) else bool(value)
-        number = complex(value)
-        if number.imag:
-            raise _Unsupported("complex value")
-        return int(number.real) if value.is_Integer else number.real
-
-    def truth(self, test):
-        return bool(self.number(test))
 
 
 class _Symbolic:

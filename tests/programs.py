@@ -74,12 +74,9 @@ def hull(*values: float) -> tuple[float, float]:
     return min(values), max(values)
 
 
-# Which spelling each primitive gets under each import style. erf has no NumPy spelling.
-SPELLINGS = {
-    "math": {},
-    "numpy": {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2",
-              "pow": "power", "erf": None, "fabs": "fabs"},
-}
+# NumPy spellings that differ from math's; erf has none, so numpy-style programs use math.erf.
+NUMPY_SPELLINGS = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2",
+                   "pow": "power", "erf": None}
 
 
 class HypothesisChoices:
@@ -144,7 +141,7 @@ class _Builder:
     def fn(self, name: str) -> str:
         """The spelling of math function `name` under this program's import style."""
         if self.style == "numpy":
-            spelled = SPELLINGS["numpy"].get(name, name)
+            spelled = NUMPY_SPELLINGS.get(name, name)
             if spelled is not None:
                 return f"np.{spelled}"
         if self.style == "from":

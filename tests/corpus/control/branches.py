@@ -89,7 +89,7 @@ def boolean_combination(x=0.4, y=0.7):
     return r
 
 
-def chained_comparison(x=0.5):
+def chained_comparison(x=0.3):
     if 0.0 < x < 1.0:
         r = x * (1.0 - x)
     else:

@@ -97,3 +97,14 @@ def while_with_continue(x=0.9):
             continue
         s += math.sqrt(x + k)
     return s
+
+
+def while_with_break(x=0.8):
+    y = x + 2.0
+    s = 0.0
+    while y > 0.1:
+        y = y * 0.7
+        s += y * x
+        if s > 1.5:
+            break
+    return s + y

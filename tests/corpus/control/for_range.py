@@ -59,6 +59,21 @@ def range_computed_bound(x=0.5, n=3):
     return s
 
 
+def range_inline_computed_bound(x=0.4, n=3):
+    s = 0.0
+    for i in range(2 * n - 1):
+        s = s * x + 1.0
+    return s
+
+
+def range_bounds_from_constants(x=0.6):
+    s = 0.0
+    for i in range(N_STEPS // 2, 2 * N_STEPS - 5, START):
+        s += x / i
+        s *= x
+    return s
+
+
 def empty_range(x=0.5, n=5):
     y = x * x
     for i in range(n, 3):

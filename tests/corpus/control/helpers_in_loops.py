@@ -3,13 +3,13 @@
 import math
 
 
-def relu(t):
+def relu(t=0.3):
     if t > 0.0:
         return t
     return 0.0
 
 
-def soft_clip(t):
+def soft_clip(t=0.4):
     if t > 1.0:
         return 1.0 + math.log(t)
     elif t < -1.0:
@@ -17,18 +17,18 @@ def soft_clip(t):
     return t
 
 
-def euler_step(x, a, dt):
+def euler_step(x=1.0, a=0.5, dt=0.05):
     return x + dt * (a * x - x**3)
 
 
-def power(t, n):
+def power(t=0.8, n=3):
     p = 1.0
     for i in range(n):
         p = p * t
     return p
 
 
-def shrink(t):
+def shrink(t=2.7):
     while t > 1.0:
         t = t * 0.5
     return t

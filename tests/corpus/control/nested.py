@@ -19,7 +19,7 @@ def triangular_loop(x=0.5, n=5):
     return s
 
 
-def branch_in_loop(x=0.6):
+def branch_in_loop(x=0.25):
     y = x
     for i in range(10):
         if y > 1.0:
@@ -50,8 +50,8 @@ def loop_in_branch(x=0.4, n=6):
     else:
         s = 1.0
         k = 0
-        while s > 0.1:
-            s = s * (0.5 + 0.2 * x * x)
+        while s > 0.1 and k < 50:
+            s = s * (0.5 + 0.1 * x * x)
             k += 1
     return s
 
@@ -85,4 +85,28 @@ def triple_nested_with_branch(x=0.2, y=0.35):
                     s += x * y * (i + 1)
                 else:
                     s += math.sin(x * j + y * k)
+    return s
+
+
+def last_assigned_in_branch(x=0.25):
+    last = x
+    for i in range(8):
+        t = math.sin(x * i) - 0.3
+        if t > 0.0:
+            last = t * x
+    return last * last
+
+
+def loop_in_branch_in_loop(x=0.3, y=0.8):
+    s = y
+    for i in range(4):
+        if x * i > 0.5:
+            for j in range(3):
+                s += x * s * 0.1 + j * y
+        else:
+            k = 0
+            while s > 1.0 and k < 10:
+                s = s * 0.8
+                k += 1
+            s = s + x
     return s

@@ -17,7 +17,7 @@ def halve_and_count(x=5.3):
     return x * (1.0 + k)
 
 
-def accumulate_to_target(x=0.35):
+def accumulate_to_target(x=0.5):
     s = 0.0
     t = 0.0
     while s < 2.0:
