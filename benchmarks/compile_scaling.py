@@ -49,7 +49,10 @@ def program(n: int, seed: int = 0) -> str:
 
 
 def instrument():
-    """Wrap each stage function found in STAGES so its time is added to `spent[stage]`."""
+    """Wrap each stage function found in STAGES so its time is added to `spent[stage]`.
+
+    Stage times are inclusive: a stage that calls another through its module counts both.
+    """
     spent = defaultdict(float)
     for stage in STAGES:
         module_name, fn_name = stage.split(".")
@@ -71,27 +74,27 @@ def instrument():
 
 def main():
     spent = instrument()
+    print(f"{'statements':>10} | {'total s':>8} | {'us/statement':>12} | {'ratio to 100':>12}")
+    print(f"{'-' * 10}-+-{'-' * 8}-+-{'-' * 12}-+-{'-' * 12}")
     results = []
     for n in SIZES:
         source = program(n)
         spent.clear()
         start = time.perf_counter()
         api.compile_source(source, filename=f"chain_{n}.py")
-        results.append((n, time.perf_counter() - start, dict(spent)))
-
-    base = results[0][1] / results[0][0]
-    print(f"{'statements':>10} | {'total s':>8} | {'us/statement':>12} | {'ratio to 100':>12}")
-    print(f"{'-' * 10}-+-{'-' * 8}-+-{'-' * 12}-+-{'-' * 12}")
-    for n, total, _ in results:
+        total = time.perf_counter() - start
+        results.append((n, dict(spent)))
         per = total / n
-        print(f"{n:>10,} | {total:>8.3f} | {per * 1e6:>12.1f} | {per / base:>12.2f}")
+        if n == SIZES[0]:
+            base = per
+        print(f"{n:>10,} | {total:>8.3f} | {per * 1e6:>12.1f} | {per / base:>12.2f}", flush=True)
 
-    stages = [s for s in STAGES if any(s in r[2] for r in results)]
+    stages = [s for s in STAGES if any(s in timings for _, timings in results)]
     if stages:
         print("\nmicroseconds per statement, by stage:")
-        print(f"{'stage':>22} | " + " | ".join(f"{n:>8,}" for n, _, _ in results))
+        print(f"{'stage':>22} | " + " | ".join(f"{n:>8,}" for n, _ in results))
         for s in stages:
-            print(f"{s:>22} | " + " | ".join(f"{r[2].get(s, 0) / r[0] * 1e6:>8.1f}" for r in results))
+            print(f"{s:>22} | " + " | ".join(f"{t.get(s, 0) / n * 1e6:>8.1f}" for n, t in results))
 
 
 if __name__ == "__main__":

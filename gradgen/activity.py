@@ -45,7 +45,9 @@ def diff_vars(expr, out=None):
 
 
 def _has_rule(prim, i):
-    return prim.vjp is not None and (prim.arity is None or prim.vjp[i] is not None)
+    if prim.vjp is None:
+        return False
+    return prim.vjp[0](i) is not None if prim.arity is None else prim.vjp[i] is not None
 
 
 def choose_wrt(fn, wrt):

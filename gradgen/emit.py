@@ -16,7 +16,8 @@ import textwrap
 import black
 
 from gradgen import __version__
-from gradgen.ir import Assign, Break, Call, Comment, Cond, Const, Continue, For, If, Init, Restore, Save, Var, While
+from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, Init, Restore, Save, Spelled, Var,
+                        While)
 from gradgen.primitives import TABLE
 from gradgen.simplify import is_zero
 
@@ -30,6 +31,7 @@ class Emitter:
         self.default_ns = default_ns
         self.helpers = helpers  # primitive name -> helper function name in the generated module
         self.imports = set()
+        self.used_helpers = set()
 
     def expr(self, e) -> ast.expr:
         if isinstance(e, Var):
@@ -63,17 +65,32 @@ class Emitter:
         if e.prim == "neg" and isinstance(e.args[0], Call) and e.args[0].prim in ("mul", "div"):
             return self._negated_product(e.args[0])
         args = [self.expr(a) for a in e.args]
+        keywords = [ast.keyword(k, self._static(v)) for k, v in e.params]
         if e.ns == "op" or (prim.operator is not None and not prim.names):
             return _operator(prim, args)
-        if e.prim in self.helpers:
-            return ast.Call(ast.Name(self.helpers[e.prim]), args, [])
+        if e.prim in self.helpers or prim.kind == "helper":
+            if prim.kind == "helper":
+                self.used_helpers.add(e.prim)
+            return ast.Call(ast.Name(self.helpers.get(e.prim, e.prim)), args, keywords)
+        if e.prim in _SPECIAL:
+            return _SPECIAL[e.prim](self, args, keywords)
         ns = e.ns if e.ns in prim.names else self._fallback(prim, e.ns)
         if ns is None:
             return self.expr(prim.expand(*e.args))
         if ns == "builtins":
-            return ast.Call(ast.Name(prim.names[ns]), args, [])
+            return ast.Call(ast.Name(prim.names[ns]), args, keywords)
         target = self._attr(ns, prim.names[ns])
-        return target if prim.kind == "attribute" else ast.Call(target, args, [])
+        return target if prim.kind == "attribute" else ast.Call(target, args, keywords)
+
+    def _static(self, value):
+        if isinstance(value, Spelled):
+            return ast.Name(value.text)
+        if value is None:
+            return ast.Constant(None)
+        return self._const(value)
+
+    def _numpy_call(self, name, args, keywords):
+        return ast.Call(self._attr("numpy", name), args, keywords)
 
     def _negated_product(self, product):
         """`-(a * b)` reads better as `-a * b`: the same number, the sign moved to the front."""
@@ -157,6 +174,61 @@ class Emitter:
         if loop.direction == "reversed":
             return f"reversed({text}[:{loop.count}])" if loop.count else f"reversed({text})"
         return text
+
+
+# primitives written in a shape of their own: `x.T`, a tuple, NumPy functions taking a list
+_SPECIAL = {
+    "T": lambda em, args, kw: ast.Attribute(args[0], "T"),
+    "tuple": lambda em, args, kw: ast.Tuple(args),
+    "sum_list": lambda em, args, kw: em._numpy_call("sum", [ast.List(args)], kw),
+    "concatenate": lambda em, args, kw: em._numpy_call("concatenate", [ast.List(args)], kw),
+    "stack": lambda em, args, kw: em._numpy_call("stack", [ast.List(args)], kw),
+}
+
+# Helpers the backward pass may call, written into the generated module only when used.
+HELPERS = {
+    "unbroadcast": ((), '''def unbroadcast(g, like):
+    """Sum g over the axes NumPy broadcasting stretched, back to the shape of `like`."""
+    shape = np.shape(like)
+    if np.shape(g) == shape:
+        return g
+    g = np.sum(g, axis=tuple(range(np.ndim(g) - len(shape))))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and np.shape(g)[i] != 1)
+    return np.sum(g, axis=axes, keepdims=True) if axes else g
+'''),
+    "matmul_grad_a": (("unbroadcast",), '''def matmul_grad_a(g, a, b):
+    """Gradient of a @ b with respect to a, given g, the gradient of the product."""
+    if np.ndim(b) == 1:
+        return unbroadcast(np.multiply.outer(g, b), a)
+    if np.ndim(a) == 1:
+        return unbroadcast((b @ np.expand_dims(g, -1))[..., 0], a)
+    return unbroadcast(g @ np.swapaxes(b, -1, -2), a)
+'''),
+    "matmul_grad_b": (("unbroadcast",), '''def matmul_grad_b(g, a, b):
+    """Gradient of a @ b with respect to b, given g, the gradient of the product."""
+    if np.ndim(a) == 1 and np.ndim(b) == 1:
+        return g * a
+    if np.ndim(a) == 1:
+        return unbroadcast(np.expand_dims(a, -1) * np.expand_dims(g, -2), b)
+    if np.ndim(b) == 1:
+        return unbroadcast((np.swapaxes(a, -1, -2) @ np.expand_dims(g, -1))[..., 0], b)
+    return unbroadcast(np.swapaxes(a, -1, -2) @ g, b)
+'''),
+    "concatenate_grad": ((), '''def concatenate_grad(g, parts, i, axis):
+    """The piece of g that part i of np.concatenate(parts, axis) became."""
+    sizes = [np.shape(part)[axis] for part in parts]
+    start = sum(sizes[:i])
+    return np.take(g, range(start, start + sizes[i]), axis=axis)
+'''),
+}
+
+
+def helper_sources(used):
+    """The definitions of the helpers in `used` and those they call, in a fixed order."""
+    needed = set(used)
+    for name in used:
+        needed |= set(HELPERS[name][0])
+    return [HELPERS[name][1] for name in HELPERS if name in needed]
 
 
 def _operator(prim, args):

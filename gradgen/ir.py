@@ -92,9 +92,11 @@ class Call(Expr):
     args: tuple
     ns: str | None = None
     loc: tuple | None = field(default=None, compare=False, repr=False)  # (line, col) in the source
+    params: tuple = ()  # static keyword parameters: (("axis", 0), ("keepdims", True))
 
     def __str__(self):
-        return f"{self.prim}({', '.join(map(str, self.args))})"
+        items = [str(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.params]
+        return f"{self.prim}({', '.join(items)})"
 
 
 @dataclass(frozen=True, eq=True)
@@ -107,6 +109,16 @@ class Cond(Expr):
 
     def __str__(self):
         return f"({self.body} if {self.test} else {self.orelse})"
+
+
+@dataclass(frozen=True)
+class Spelled:
+    """A static parameter written as a name, such as `dtype=float`."""
+
+    text: str
+
+    def __repr__(self):
+        return self.text
 
 
 def lift(x) -> Expr:

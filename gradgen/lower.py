@@ -14,15 +14,17 @@ import ast
 from dataclasses import dataclass
 
 from gradgen import primitives
-from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, Function, If, Param, Var, While, variables
+from gradgen.ir import (Assign, Break, Call, Cond, Const, Continue, For, Function, If, Param, Spelled, Var, While,
+                        variables)
 from gradgen.parse import constant_value
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
-           ast.Mod: "mod", ast.FloorDiv: "floordiv"}
+           ast.Mod: "mod", ast.FloorDiv: "floordiv", ast.MatMult: "matmul"}
+_FACTS = {"shape", "ndim", "size"}  # attributes of an array that are plain integers
 _UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not"}
 _COMPARE = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
 _OP_TEXT = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
-            ast.MatMult: "@", ast.Invert: "~", ast.Is: "is", ast.IsNot: "is not", ast.In: "in",
+            ast.Invert: "~", ast.Is: "is", ast.IsNot: "is not", ast.In: "in",
             ast.NotIn: "not in"}
 _BUILTIN_CALLS = {"abs", "min", "max", "pow", "float", "int", "round"}
 
@@ -406,7 +408,7 @@ class Lowerer:
         if isinstance(node, ast.Call):
             return self._call_node(scope, node)
         if isinstance(node, ast.Attribute):
-            return self._attribute(node)
+            return self._attribute(node, scope)
         message = _UNSUPPORTED_EXPR.get(type(node), f"'{type(node).__name__}' expressions are not supported")
         raise self.m.error(node, message)
 
@@ -428,8 +430,8 @@ class Lowerer:
             left = right
         return parts[0] if len(parts) == 1 else self._call("and", tuple(parts), "op", node)
 
-    def _call(self, prim, args, ns, node):
-        return Call(prim, tuple(args), ns, loc=(node.lineno, node.col_offset + 1))
+    def _call(self, prim, args, ns, node, params=()):
+        return Call(prim, tuple(args), ns, loc=(node.lineno, node.col_offset + 1), params=params)
 
     def _read(self, scope, node):
         name = node.id
@@ -449,18 +451,20 @@ class Lowerer:
             what = self.m.not_constants[name][1]
             raise self.m.error(node, f"module-level '{name}' {what}; pass it to the function as a parameter")
         if name in self.m.imports:
-            return self._attribute(node)
+            return self._attribute(node, scope)
         if name in self.m.functions or name in self.m.classes:
             raise self.m.error(node, f"'{name}' is a function, not a number")
         raise self.m.error(node, f"unknown name '{name}'")
 
-    def _attribute(self, node):
+    def _attribute(self, node, scope):
         qualified = self.m.qualified(node)
         found = primitives.lookup(qualified) if qualified else None
         if found and primitives.TABLE[found[0]].kind == "attribute":
             return Call(found[0], (), found[1])
         if qualified is not None and qualified in _NAMED_NUMBERS:
             return Const(_NAMED_NUMBERS[qualified])
+        if isinstance(node, ast.Attribute) and qualified is None and node.attr in _FACTS | {"T"}:
+            return self._call(node.attr, (self.expr(scope, node.value),), "numpy", node)
         raise self.m.error(node, f"unknown name '{ast.unparse(node)}'")
 
     # ---- calls -----------------------------------------------------------------------
@@ -475,6 +479,8 @@ class Lowerer:
         qualified = self.m.qualified(func)
         if qualified is None and isinstance(func, ast.Name) and func.id in _BUILTIN_CALLS:
             qualified = func.id
+        if qualified is None and isinstance(func, ast.Attribute):
+            return self._method_call(scope, node)
         spelled = ast.unparse(func)
         if qualified is None:
             if isinstance(func, ast.Name):
@@ -486,16 +492,72 @@ class Lowerer:
             raise self.m.error(node, f"gradgen has no derivative rule for '{spelled}'")
         return self._primitive_call(scope, node, spelled, *found)
 
-    def _primitive_call(self, scope, node, spelled, prim_name, ns):
-        if node.keywords:
-            raise self.m.error(node.keywords[0], f"keyword arguments to '{spelled}' are not supported")
-        for arg in node.args:
+    def _method_call(self, scope, node):
+        """`x.sum(axis=0)`, `x.reshape(n, -1)`, `x.dot(w)`: the NumPy function, `x` first."""
+        func = node.func
+        name = {"dot": "matmul", "max": "amax", "min": "amin", "flatten": "ravel"}.get(func.attr, func.attr)
+        prim = primitives.TABLE.get(name)
+        if prim is None or not (prim.method or name in ("matmul", "amax", "amin")):
+            raise self.m.error(node, f"gradgen has no derivative rule for the method '.{func.attr}()'")
+        shape_args = node.args
+        if name == "reshape" and not (len(node.args) == 1 and isinstance(node.args[0], ast.Tuple)):
+            shape_args = [ast.copy_location(ast.Tuple(elts=list(node.args), ctx=ast.Load()), node)]
+        call = ast.copy_location(ast.Call(func=func, args=[func.value] + list(shape_args), keywords=node.keywords), node)
+        return self._primitive_call(scope, call, f".{func.attr}()", name, "numpy")
+
+    def _arguments(self, scope, node, prim_name):
+        """Positional arguments: a list literal spreads (np.concatenate([a, b])); a tuple is a shape."""
+        args = list(node.args)
+        if prim_name in ("concatenate", "stack", "sum", "array") and args and isinstance(args[0], ast.List):
+            elements = [self.expr(scope, e) for e in args[0].elts]
+            if prim_name == "sum" and len(args) == 1:
+                return "sum_list", elements
+            if prim_name == "array":
+                return "stack", elements
+            return prim_name, elements + [self.expr(scope, a) for a in args[1:]]
+        values = []
+        for arg in args:
             if isinstance(arg, ast.Starred):
                 raise self.m.error(arg, "starred arguments are not supported")
-        args = tuple(self.expr(scope, a) for a in node.args)
+            if isinstance(arg, ast.Tuple):
+                values.append(self._call("tuple", tuple(self.expr(scope, e) for e in arg.elts), "builtins", arg))
+            else:
+                values.append(self.expr(scope, arg))
+        return prim_name, values
+
+    def _static_parameters(self, node, prim, spelled, extra):
+        """Keyword arguments such as axis= and keepdims=: constants, passed to the rule."""
+        params = dict(zip(prim.keywords, extra))
+        for kw in node.keywords:
+            if kw.arg not in prim.keywords:
+                raise self.m.error(kw, f"keyword argument '{kw.arg}' to '{spelled}' is not supported")
+            params[kw.arg] = self._static(kw.value, kw.arg)
+        return tuple(params.items())
+
+    def _static(self, value, name):
+        if isinstance(value, ast.Constant) and value.value is None:
+            return None
+        if name == "dtype" and ast.unparse(value) in ("float", "np.float64", "numpy.float64", "'float64'"):
+            return Spelled("float")
+        try:
+            return constant_value(value, self.m)
+        except ValueError:
+            raise self.m.error(value, f"'{name}=' must be a constant here") from None
+
+    def _primitive_call(self, scope, node, spelled, prim_name, ns):
+        prim_name, args = self._arguments(scope, node, prim_name)
         if prim_name == "log" and len(args) == 2:
             prim_name = "logb"
         prim = primitives.TABLE[prim_name]
+        params = ()
+        if prim.keywords:
+            arity = prim.arity if prim.arity is not None else len(args)
+            extra = [self._static(a, k) for a, k in zip(node.args[arity:], prim.keywords)] if prim.arity else []
+            args = args[:arity]
+            params = self._static_parameters(node, prim, spelled, extra)
+        elif node.keywords:
+            raise self.m.error(node.keywords[0], f"keyword arguments to '{spelled}' are not supported")
+        args = tuple(args)
         if prim.arity is None and len(args) < 2:
             raise self.m.error(node, f"'{spelled}' needs two or more arguments")
         if prim.arity is not None and len(args) != prim.arity:
@@ -503,7 +565,7 @@ class Lowerer:
             raise self.m.error(node, f"'{spelled}' takes {prim.arity} argument{plural}, got {len(args)}")
         if prim_name == "sigmoid":
             self.helpers["sigmoid"] = self.sigmoid_name
-        return self._call(prim_name, args, ns, node)
+        return self._call(prim_name, args, ns, node, params)
 
     def _inline(self, scope, node, hnode):
         """A call to a same-file function: the sigmoid primitive, or the helper's body inlined."""

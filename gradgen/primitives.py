@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from gradgen.ir import Call, Cond, Const
+from gradgen.ir import Call, Cond, Const, lift
 
 
 @dataclass(frozen=True)
@@ -39,33 +39,44 @@ class Primitive:
     kind: str = "smooth"
     operator: type | None = None  # ast operator class for "op" spellings
     expand: object = None  # IR to emit where a namespace has no spelling (e.g. scalar sign)
+    keywords: tuple = ()  # static keyword parameters (axis=, keepdims=), passed to the rules
+    elementwise: bool = False  # broadcasts its inputs: the adjoint sums back to each input's shape
+    method: bool = False  # also callable as a method: `x.sum(axis=0)`
 
 
 TABLE: dict[str, Primitive] = {}
 SPELLINGS: dict[str, tuple[str, str]] = {}  # qualified name -> (primitive, namespace)
 
 
-def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", op=None, expand=None):
+def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", op=None, expand=None,
+              keywords=(), elementwise=None, method=False):
     """Register a primitive; `spellings` are qualified names like "math.exp", "numpy.exp", "abs"."""
     names = {}
     for spelling in spellings:
-        module, _, short = spelling.rpartition(".")
-        ns = {"": "builtins", "math": "math", "numpy": "numpy"}.get(module, "numpy")
+        if spelling.startswith("numpy."):
+            ns, short = "numpy", spelling[len("numpy."):]
+        else:
+            module, _, short = spelling.rpartition(".")
+            ns = {"": "builtins", "math": "math"}.get(module, "numpy")
         names.setdefault(ns, short)
         SPELLINGS[spelling] = (name, ns)
     if vjp is not None and not isinstance(vjp, tuple):
         vjp = (vjp,)
-    TABLE[name] = Primitive(name, arity, names, sympy, vjp, kind, op, expand)
+    if elementwise is None:  # operators and ufuncs of two or more inputs broadcast
+        elementwise = kind == "smooth" and arity != 1 and not keywords
+    TABLE[name] = Primitive(name, arity, names, sympy, vjp, kind, op, expand, tuple(keywords), elementwise, method)
     return TABLE[name]
 
 
 class _Calls:
-    """`F.cos(x)` builds a primitive call inside a rule; it takes the caller's namespace."""
+    """`F.cos(x)` builds a primitive call inside a rule; it takes the caller's namespace.
+    Keyword arguments are static parameters: `F.sum(g, axis=0, keepdims=True)`."""
 
     def __getattr__(self, name):
         if name not in TABLE:
             raise AttributeError(name)
-        return lambda *args: Call(name, tuple(args), None)
+        return lambda *args, **params: Call(name, tuple(lift(a) for a in args), None,
+                                            params=tuple(params.items()))
 
 
 F = _Calls()
@@ -140,7 +151,7 @@ primitive("sinh", spellings=["math.sinh", "numpy.sinh"], sympy=sympy.sinh, vjp=l
 primitive("cosh", spellings=["math.cosh", "numpy.cosh"], sympy=sympy.cosh, vjp=lambda g, out, x: g * F.sinh(x))
 primitive("tanh", spellings=["math.tanh", "numpy.tanh"], sympy=sympy.tanh,
           vjp=lambda g, out, x: g * (1 - out**2))
-primitive("erf", spellings=["math.erf", "scipy.special.erf"], sympy=sympy.erf,
+primitive("erf", spellings=["math.erf"], sympy=sympy.erf,
           vjp=lambda g, out, x: g * 2 / F.sqrt(F.pi()) * F.exp(-(x**2)))
 
 # --- absolute value, extremes -----------------------------------------------------------
@@ -181,6 +192,118 @@ primitive("iterate", 1, sympy=iter, kind="integer")  # a loop over a parameter's
 # --- conversions that do nothing to a derivative ----------------------------------------
 primitive("float", spellings=["float", "numpy.float64"], sympy=lambda x: x, vjp=lambda g, out, x: g)
 
+# --- NumPy: elementwise ------------------------------------------------------------------
+def _tie_weight(mine, other, wins):
+    """1 where `mine` wins, 0.5 at a tie (as JAX and PyTorch), 0 where it loses."""
+    return F.where(Call("eq", (mine, other), "op"), 0.5, Call(wins, (mine, other), "op"))
+
+
+primitive("maximum", 2, spellings=["numpy.maximum", "numpy.fmax"], sympy=sympy.Max,
+          vjp=(lambda g, out, x, y: g * _tie_weight(x, y, "gt"), lambda g, out, x, y: g * _tie_weight(y, x, "gt")))
+primitive("minimum", 2, spellings=["numpy.minimum", "numpy.fmin"], sympy=sympy.Min,
+          vjp=(lambda g, out, x, y: g * _tie_weight(x, y, "lt"), lambda g, out, x, y: g * _tie_weight(y, x, "lt")))
+primitive("where", 3, spellings=["numpy.where"], sympy=lambda c, a, b: a if c else b,
+          vjp=(None, lambda g, out, c, a, b: F.where(c, g, 0.0), lambda g, out, c, a, b: F.where(c, 0.0, g)))
+primitive("clip", 3, spellings=["numpy.clip"], sympy=lambda x, lo, hi: sympy.Min(sympy.Max(x, lo), hi), method=True,
+          vjp=(lambda g, out, x, lo, hi: g * F.logical_and(Call("le", (lo, x), "op"), Call("le", (x, hi), "op")),
+               lambda g, out, x, lo, hi: g * F.logical_and(Call("lt", (x, lo), "op"), Call("le", (lo, hi), "op")),
+               lambda g, out, x, lo, hi: g * Call("gt", (F.maximum(x, lo), hi), "op")))
+primitive("square", spellings=["numpy.square"], sympy=lambda x: x**2, vjp=lambda g, out, x: g * 2 * x)
+primitive("reciprocal", spellings=["numpy.reciprocal"], sympy=lambda x: 1 / x, vjp=lambda g, out, x: -g * out**2)
+primitive("logical_and", 2, spellings=["numpy.logical_and"], sympy=lambda a, b: a and b, kind="piecewise")
+
+
+# --- NumPy: reductions (axis=, keepdims=) -----------------------------------------------
+def _kept(g, p):
+    """Put back the axes a reduction dropped, so `g` broadcasts against its input."""
+    return g if p.get("axis") is None or p.get("keepdims") else F.expand_dims(g, axis=p["axis"])
+
+
+def _extreme(g, out, x, p):
+    """max/min: the gradient goes to the extreme entries, shared equally among ties."""
+    hit = Call("eq", (x, _kept(out, p)), "op")
+    return _kept(g, p) * hit / F.sum(hit, axis=p.get("axis"), keepdims=True)
+
+
+def _reversed_cumsum(g, out, x, axis=None):
+    if axis is None:
+        return F.reshape(F.flip(F.cumsum(F.flip(g))), F.shape(x))
+    return F.flip(F.cumsum(F.flip(g, axis=axis), axis=axis), axis=axis)
+
+
+REDUCE = ("axis", "keepdims")
+primitive("sum", spellings=["numpy.sum"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
+          vjp=lambda g, out, x, **p: F.broadcast_to(_kept(g, p), F.shape(x)))
+primitive("mean", spellings=["numpy.mean"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
+          vjp=lambda g, out, x, **p: F.broadcast_to(_kept(g, p), F.shape(x)) * (F.size(out) / F.size(x)))
+primitive("prod", spellings=["numpy.prod"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
+          vjp=lambda g, out, x, **p: _kept(g, p) * _kept(out, p) / x)
+primitive("amax", spellings=["numpy.max", "numpy.amax"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
+          vjp=lambda g, out, x, **p: _extreme(g, out, x, p))
+primitive("amin", spellings=["numpy.min", "numpy.amin"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
+          vjp=lambda g, out, x, **p: _extreme(g, out, x, p))
+primitive("cumsum", spellings=["numpy.cumsum"], keywords=("axis",), method=True, sympy=lambda x, **p: x,
+          vjp=lambda g, out, x, **p: _reversed_cumsum(g, out, x, p.get("axis")))
+primitive("norm", spellings=["numpy.linalg.norm"], sympy=lambda x: abs(x), vjp=lambda g, out, x: g * x / out)
+primitive("sum_list", None, spellings=[], sympy=lambda *xs: sum(xs),
+          vjp=lambda i: lambda g, out, *xs: F.broadcast_to(g, F.shape(xs[i])), elementwise=False)
+
+# --- NumPy: linear algebra and shape ------------------------------------------------------
+primitive("matmul", 2, spellings=["numpy.matmul", "numpy.dot"], op=ast.MatMult, sympy=operator.mul,
+          elementwise=False,
+          vjp=(lambda g, out, a, b: F.matmul_grad_a(g, a, b), lambda g, out, a, b: F.matmul_grad_b(g, a, b)))
+primitive("outer", 2, spellings=["numpy.outer"], sympy=operator.mul, elementwise=False,
+          vjp=(lambda g, out, a, b: F.reshape(Call("matmul", (g, F.ravel(b)), "op"), F.shape(a)),
+               lambda g, out, a, b: F.reshape(Call("matmul", (F.ravel(a), g), "op"), F.shape(b))))
+primitive("inner", 2, spellings=["numpy.inner"], sympy=operator.mul, elementwise=False,
+          vjp=(lambda g, out, a, b: g * b, lambda g, out, a, b: g * a))
+primitive("T", spellings=[], sympy=lambda x: x, vjp=lambda g, out, x: F.T(g))
+primitive("transpose", spellings=["numpy.transpose"], keywords=("axes",), method=True, sympy=lambda x, **p: x,
+          vjp=lambda g, out, x, **p: F.transpose(g, axes=_inverse(p.get("axes"))))
+_reshaped = lambda g, out, x, *rest, **p: F.reshape(g, F.shape(x))  # noqa: E731 - any pure reshape
+primitive("reshape", 2, spellings=["numpy.reshape"], method=True, sympy=lambda x, s: x, vjp=(_reshaped, None),
+          elementwise=False)
+primitive("expand_dims", spellings=["numpy.expand_dims"], keywords=("axis",), sympy=lambda x, **p: x, vjp=_reshaped)
+primitive("squeeze", spellings=["numpy.squeeze"], keywords=("axis",), method=True, sympy=lambda x, **p: x,
+          vjp=_reshaped)
+primitive("ravel", spellings=["numpy.ravel"], method=True, sympy=lambda x: x, vjp=_reshaped)
+primitive("flatten", spellings=[], method=True, sympy=lambda x: x, vjp=_reshaped)
+primitive("flip", spellings=["numpy.flip"], keywords=("axis",), sympy=lambda x, **p: x,
+          vjp=lambda g, out, x, **p: F.flip(g, **p))
+primitive("broadcast_to", 2, spellings=["numpy.broadcast_to"], sympy=lambda x, s: x, elementwise=False,
+          vjp=(lambda g, out, x, s: F.unbroadcast(g, x), None))
+primitive("concatenate", None, spellings=["numpy.concatenate"], keywords=("axis",), sympy=lambda *xs, **p: xs,
+          vjp=lambda i: lambda g, out, *xs, **p: F.concatenate_grad(g, F.tuple(*xs), i, p.get("axis", 0)))
+primitive("stack", None, spellings=["numpy.stack"], keywords=("axis",), sympy=lambda *xs, **p: xs,
+          vjp=lambda i: lambda g, out, *xs, **p: F.take(g, i, axis=p.get("axis", 0)))
+primitive("take", 2, spellings=["numpy.take"], keywords=("axis",), sympy=lambda x, i, **p: x, kind="piecewise")
+
+# --- NumPy: facts about arrays and constructors (no derivative flows through them) -----
+for _name in ("shape", "ndim", "size"):
+    primitive(_name, spellings=[f"numpy.{_name}"], sympy=lambda x: x, kind="integer")
+primitive("tuple", None, sympy=lambda *xs: xs, kind="integer")  # (n, m) in zeros((n, m)), reshape(x, (n, -1))
+for _name in ("zeros_like", "ones_like"):
+    primitive(_name, spellings=[f"numpy.{_name}"], keywords=("dtype",), sympy=lambda x, **p: 0, kind="piecewise")
+for _name in ("zeros", "ones", "eye", "arange", "linspace", "full"):
+    primitive(_name, None, spellings=[f"numpy.{_name}"], keywords=("dtype",), sympy=lambda *xs, **p: 0,
+              kind="piecewise")
+primitive("array", spellings=["numpy.array", "numpy.asarray"], keywords=("dtype",), sympy=lambda x, **p: x,
+          vjp=lambda g, out, x, **p: g)
+
+# --- helpers the backward pass calls; written into the generated module when used -------
+for _name in ("unbroadcast", "matmul_grad_a", "matmul_grad_b", "concatenate_grad"):
+    primitive(_name, None, sympy=None, kind="helper")
+
+
+def _inverse(axes):
+    if axes is None:
+        return None
+    inverse = [0] * len(axes)
+    for i, a in enumerate(axes):
+        inverse[a] = i
+    return tuple(inverse)
+
+
 NUMERIC = {"math.pi": math.pi, "math.e": math.e}
 
 
@@ -189,6 +312,14 @@ def lookup(qualified: str):
     return SPELLINGS.get(qualified)
 
 
+# Rules on whole arrays (reductions, linear algebra, shapes): checked element by element
+# in the array corpus, not with scalar symbols.
+ARRAY_RULES = {"sum", "mean", "prod", "amax", "amin", "cumsum", "norm", "sum_list", "matmul", "outer", "inner",
+               "T", "transpose", "reshape", "expand_dims", "squeeze", "ravel", "flatten", "flip", "broadcast_to",
+               "concatenate", "stack", "array", "where"}
+
+
 def is_scalar_rule(prim: Primitive) -> bool:
     """Whether the self-check test can verify this rule with scalar sympy symbols."""
-    return prim.kind == "smooth" and prim.vjp is not None and prim.sympy is not None
+    return prim.kind == "smooth" and prim.vjp is not None and prim.sympy is not None \
+        and prim.name not in ARRAY_RULES

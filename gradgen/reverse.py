@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gradgen import simplify
-from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, Restore, Var, While,
+from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, Restore, Spelled, Var, While,
                         assigned, expressions, variables, walk)
 from gradgen.primitives import TABLE
+from gradgen.shapes import may_be_array
 
 TRUE, FALSE = Const(True), Const(False)
 
@@ -45,9 +46,11 @@ class Backward:
         return self.targets[assignment_id]
 
 
-def backward(fn, activity, namer, of) -> Backward:
-    """Reverse `fn`'s body; decide which overwritten values the forward pass must save."""
-    rev = _Reverser(activity.active, namer, of)
+def backward(fn, activity, namer, of, arrays=frozenset()) -> Backward:
+    """Reverse `fn`'s body; decide which overwritten values the forward pass must save.
+
+    `arrays`: the values that may be NumPy arrays (see gradgen.shapes)."""
+    rev = _Reverser(activity.active, namer, of, arrays)
     loop_temporaries(fn.body, {p.name for p in fn.params}, simplify.names_read([]) | _reads_of(fn.result),
                      rev.locals)
     if isinstance(fn.result, Var) and fn.result.name in activity.active:
@@ -85,8 +88,9 @@ def _mark_saves(stmts, reads, seen, saved):
 
 
 class _Reverser:
-    def __init__(self, active, namer, of):
+    def __init__(self, active, namer, of, arrays=frozenset()):
         self.active = active
+        self.arrays = arrays
         self.namer = namer
         self.of = of
         self.state = {}  # variable -> its adjoint: Var (a named adjoint) or Const; absent: zero
@@ -154,7 +158,7 @@ class _Reverser:
         g = self.state.get(v)
         if g is not None and v in self.active:
             contributions = []
-            push_into(stmt.expr, g, (), self.active, contributions, None if self_ref else Var(v))
+            push_into(stmt.expr, g, (), self.active, contributions, None if self_ref else Var(v), self.arrays)
             if stmt.overwrites or self_ref:
                 del self.state[v]  # the value before this statement starts with no adjoint
             body = []
@@ -186,11 +190,18 @@ class _Reverser:
             return []
         adj = self.adj_name(name)
         self.state[name] = Var(adj)
+        if isinstance(current, Var) and name in self.arrays:
+            # never `+=` on an array: the adjoint may share memory with another one
+            return [Assign(adj, simplify.add(current, contribution))]
         if isinstance(current, Var):
             return [Assign(adj, contribution, accumulate=True)]
         if current is not None:  # a constant so far: it becomes a variable now
             contribution = simplify.add(current, contribution)
         return [Assign(adj, contribution)]
+
+    def zero(self, v):
+        """An exact zero of `v`'s kind: 0.0, or an array of zeros of its shape."""
+        return zero_like(v, self.arrays)
 
     def cite(self, stmt, body):
         if body and stmt.source and f"line {stmt.line}: {stmt.source}" != self.cited:
@@ -214,7 +225,7 @@ class _Reverser:
             name = Var(self.adj_name(v))
             for code, st in ((then_code, a), (else_code, b)):
                 if st != name:
-                    code.append(Assign(name.name, as_float(st if st is not None else Const(0.0))))
+                    code.append(Assign(name.name, st if st is not None else self.zero(v)))
             self.state[v] = name
         self.cited = None
         if not then_code and not else_code:
@@ -233,7 +244,7 @@ class _Reverser:
             name = Var(self.adj_name(v))
             if self.state.get(v) != name:
                 current = self.state.get(v)
-                pre.append(Assign(name.name, as_float(current if current is not None else Const(0.0))))
+                pre.append(Assign(name.name, as_float(current) if current is not None else self.zero(v)))
                 self.state[v] = name
         entry = dict(self.state)
         self.cited = None
@@ -241,7 +252,7 @@ class _Reverser:
         for v, st in entry.items():
             if isinstance(st, Var) and self.state.get(v) != st:
                 current = self.state.get(v)
-                body.append(Assign(st.name, as_float(current if current is not None else Const(0.0))))
+                body.append(Assign(st.name, as_float(current) if current is not None else self.zero(v)))
         leftover = [v for v in local if self.state.get(v) is not None]
         if leftover:
             raise AssertionError(f"loop temporaries kept an adjoint: {leftover}")
@@ -400,7 +411,13 @@ def _has_code(stmts):
 
 # ---- pushing a gradient down one expression -------------------------------------------------
 
-def push_into(expr, g, guards, active, out, value=None):
+def zero_like(v, arrays):
+    if v in arrays:
+        return Call("zeros_like", (Var(v),), "numpy", params=(("dtype", Spelled("float")),))
+    return Const(0.0)
+
+
+def push_into(expr, g, guards, active, out, value=None, arrays=frozenset()):
     """Send gradient `g` of `expr` (whose value is `value`, else recomputed) to the active
     variables inside it; append (variable, contribution) pairs to `out`."""
     if isinstance(expr, Var):
@@ -408,8 +425,8 @@ def push_into(expr, g, guards, active, out, value=None):
             out.append((expr.name, _guarded(guards, g)))
         return
     if isinstance(expr, Cond):
-        push_into(expr.body, g, guards + (expr.test,), active, out)
-        push_into(expr.orelse, g, guards + (simplify.negate(expr.test),), active, out)
+        push_into(expr.body, g, guards + (expr.test,), active, out, None, arrays)
+        push_into(expr.orelse, g, guards + (simplify.negate(expr.test),), active, out, None, arrays)
         return
     if not isinstance(expr, Call):
         return
@@ -423,11 +440,28 @@ def push_into(expr, g, guards, active, out, value=None):
         rule = prim.vjp[0](i) if prim.arity is None else prim.vjp[i]
         if rule is None:
             continue
-        gi = _in_namespace(rule(g, value, *expr.args), expr.ns)
+        gi = _in_namespace(rule(g, value, *expr.args, **dict(expr.params)), expr.ns)
+        if prim.elementwise and arrays:
+            gi = _unbroadcast(gi, expr, i, arrays)
         arg_guards = guards
         while isinstance(gi, Cond) and simplify.is_zero(gi.orelse):  # a rule's own test (max, min)
             arg_guards, gi = arg_guards + (gi.test,), gi.body
-        push_into(arg, gi, arg_guards, active, out)
+        push_into(arg, gi, arg_guards, active, out, None, arrays)
+
+
+def _unbroadcast(gi, expr, i, arrays):
+    """Undo NumPy broadcasting: sum `gi` back to the shape of input `i` of `expr`.
+
+    A number among arrays gets `np.sum(...)`; an array that another array may have
+    stretched gets the generated `unbroadcast(...)`; otherwise nothing is needed."""
+    if not may_be_array(expr, arrays):
+        return gi
+    arg = expr.args[i]
+    if not may_be_array(arg, arrays):
+        return Call("sum", (gi,), "numpy")
+    if any(may_be_array(a, arrays) for j, a in enumerate(expr.args) if j != i):
+        return Call("unbroadcast", (gi, arg), None)
+    return gi
 
 
 def _guarded(guards, g):

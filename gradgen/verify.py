@@ -325,7 +325,7 @@ class _Symbolic:
 
 def _number_of(value):
     if isinstance(value, bool) or value in (sympy.true, sympy.false):
-        return bool(value)
+        return sympy.Integer(int(bool(value)))  # a comparison in arithmetic counts 0 or 1, as in NumPy
     return sympy.sympify(value)
 
 
@@ -355,7 +355,7 @@ def finite_difference(f, point, name):
         return None, None
     if not all(map(math.isfinite, estimates + [left, right])):
         return None, None
-    smooth = _rel(*estimates) <= FD_TOL / 10 and _rel(left, right) <= 1e-4
+    smooth = _rel(*estimates) <= FD_TOL / 10 and _rel(left, right) <= 1e-3
     return estimates[1], (None if smooth else (left, right))
 
 
