@@ -54,6 +54,8 @@ def _common(parser):
                         help="differentiate only this function (repeatable)")
     parser.add_argument("--wrt", type=_names, metavar="a,b", help="parameters to differentiate")
     parser.add_argument("--at", type=_point, metavar="name=value,...", help="the point to check at")
+    parser.add_argument("--inputs", metavar="FILE:FUNC",
+                        help="check at the point FUNC() in FILE returns (a dict of arrays and numbers)")
 
 
 def _names(text):
@@ -91,7 +93,10 @@ def _check(args):
         data = Path(args.file).read_bytes()
     except OSError as exc:
         raise CompileError(f"cannot read: {exc.strerror}", args.file) from None
-    reports = check_source(data, args.file, args.function, args.wrt, args.at)
+    at = args.at
+    if args.inputs:
+        at = {**_inputs(args.inputs), **(args.at or {})}
+    reports = check_source(data, args.file, args.function, args.wrt, at)
     for report in reports:
         print(format_report(report))
     failed = [r for r in reports if not r.ok]
@@ -104,13 +109,37 @@ def _check(args):
     return 1 if failed else 0
 
 
+def _inputs(spec):
+    """Run FUNC from FILE (the user's own input builder) and return its dict."""
+    import types
+    from pathlib import Path
+
+    path, sep, func = spec.rpartition(":")
+    if not sep or not path or not func:
+        raise CompileError(f"--inputs needs FILE:FUNC, got '{spec}'", "--inputs")
+    try:
+        source = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CompileError(f"cannot read: {exc.strerror}", path) from None
+    module = types.ModuleType("gradgen_inputs")
+    module.__file__ = path
+    exec(compile(source, path, "exec"), module.__dict__)
+    builder = getattr(module, func, None)
+    if not callable(builder):
+        raise CompileError(f"no function '{func}' in {path} (from --inputs)", path)
+    inputs = builder()
+    if not isinstance(inputs, dict):
+        raise CompileError(f"{func}() must return a dict of parameter values, not {type(inputs).__name__}", path)
+    return inputs
+
+
 def format_report(report):
     """A table per point: parameter | generated | sympy | finite difference | relative error | ok."""
     lines = [f"{report.name}: gradient with respect to {', '.join(report.wrt) or 'nothing'}"]
     if not report.points:
         lines.append("  no sample point found where the function and its gradient are finite")
     for point in report.points:
-        at = ", ".join(f"{k}={_num(v)}" for k, v in point.point.items())
+        at = ", ".join(f"{k}={_value(v)}" for k, v in point.point.items())
         lines.append(f"  at {at}: value {_num(point.value_generated)} (original {_num(point.value_original)})")
         table = [("parameter", "generated", "sympy", "finite difference", "relative error", "ok")]
         for row in point.rows:
@@ -120,6 +149,12 @@ def format_report(report):
         for r in table:
             lines.append("    " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " | " + r[5])
     return "\n".join(lines)
+
+
+def _value(value):
+    """A point's value for the table: a number, or an array's shape."""
+    shape = getattr(value, "shape", None)
+    return f"array{shape}" if shape else _num(value)
 
 
 def _num(value):

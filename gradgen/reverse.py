@@ -417,16 +417,22 @@ def zero_like(v, arrays):
     return Const(0.0)
 
 
-def push_into(expr, g, guards, active, out, value=None, arrays=frozenset()):
+def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stretched=False):
     """Send gradient `g` of `expr` (whose value is `value`, else recomputed) to the active
-    variables inside it; append (variable, contribution) pairs to `out`."""
+    variables inside it; append (variable, contribution) pairs to `out`.
+
+    Broadcasting is undone where it matters. Through elementwise operations a gradient may
+    travel with the larger, broadcast shape (`stretched`): their local derivatives are
+    constant along the stretched axes, so summing at the end is the same as summing at
+    every step. It is summed back to each variable's shape where it arrives, and to a
+    node's shape before a rule that needs its exact shape (a reduction, a reshape)."""
     if isinstance(expr, Var):
         if expr.name in active:
-            out.append((expr.name, _guarded(guards, g)))
+            out.append((expr.name, _guarded(guards, _fit(g, expr, stretched, arrays))))
         return
     if isinstance(expr, Cond):
-        push_into(expr.body, g, guards + (expr.test,), active, out, None, arrays)
-        push_into(expr.orelse, g, guards + (simplify.negate(expr.test),), active, out, None, arrays)
+        push_into(expr.body, g, guards + (expr.test,), active, out, None, arrays, stretched)
+        push_into(expr.orelse, g, guards + (simplify.negate(expr.test),), active, out, None, arrays, stretched)
         return
     if not isinstance(expr, Call):
         return
@@ -434,6 +440,8 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset()):
     if prim.kind != "smooth" or prim.vjp is None:
         return
     value = expr if value is None else value
+    if stretched and not prim.elementwise and expr.prim not in _TAKES_STRETCHED:
+        g, stretched = _fit(g, value, True, arrays), False
     for i, arg in enumerate(expr.args):
         if not any(v.name in active for v in variables(arg)):
             continue
@@ -441,27 +449,35 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset()):
         if rule is None:
             continue
         gi = _in_namespace(rule(g, value, *expr.args, **dict(expr.params)), expr.ns)
-        if prim.elementwise and arrays:
-            gi = _unbroadcast(gi, expr, i, arrays)
+        arg_stretched = stretched or (prim.elementwise and _stretches(expr, i, arrays))
+        if expr.prim in _TAKES_STRETCHED:
+            arg_stretched = False  # its helper sums back to each input's shape itself
         arg_guards = guards
         while isinstance(gi, Cond) and simplify.is_zero(gi.orelse):  # a rule's own test (max, min)
             arg_guards, gi = arg_guards + (gi.test,), gi.body
-        push_into(arg, gi, arg_guards, active, out, None, arrays)
+        push_into(arg, gi, arg_guards, active, out, None, arrays, arg_stretched)
 
 
-def _unbroadcast(gi, expr, i, arrays):
-    """Undo NumPy broadcasting: sum `gi` back to the shape of input `i` of `expr`.
+# rules whose helpers accept a gradient of the broadcast shape and sum it back themselves
+_TAKES_STRETCHED = {"matmul"}
 
-    A number among arrays gets `np.sum(...)`; an array that another array may have
-    stretched gets the generated `unbroadcast(...)`; otherwise nothing is needed."""
+
+def _stretches(expr, i, arrays):
+    """Whether broadcasting in `expr` may make its result larger than input `i`."""
     if not may_be_array(expr, arrays):
-        return gi
-    arg = expr.args[i]
-    if not may_be_array(arg, arrays):
-        return Call("sum", (gi,), "numpy")
-    if any(may_be_array(a, arrays) for j, a in enumerate(expr.args) if j != i):
-        return Call("unbroadcast", (gi, arg), None)
-    return gi
+        return False
+    if not may_be_array(expr.args[i], arrays):
+        return True
+    return any(may_be_array(a, arrays) for j, a in enumerate(expr.args) if j != i)
+
+
+def _fit(g, like, stretched, arrays):
+    """`g` summed back to the shape of `like` if broadcasting may have stretched it."""
+    if not stretched:
+        return g
+    if not may_be_array(like, arrays):
+        return Call("sum", (g,), "numpy")
+    return Call("unbroadcast", (g, like), None)
 
 
 def _guarded(guards, g):
@@ -486,7 +502,7 @@ def _in_namespace(expr, ns):
         return expr
     if isinstance(expr, Call):
         args = tuple(_in_namespace(a, ns) for a in expr.args)
-        return Call(expr.prim, args, expr.ns or ns, expr.loc)
+        return Call(expr.prim, args, expr.ns or ns, expr.loc, expr.params)
     if isinstance(expr, Cond):
         return Cond(_in_namespace(expr.test, ns), _in_namespace(expr.body, ns), _in_namespace(expr.orelse, ns))
     return expr

@@ -100,9 +100,41 @@ def check_point(cf, module, f, value_and_grad, point):
     symbolic = sympy_gradient(cf.ir, module, point, cf.wrt)
     report = PointReport(dict(point), float(value), float(f(**point)))
     for name, gen, sym in zip(cf.wrt, grads, symbolic):
-        fd, kink = finite_difference(f, point, name)
-        report.rows.append(_row(name, float(gen), sym, fd, kink))
+        if np.ndim(point[name]) == 0:
+            fd, kink = finite_difference(f, point, name)
+            report.rows.append(_row(name, float(gen), sym, fd, kink))
+        else:
+            report.rows.extend(_array_rows(name, gen, f, point))
     return report
+
+
+def _array_rows(name, gen, f, point, directions=3):
+    """An array parameter: its gradient's shape and dtype, finite differences along random
+    directions, and (up to 100 elements) along every element, summarised in one row."""
+    x = np.asarray(point[name])
+    gen = np.asarray(gen)
+    if gen.shape != x.shape or gen.dtype != np.float64:
+        note = f"gradient has shape {gen.shape} and dtype {gen.dtype}; the parameter has shape {x.shape}"
+        return [Row(name, math.nan, None, None, math.inf, False, note)]
+    rng = np.random.default_rng(sum(map(ord, name)))
+    rows = []
+    for k in range(directions):
+        v = rng.standard_normal(x.shape)
+        v /= np.linalg.norm(v) or 1.0
+        fd, kink = finite_difference(f, point, name, v)
+        rows.append(_row(f"{name}.v{k + 1}", float(np.vdot(gen, v)), None, fd, kink))
+    if x.size <= 100:
+        worst = None
+        for index in np.ndindex(x.shape):
+            e = np.zeros(x.shape)
+            e[index] = 1.0
+            fd, kink = finite_difference(f, point, name, e)
+            row = _row(f"{name}[{', '.join(map(str, index))}]", float(gen[index]), None, fd, kink)
+            if worst is None or not row.ok or row.rel_error > worst.rel_error:
+                worst = row if (worst is None or worst.ok) else worst
+        worst.param = f"{name} (all {x.size}; worst {worst.param})"
+        rows.append(worst)
+    return rows
 
 
 def _row(name, gen, sym, fd, kink):
@@ -331,19 +363,21 @@ def _number_of(value):
 
 # ---- finite differences ---------------------------------------------------------------------
 
-def finite_difference(f, point, name):
-    """Central difference of `f` in `name` at `point`: (estimate, kink) or (None, None).
+def finite_difference(f, point, name, direction=None):
+    """Central difference of `f` in `name` at `point` (along `direction` for an array):
+    (estimate, kink) or (None, None).
 
     The estimate is a five-point stencil at two step sizes; when those disagree, or the
     one-sided slopes on either side differ, the point sits on (or a step crosses) a kink or
     a branch boundary, and `kink` is the pair of one-sided slopes (left, right).
     """
     x = point[name]
-    scale = max(1.0, abs(x))
+    scale = max(1.0, float(np.max(np.abs(x))) if np.ndim(x) else abs(x))
+    step = 1.0 if direction is None else direction
 
     def at(dx):
         with np.errstate(all="ignore"):  # a step outside the domain shows up as nan below
-            return float(f(**{**point, name: x + dx}))
+            return float(f(**{**point, name: x + dx * step}))
 
     try:
         estimates = [(at(-2 * h) - 8 * at(-h) + 8 * at(h) - at(2 * h)) / (12 * h)
