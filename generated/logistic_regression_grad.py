@@ -44,9 +44,10 @@ def loss_grad(w, b, *, X, y):
     # line 13: per_sample = np.maximum(z, 0.0) - y * z + np.log1p(np.exp(-np.abs(z)))
     dloss_dz = unbroadcast(dloss_dper_sample * np.where(z == 0.0, 0.5, z > 0.0), z)
     dloss_dz = dloss_dz + unbroadcast(-dloss_dper_sample * y, z)
-    dloss_dz = dloss_dz - unbroadcast(
-        dloss_dper_sample, np.log1p(np.exp(-np.abs(z)))
-    ) / (1 + np.exp(-np.abs(z))) * np.exp(-np.abs(z)) * np.sign(z)
+    dloss_dz = dloss_dz + unbroadcast(
+        -dloss_dper_sample / (1 + np.exp(-np.abs(z))) * np.exp(-np.abs(z)) * np.sign(z),
+        z,
+    )
     # line 12: z = X @ w + b
     dloss_dw = matmul_grad_b(dloss_dz, X, w)
     dloss_db = unbroadcast(dloss_dz, b)
@@ -71,9 +72,10 @@ def loss_value_and_grad(w, b, *, X, y):
     # line 13: per_sample = np.maximum(z, 0.0) - y * z + np.log1p(np.exp(-np.abs(z)))
     dloss_dz = unbroadcast(dloss_dper_sample * np.where(z == 0.0, 0.5, z > 0.0), z)
     dloss_dz = dloss_dz + unbroadcast(-dloss_dper_sample * y, z)
-    dloss_dz = dloss_dz - unbroadcast(
-        dloss_dper_sample, np.log1p(np.exp(-np.abs(z)))
-    ) / (1 + np.exp(-np.abs(z))) * np.exp(-np.abs(z)) * np.sign(z)
+    dloss_dz = dloss_dz + unbroadcast(
+        -dloss_dper_sample / (1 + np.exp(-np.abs(z))) * np.exp(-np.abs(z)) * np.sign(z),
+        z,
+    )
     # line 12: z = X @ w + b
     dloss_dw = matmul_grad_b(dloss_dz, X, w)
     dloss_db = unbroadcast(dloss_dz, b)

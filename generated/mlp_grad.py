@@ -67,9 +67,9 @@ def loss_grad(W1, b1, W2, b2, *, X, Y):
     dloss_dshifted = unbroadcast(dloss_dlog_probs, shifted)
     dloss_dshifted = dloss_dshifted + np.broadcast_to(
         unbroadcast(
-            -dloss_dlog_probs, np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
-        )
-        / np.sum(np.exp(shifted), axis=1, keepdims=True),
+            -dloss_dlog_probs / np.sum(np.exp(shifted), axis=1, keepdims=True),
+            np.sum(np.exp(shifted), axis=1, keepdims=True),
+        ),
         np.shape(np.exp(shifted)),
     ) * np.exp(shifted)
     # line 12: shifted = logits - np.max(logits, axis=1, keepdims=True)
@@ -122,9 +122,9 @@ def loss_value_and_grad(W1, b1, W2, b2, *, X, Y):
     dloss_dshifted = unbroadcast(dloss_dlog_probs, shifted)
     dloss_dshifted = dloss_dshifted + np.broadcast_to(
         unbroadcast(
-            -dloss_dlog_probs, np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
-        )
-        / np.sum(np.exp(shifted), axis=1, keepdims=True),
+            -dloss_dlog_probs / np.sum(np.exp(shifted), axis=1, keepdims=True),
+            np.sum(np.exp(shifted), axis=1, keepdims=True),
+        ),
         np.shape(np.exp(shifted)),
     ) * np.exp(shifted)
     # line 12: shifted = logits - np.max(logits, axis=1, keepdims=True)

@@ -62,8 +62,8 @@ def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", 
         SPELLINGS[spelling] = (name, ns)
     if vjp is not None and not isinstance(vjp, tuple):
         vjp = (vjp,)
-    if elementwise is None:  # operators and ufuncs of two or more inputs broadcast
-        elementwise = kind == "smooth" and arity != 1 and not keywords
+    if elementwise is None:  # operators and ufuncs: the output has the inputs' broadcast shape
+        elementwise = kind == "smooth" and not keywords
     TABLE[name] = Primitive(name, arity, names, sympy, vjp, kind, op, expand, tuple(keywords), elementwise, method)
     return TABLE[name]
 
@@ -244,7 +244,8 @@ primitive("amin", spellings=["numpy.min", "numpy.amin"], keywords=REDUCE, method
           vjp=lambda g, out, x, **p: _extreme(g, out, x, p))
 primitive("cumsum", spellings=["numpy.cumsum"], keywords=("axis",), method=True, sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: _reversed_cumsum(g, out, x, p.get("axis")))
-primitive("norm", spellings=["numpy.linalg.norm"], sympy=lambda x: abs(x), vjp=lambda g, out, x: g * x / out)
+primitive("norm", spellings=["numpy.linalg.norm"], sympy=lambda x: abs(x), vjp=lambda g, out, x: g * x / out,
+          elementwise=False)
 primitive("sum_list", None, spellings=[], sympy=lambda *xs: sum(xs),
           vjp=lambda i: lambda g, out, *xs: F.broadcast_to(g, F.shape(xs[i])), elementwise=False)
 
@@ -257,7 +258,7 @@ primitive("outer", 2, spellings=["numpy.outer"], sympy=operator.mul, elementwise
                lambda g, out, a, b: F.reshape(Call("matmul", (F.ravel(a), g), "op"), F.shape(b))))
 primitive("inner", 2, spellings=["numpy.inner"], sympy=operator.mul, elementwise=False,
           vjp=(lambda g, out, a, b: g * b, lambda g, out, a, b: g * a))
-primitive("T", spellings=[], sympy=lambda x: x, vjp=lambda g, out, x: F.T(g))
+primitive("T", spellings=[], sympy=lambda x: x, vjp=lambda g, out, x: F.T(g), elementwise=False)
 primitive("transpose", spellings=["numpy.transpose"], keywords=("axes",), method=True, sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: F.transpose(g, axes=_inverse(p.get("axes"))))
 _reshaped = lambda g, out, x, *rest, **p: F.reshape(g, F.shape(x))  # noqa: E731 - any pure reshape
@@ -266,8 +267,7 @@ primitive("reshape", 2, spellings=["numpy.reshape"], method=True, sympy=lambda x
 primitive("expand_dims", spellings=["numpy.expand_dims"], keywords=("axis",), sympy=lambda x, **p: x, vjp=_reshaped)
 primitive("squeeze", spellings=["numpy.squeeze"], keywords=("axis",), method=True, sympy=lambda x, **p: x,
           vjp=_reshaped)
-primitive("ravel", spellings=["numpy.ravel"], method=True, sympy=lambda x: x, vjp=_reshaped)
-primitive("flatten", spellings=[], method=True, sympy=lambda x: x, vjp=_reshaped)
+primitive("ravel", spellings=["numpy.ravel"], method=True, sympy=lambda x: x, vjp=_reshaped, elementwise=False)
 primitive("flip", spellings=["numpy.flip"], keywords=("axis",), sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: F.flip(g, **p))
 primitive("broadcast_to", 2, spellings=["numpy.broadcast_to"], sympy=lambda x, s: x, elementwise=False,
@@ -315,7 +315,7 @@ def lookup(qualified: str):
 # Rules on whole arrays (reductions, linear algebra, shapes): checked element by element
 # in the array corpus, not with scalar symbols.
 ARRAY_RULES = {"sum", "mean", "prod", "amax", "amin", "cumsum", "norm", "sum_list", "matmul", "outer", "inner",
-               "T", "transpose", "reshape", "expand_dims", "squeeze", "ravel", "flatten", "flip", "broadcast_to",
+               "T", "transpose", "reshape", "expand_dims", "squeeze", "ravel", "flip", "broadcast_to",
                "concatenate", "stack", "array", "where"}
 
 
