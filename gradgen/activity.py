@@ -178,6 +178,8 @@ def _refuse_integer_uses(expr, origin, module):
         if isinstance(e, Call):
             if TABLE[e.prim].kind == "integer":
                 _refuse(e, origin, module)
+            elif e.prim == "getitem":
+                _refuse(Call("index", e.args[1:], loc=e.loc), origin, module)
             stack.extend(e.args)
         elif isinstance(e, Cond):
             stack.extend((e.test, e.body, e.orelse))
@@ -190,7 +192,7 @@ def _refuse(call, origin, module):
     for v in sorted(reached):
         if v in origin:
             line, col = call.loc or (None, None)
-            where = "a loop over it" if call.prim == "iterate" else f"{call.prim}()"
+            where = {"iterate": "a loop over it", "index": "an index"}.get(call.prim, f"{call.prim}()")
             raise CompileError(
                 f"'{origin[v]}' is differentiated, but reaches {where}, which has no "
                 f"derivative; leave it out with --wrt", module.filename, line, col, module.line_text(line))

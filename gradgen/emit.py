@@ -16,8 +16,8 @@ import textwrap
 import black
 
 from gradgen import __version__
-from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, Init, Restore, Save, Spelled, Var,
-                        While)
+from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, IndexAdd, Init, Restore, Save,
+                        Spelled, Var, While)
 from gradgen.primitives import TABLE
 from gradgen.simplify import is_zero
 
@@ -64,6 +64,8 @@ class Emitter:
         prim = TABLE[e.prim]
         if e.prim == "neg" and isinstance(e.args[0], Call) and e.args[0].prim in ("mul", "div"):
             return self._negated_product(e.args[0])
+        if e.prim in ("getitem", "scatter"):
+            return self._indexing(e)
         args = [self.expr(a) for a in e.args]
         keywords = [ast.keyword(k, self._static(v)) for k, v in e.params]
         if e.ns == "op" or (prim.operator is not None and not prim.names):
@@ -81,6 +83,36 @@ class Emitter:
             return ast.Call(ast.Name(prim.names[ns]), args, keywords)
         target = self._attr(ns, prim.names[ns])
         return target if prim.kind == "attribute" else ast.Call(target, args, keywords)
+
+    def _indexing(self, e):
+        """`x[index]`, or (a scattered gradient) `scatter(g, x, index)`."""
+        layout = dict(e.params)["index"]
+        if e.prim == "getitem":
+            return ast.Subscript(self.expr(e.args[0]), self.index(layout, e.args[1:]))
+        self.used_helpers.add("scatter")
+        g, like = (self.expr(a) for a in e.args[:2])
+        return ast.Call(ast.Name("scatter"), [g, like, self.index(layout, e.args[2:], as_value=True)], [])
+
+    def index(self, layout, exprs, as_value=False):
+        """The index expression of `layout` (see lower._subscript), from `exprs` in order.
+
+        `as_value`: written as a value (`slice(1, None)`) rather than inside brackets."""
+        exprs = list(exprs)
+        items = []
+        for kind in layout:
+            if kind == "i":
+                items.append(self.expr(exprs.pop(0)))
+            elif kind == "n":
+                items.append(ast.Constant(None))
+            elif kind == "e":
+                items.append(ast.Constant(Ellipsis))
+            else:
+                parts = [self.expr(exprs.pop(0)) if bit == "1" else None for bit in kind[1:]]
+                if as_value:
+                    items.append(ast.Call(ast.Name("slice"), [p or ast.Constant(None) for p in parts], []))
+                else:
+                    items.append(ast.Slice(*parts))
+        return items[0] if len(items) == 1 else ast.Tuple(items)
 
     def _static(self, value):
         if isinstance(value, Spelled):
@@ -134,6 +166,12 @@ class Emitter:
             return f"{s.name} = {s.stack}.pop()"
         if isinstance(s, Init):
             return f"{s.name} = {s.value}"
+        if isinstance(s, IndexAdd):
+            index = self.index(s.layout, s.index, as_value=s.at)
+            if s.at:  # an index array may repeat an element: add.at adds every occurrence
+                return f"np.add.at({s.target}, {ast.unparse(index)}, {self._text(s.value)})"
+            sub = ast.Subscript(ast.Name(s.target), index)
+            return ast.unparse(ast.AugAssign(sub, ast.Add(), self.expr(s.value)))
         return {Break: "break", Continue: "continue"}[type(s)]
 
     def block(self, stmts):
@@ -213,6 +251,12 @@ HELPERS = {
     if np.ndim(b) == 1:
         return unbroadcast((np.swapaxes(a, -1, -2) @ np.expand_dims(g, -1))[..., 0], b)
     return unbroadcast(np.swapaxes(a, -1, -2) @ g, b)
+'''),
+    "scatter": ((), '''def scatter(g, like, index):
+    """Zeros shaped like `like` with g added at `index` (a repeated index adds up)."""
+    out = np.zeros(np.shape(like))
+    np.add.at(out, index, g)
+    return out
 '''),
     "concatenate_grad": ((), '''def concatenate_grad(g, parts, i, axis):
     """The piece of g that part i of np.concatenate(parts, axis) became."""

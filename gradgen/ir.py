@@ -247,6 +247,20 @@ class Restore:
 
 
 @dataclass
+class IndexAdd:
+    """Backward: `target[index] += value` (or `np.add.at(...)` when `at`), into a fresh array."""
+
+    target: str
+    layout: tuple
+    index: tuple
+    value: Expr
+    at: bool = False
+
+    def __str__(self):
+        return f"{self.target}[{', '.join(map(str, self.index))}] += {self.value}"
+
+
+@dataclass
 class Init:
     """Forward: `name = value` before a compound statement (`x_stack = []`, `t = None`)."""
 

@@ -45,7 +45,7 @@ _UNSUPPORTED_EXPR = {
     ast.YieldFrom: "generators are not supported", ast.Await: "'await' is not supported",
     ast.ListComp: "comprehensions are not supported", ast.SetComp: "comprehensions are not supported",
     ast.DictComp: "comprehensions are not supported", ast.GeneratorExp: "comprehensions are not supported",
-    ast.Subscript: "indexing is not supported", ast.Starred: "starred expressions are not supported",
+    ast.Starred: "starred expressions are not supported",
     ast.NamedExpr: "':=' is not supported", ast.JoinedStr: "strings are not supported",
     ast.Dict: "dicts are not supported", ast.Set: "sets are not supported",
     ast.List: "lists are not supported here", ast.Tuple: "tuples are not supported here",
@@ -239,9 +239,11 @@ class Lowerer:
                 values = self._before_clobbering(scope, [n.id for n in names], values, stmt)
             for name, v in zip(names, values):
                 self._bind(scope, name.id, v, stmt)
+        elif isinstance(target, ast.Subscript):
+            raise self.m.error(target, "writing into an array (x[i] = ...) is not supported; build the array "
+                                       "with np.stack([...]) or np.concatenate instead")
         else:
-            what = "indexed" if isinstance(target, ast.Subscript) else "this kind of"
-            raise self.m.error(target, f"assignment to {what} target is not supported")
+            raise self.m.error(target, "assignment to this kind of target is not supported")
 
     def _before_clobbering(self, scope, names, values, stmt):
         """`a, b = b, a + b` inside control flow: `b_new = a + b` first, then `a = b; b = b_new`."""
@@ -407,10 +409,33 @@ class Lowerer:
             return Cond(cond, self.expr(scope, node.body), self.expr(scope, node.orelse))
         if isinstance(node, ast.Call):
             return self._call_node(scope, node)
+        if isinstance(node, ast.Subscript):
+            return self._subscript(scope, node)
         if isinstance(node, ast.Attribute):
             return self._attribute(node, scope)
         message = _UNSUPPORTED_EXPR.get(type(node), f"'{type(node).__name__}' expressions are not supported")
         raise self.m.error(node, message)
+
+    def _subscript(self, scope, node):
+        """`x[i, 1:n, None, ...]`: getitem on x, the index as expressions plus their layout."""
+        if isinstance(scope.env.get(getattr(node.value, "id", None)), _LoopVariable):
+            return self._read(scope, node.value)
+        value = self.expr(scope, node.value)
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        layout, args = [], []
+        for item in items:
+            if isinstance(item, ast.Slice):
+                parts = (item.lower, item.upper, item.step)
+                layout.append("s" + "".join("0" if p is None else "1" for p in parts))
+                args += [self.expr(scope, p) for p in parts if p is not None]
+            elif isinstance(item, ast.Constant) and item.value is None:
+                layout.append("n")
+            elif isinstance(item, ast.Constant) and item.value is Ellipsis:
+                layout.append("e")
+            else:
+                layout.append("i")
+                args.append(self.expr(scope, item))
+        return self._call("getitem", (value, *args), "op", node, (("index", tuple(layout)),))
 
     def _constant(self, node):
         if type(node.value) in (int, float, bool):

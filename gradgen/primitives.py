@@ -278,6 +278,16 @@ primitive("stack", None, spellings=["numpy.stack"], keywords=("axis",), sympy=la
           vjp=lambda i: lambda g, out, *xs, **p: F.take(g, i, axis=p.get("axis", 0)))
 primitive("take", 2, spellings=["numpy.take"], keywords=("axis",), sympy=lambda x, i, **p: x, kind="piecewise")
 
+# --- indexing: x[i], x[1:, 0], x[mask], x[idx] -------------------------------------------
+# Call("getitem", (x, *index expressions), params=(("index", layout),)): `layout` says how
+# the expressions form the index (see gradgen.lower.index_layout). The gradient of x is
+# zeros with g added at the index: a "scatter" the backward pass writes as `d[idx] += g`
+# (or np.add.at where an index array may repeat).
+primitive("getitem", None, keywords=("index",), sympy=None, elementwise=False,
+          vjp=lambda i: (lambda g, out, x, *index, **p: Call("scatter", (g, x) + tuple(index), None,
+                                                              params=tuple(p.items()))) if i == 0 else None)
+primitive("scatter", None, keywords=("index",), sympy=None, kind="helper")
+
 # --- NumPy: facts about arrays and constructors (no derivative flows through them) -----
 for _name in ("shape", "ndim", "size"):
     primitive(_name, spellings=[f"numpy.{_name}"], sympy=lambda x: x, kind="integer")
@@ -316,7 +326,7 @@ def lookup(qualified: str):
 # in the array corpus, not with scalar symbols.
 ARRAY_RULES = {"sum", "mean", "prod", "amax", "amin", "cumsum", "norm", "sum_list", "matmul", "outer", "inner",
                "T", "transpose", "reshape", "expand_dims", "squeeze", "ravel", "flip", "broadcast_to",
-               "concatenate", "stack", "array", "where"}
+               "concatenate", "stack", "array", "where", "getitem"}
 
 
 def is_scalar_rule(prim: Primitive) -> bool:

@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gradgen import simplify
-from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, Restore, Spelled, Var, While,
+from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, IndexAdd, Restore, Spelled, Var,
+                        While,
                         assigned, expressions, variables, walk)
 from gradgen.primitives import TABLE
 from gradgen.shapes import may_be_array
@@ -98,6 +99,7 @@ class _Reverser:
         self.stacks = {}
         self.cited = None
         self.reads = {}  # id(forward statement) -> forward names its backward code reads
+        self.owned = set()  # adjoint arrays made fresh here, which may be written into
         self.locals = {}  # id(loop) -> its temporaries (see loop_temporaries)
 
     def adj_name(self, v):
@@ -158,7 +160,8 @@ class _Reverser:
         g = self.state.get(v)
         if g is not None and v in self.active:
             contributions = []
-            push_into(stmt.expr, g, (), self.active, contributions, None if self_ref else Var(v), self.arrays)
+            push_into(stmt.expr, g, (), self.active, contributions, None if self_ref else Var(v), self.arrays,
+                      scalar=v not in self.arrays)
             if stmt.overwrites or self_ref:
                 del self.state[v]  # the value before this statement starts with no adjoint
             body = []
@@ -182,6 +185,11 @@ class _Reverser:
         """Add `contribution` to `name`'s adjoint; the statements that takes."""
         if simplify.is_zero(contribution):
             return []
+        guard = None
+        if isinstance(contribution, Cond) and _is_scatter(contribution.body) and simplify.is_zero(contribution.orelse):
+            guard, contribution = contribution.test, contribution.body
+        if _is_scatter(contribution):
+            return self.scatter(name, contribution, guard)
         contribution = as_float(contribution)
         current = self.state.get(name)
         if isinstance(contribution, Const) and (current is None or isinstance(current, Const)):
@@ -192,12 +200,39 @@ class _Reverser:
         self.state[name] = Var(adj)
         if isinstance(current, Var) and name in self.arrays:
             # never `+=` on an array: the adjoint may share memory with another one
-            return [Assign(adj, simplify.add(current, contribution))]
+            return self.define(adj, simplify.add(current, contribution))
         if isinstance(current, Var):
             return [Assign(adj, contribution, accumulate=True)]
         if current is not None:  # a constant so far: it becomes a variable now
             contribution = simplify.add(current, contribution)
-        return [Assign(adj, contribution)]
+        return self.define(adj, contribution)
+
+    def define(self, adj, value):
+        """`adj = value`, noting whether adj now owns a fresh array (safe to write into)."""
+        if _allocates(value):
+            self.owned.add(adj)
+        else:
+            self.owned.discard(adj)
+        return [Assign(adj, value)]
+
+    def scatter(self, name, contribution, guard):
+        """x[index] read forward: add g at `index` of an array of x's shape, in place."""
+        g, like, *index = contribution.args
+        layout = dict(contribution.params)["index"]
+        current = self.state.get(name)
+        adj = self.adj_name(name)
+        out = []
+        if current is None:
+            out = self.define(adj, Call("zeros_like", (like,), "numpy", params=(("dtype", Spelled("float")),)))
+        elif isinstance(current, Const):
+            out = self.define(adj, simplify.mul(current, Call("ones_like", (like,), "numpy",
+                                                              params=(("dtype", Spelled("float")),))))
+        elif adj not in self.owned:  # it may share memory: copy before writing into it
+            out = self.define(adj, Call("array", (current,), "numpy", params=(("dtype", Spelled("float")),)))
+        self.state[name] = Var(adj)
+        repeats = any(may_be_array(i, self.arrays) for i in index)
+        write = IndexAdd(adj, layout, tuple(index), g, repeats)
+        return out + ([If(guard, [write], [])] if guard is not None else [write])
 
     def zero(self, v):
         """An exact zero of `v`'s kind: 0.0, or an array of zeros of its shape."""
@@ -212,12 +247,14 @@ class _Reverser:
     # ---- control flow ----------------------------------------------------------------------
     def branches(self, test, body, orelse, stmt):
         """An `if` replayed: each branch reversed; adjoints made to agree where they join."""
-        entry = dict(self.state)
+        entry, owned = dict(self.state), set(self.owned)
         self.cited = None
         then_code = self.block(body)
         then_state, self.state = self.state, dict(entry)
+        then_owned, self.owned = self.owned, owned
         self.cited = None
         else_code = self.block(orelse)
+        self.owned &= then_owned
         for v in sorted(set(then_state) | set(self.state)):
             a, b = then_state.get(v), self.state.get(v)
             if a == b:
@@ -248,6 +285,7 @@ class _Reverser:
                 self.state[v] = name
         entry = dict(self.state)
         self.cited = None
+        self.owned -= {self.adj_name(v) for v in _touched(stmt.body, self.active)}
         body = self.block(stmt.body)
         for v, st in entry.items():
             if isinstance(st, Var) and self.state.get(v) != st:
@@ -411,13 +449,25 @@ def _has_code(stmts):
 
 # ---- pushing a gradient down one expression -------------------------------------------------
 
+def _is_scatter(expr):
+    return isinstance(expr, Call) and expr.prim == "scatter"
+
+
+def _allocates(expr):
+    """Whether `expr` always makes a new array (a ufunc's result), never a view or an input."""
+    if not isinstance(expr, Call):
+        return False
+    prim = TABLE[expr.prim]
+    return (prim.elementwise and expr.prim not in ("pos", "float")) or expr.prim in ("zeros_like", "ones_like", "array")
+
+
 def zero_like(v, arrays):
     if v in arrays:
         return Call("zeros_like", (Var(v),), "numpy", params=(("dtype", Spelled("float")),))
     return Const(0.0)
 
 
-def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stretched=False):
+def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stretched=False, scalar=False):
     """Send gradient `g` of `expr` (whose value is `value`, else recomputed) to the active
     variables inside it; append (variable, contribution) pairs to `out`.
 
@@ -425,14 +475,15 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
     travel with the larger, broadcast shape (`stretched`): their local derivatives are
     constant along the stretched axes, so summing at the end is the same as summing at
     every step. It is summed back to each variable's shape where it arrives, and to a
-    node's shape before a rule that needs its exact shape (a reduction, a reshape)."""
+    node's shape before a rule that needs its exact shape (a reduction, a reshape).
+    `scalar`: `expr` is known to be a number (it is assigned to one)."""
     if isinstance(expr, Var):
         if expr.name in active:
             out.append((expr.name, _guarded(guards, _fit(g, expr, stretched, arrays))))
         return
     if isinstance(expr, Cond):
-        push_into(expr.body, g, guards + (expr.test,), active, out, None, arrays, stretched)
-        push_into(expr.orelse, g, guards + (simplify.negate(expr.test),), active, out, None, arrays, stretched)
+        push_into(expr.body, g, guards + (expr.test,), active, out, None, arrays, stretched, scalar)
+        push_into(expr.orelse, g, guards + (simplify.negate(expr.test),), active, out, None, arrays, stretched, scalar)
         return
     if not isinstance(expr, Call):
         return
@@ -449,13 +500,14 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         if rule is None:
             continue
         gi = _in_namespace(rule(g, value, *expr.args, **dict(expr.params)), expr.ns)
-        arg_stretched = stretched or (prim.elementwise and _stretches(expr, i, arrays))
+        arg_scalar = scalar and prim.elementwise  # broadcasting never shrinks: its inputs are numbers too
+        arg_stretched = not arg_scalar and (stretched or (prim.elementwise and _stretches(expr, i, arrays)))
         if expr.prim in _TAKES_STRETCHED:
             arg_stretched = False  # its helper sums back to each input's shape itself
         arg_guards = guards
         while isinstance(gi, Cond) and simplify.is_zero(gi.orelse):  # a rule's own test (max, min)
             arg_guards, gi = arg_guards + (gi.test,), gi.body
-        push_into(arg, gi, arg_guards, active, out, None, arrays, arg_stretched)
+        push_into(arg, gi, arg_guards, active, out, None, arrays, arg_stretched, arg_scalar)
 
 
 # rules whose helpers accept a gradient of the broadcast shape and sum it back themselves
@@ -476,7 +528,7 @@ def _fit(g, like, stretched, arrays):
     if not stretched:
         return g
     if not may_be_array(like, arrays):
-        return Call("sum", (g,), "numpy")
+        return g if isinstance(g, Const) else Call("sum", (g,), "numpy")
     return Call("unbroadcast", (g, like), None)
 
 

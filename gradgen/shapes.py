@@ -30,6 +30,8 @@ def array_values(fn, module) -> set:
     while size != len(arrays):  # loops carry arrays from one iteration to the next
         size = len(arrays)
         _flow(fn.body, arrays)
+    if isinstance(fn.result, Var):  # the function returns one number: that value is no array
+        arrays.discard(fn.result.name)
     return arrays
 
 

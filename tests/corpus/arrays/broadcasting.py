@@ -101,7 +101,7 @@ def layer_norm_input(X):
     mu = np.mean(X, axis=-1, keepdims=True)
     var = np.mean((X - mu) ** 2, axis=-1, keepdims=True)
     Z = (X - mu) / np.sqrt(var + 1e-5)
-    return np.sum(Z * np.arange(4.0) if False else Z**3)
+    return np.sum(Z**3 + Z * X)
 
 
 def inputs_layer_norm_input():
