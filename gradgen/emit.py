@@ -287,19 +287,35 @@ def _operator(prim, args):
 
 
 def function_text(name, params, docstring, sections, returns, emitter):
-    """`def name(params): docstring; sections...; return returns` as source text."""
+    """`def name(params): docstring; sections...; return returns`, black-formatted."""
     parts = [f"{p.name}={_literal(p.default)}" if p.has_default else p.name for p in params]
     first_keyword = next((i for i, p in enumerate(params) if p.keyword_only), None)
     if first_keyword is not None:
         parts.insert(first_keyword, "*")
-    signature = ", ".join(parts)
-    lines = [f"def {name}({signature}):", _indent(_docstring(docstring))]
+    head = f"def {name}({', '.join(parts)}):\n{_indent(_docstring(docstring))}\n"
+    units = []
     for header, stmts in sections:
         if header:
-            lines.append(f"    # {header}")
-        lines.append(emitter.block(stmts))
-    lines.append(f"    return {returns}")
-    return "\n".join(lines) + "\n"
+            units.append(f"    # {header}")
+        units += [_indent(emitter.statement(s)) for s in stmts]
+    units.append(f"    return {returns}")
+    return format_function(head, units)
+
+
+CHUNK = 200  # statements black formats at a time
+
+
+def format_function(head, units):
+    """black on a function, a few hundred statements at a time.
+
+    black's own cost grows faster than the file; a body statement's layout depends only on
+    the statement and its indentation, so formatting the body in slices (each inside a
+    stand-in `def`) gives the same text in time linear in the function's length."""
+    text = format_source(head + "\n".join(units[:CHUNK]) + "\n")
+    for start in range(CHUNK, len(units), CHUNK):
+        piece = format_source("def _():\n" + "\n".join(units[start:start + CHUNK]) + "\n")
+        text += piece.split("\n", 1)[1]
+    return text
 
 
 def expr_text(e, emitter):
@@ -326,11 +342,10 @@ def module_text(header, docstring, constants, helpers, functions, imports):
     if constants:
         parts.append("")
         parts += [f"{name} = {_literal(value)}" for name, value in constants]
-    for helper in helpers:
-        parts += ["", "", helper]
-    for text in functions:
-        parts += ["", "", text]
-    return format_source("\n".join(parts) + "\n")
+    pieces = [format_source("\n".join(parts) + "\n")]
+    pieces += [format_source(helper) for helper in helpers]
+    pieces += list(functions)  # formatted already, piece by piece
+    return "\n\n".join(pieces)
 
 
 def format_source(text):

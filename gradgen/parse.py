@@ -47,8 +47,19 @@ class Module:
         return error_at(node, message, self)
 
     def segment(self, node) -> str:
-        """The user's text of `node` on one line (for provenance comments)."""
-        text = ast.get_source_segment(self.source, node) or ast.unparse(node)
+        """The user's text of `node` on one line (for provenance comments).
+
+        Sliced from the lines split once (ast.get_source_segment re-splits the whole file on
+        every call, which makes compiling quadratic); columns are UTF-8 byte offsets."""
+        first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+        if not (0 <= first <= last < len(self.lines)) or node.end_col_offset is None:
+            return " ".join(ast.unparse(node).split())
+        parts = [line.encode("utf-8") for line in self.lines[first:last + 1]]
+        if first == last:
+            parts[0] = parts[0][node.col_offset:node.end_col_offset]
+        else:
+            parts[0], parts[-1] = parts[0][node.col_offset:], parts[-1][:node.end_col_offset]
+        text = b"\n".join(parts).decode("utf-8", "replace")
         return " ".join(text.split())
 
     def qualified(self, node):

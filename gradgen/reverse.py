@@ -315,26 +315,44 @@ def loop_temporaries(stmts, bound, after, out):
     """For each loop, the variables that live only inside one iteration: first assigned at
     the top of its body, unbound before the loop, and read nowhere after it (nor, for an
     inner loop, anywhere else in the enclosing loop). Their adjoints need no carrying.
-    `bound`: names bound before `stmts`; `after`: names read after them."""
+    `bound`: names bound before `stmts`; `after`: names read after them.
+
+    The sets of names read after each statement are built in one backward sweep, and kept
+    only where a loop needs them, so straight-line code costs one pass."""
+    needed = [i for i, s in enumerate(stmts) if isinstance(s, (For, While, If)) and _has_loop(s)]
+    if not needed:
+        return
+    later_of, later = {}, set(after)
+    for i in range(len(stmts) - 1, -1, -1):
+        if i in needed:
+            later_of[i] = set(later)
+        later |= simplify.names_read([stmts[i]])
+    bound = set(bound)
     for i, s in enumerate(stmts):
-        later = simplify.names_read(stmts[i + 1:]) | after
-        if isinstance(s, (For, While)):
-            inside = simplify.names_read(s.body) | later
-            firsts = []
-            seen = set()
-            for t in s.body:
-                for x in walk([t]):
-                    names = [x.target] if isinstance(x, (Assign, For)) else []
-                    for n in names:
-                        if n not in seen and t is x and isinstance(t, Assign):
-                            firsts.append(n)
-                        seen.add(n)
-            out[id(s)] = {n for n in firsts if n not in bound and n not in later}
-            loop_temporaries(s.body, bound | assigned(stmts[:i]), inside, out)
-        elif isinstance(s, If):
-            loop_temporaries(s.body, bound | assigned(stmts[:i]), later, out)
-            loop_temporaries(s.orelse, bound | assigned(stmts[:i]), later, out)
-        bound = bound | assigned([s])
+        if i in later_of:
+            _temporaries_of(s, bound, later_of[i], out)
+        bound |= assigned([s])
+
+
+def _has_loop(stmt):
+    return any(isinstance(s, (For, While)) for s in walk([stmt]))
+
+
+def _temporaries_of(s, bound, later, out):
+    if isinstance(s, If):
+        loop_temporaries(s.body, bound, later, out)
+        loop_temporaries(s.orelse, bound, later, out)
+        return
+    inside = simplify.names_read(s.body) | later
+    firsts, seen = [], set()
+    for t in s.body:
+        for x in walk([t]):
+            for n in ([x.target] if isinstance(x, (Assign, For)) else []):
+                if n not in seen and t is x and isinstance(t, Assign):
+                    firsts.append(n)
+                seen.add(n)
+    out[id(s)] = {n for n in firsts if n not in bound and n not in later}
+    loop_temporaries(s.body, bound, inside, out)
 
 
 def _touched(body, active):
@@ -407,12 +425,13 @@ def record_decisions(stmts, namer, later=frozenset(), in_loop=False):
     out = []
     for i, stmt in enumerate(stmts):
         if isinstance(stmt, If):
-            after = assigned(stmts[i + 1:]) | later
+            leaves = in_loop and exits(stmt)
+            after = assigned(stmts[i + 1:]) | later if leaves or _has_if(stmt) else frozenset()
             reads = {v.name for v in variables(stmt.test)}
             stmt.body = record_decisions(stmt.body, namer, after, in_loop)
             stmt.orelse = record_decisions(stmt.orelse, namer, after, in_loop)
             own = assigned(stmt.body) | assigned(stmt.orelse)
-            if reads & own or (in_loop and exits(stmt) and reads & after):
+            if reads & own or (leaves and reads & after):
                 name = namer.define("branch")
                 out.append(Assign(name, stmt.test, stmt.line, stmt.source, overwrites=in_loop))
                 stmt.test, stmt.record = Var(name), name
@@ -420,6 +439,10 @@ def record_decisions(stmts, namer, later=frozenset(), in_loop=False):
             stmt.body = record_decisions(stmt.body, namer, frozenset(), True)
         out.append(stmt)
     return out
+
+
+def _has_if(stmt):
+    return any(isinstance(s, If) for s in walk(stmt.body + stmt.orelse))
 
 
 def _prune(stmts, saved):

@@ -95,7 +95,14 @@ def _run_original(source, filename):
 
 def check_point(cf, module, f, value_and_grad, point):
     """One row per differentiated parameter at `point`."""
-    value, grads = value_and_grad(**point)
+    try:
+        with np.errstate(all="ignore"):
+            value, grads = value_and_grad(**point)
+    except (ArithmeticError, ValueError) as exc:  # e.g. log of a negative base in d(x**n)/dn
+        note = f"the generated code raised {type(exc).__name__}: {exc}"
+        report = PointReport(dict(point), math.nan, float(f(**point)))
+        report.rows = [Row(name, math.nan, None, None, math.inf, False, note) for name in cf.wrt]
+        return report
     grads = (grads,) if len(cf.wrt) == 1 else tuple(grads)
     symbolic = sympy_gradient(cf.ir, module, point, cf.wrt)
     report = PointReport(dict(point), float(value), float(f(**point)))

@@ -60,7 +60,9 @@ FILES = sorted({f for f, _ in CASES})
 
 def case_params(cases):
     return [
-        pytest.param(f, n, id=f"{f}::{n}", marks=[PENDING] if f in PENDING_FILES else [])
+        pytest.param(
+            f, n, id=f"{f}::{n}", marks=[PENDING] if f in PENDING_FILES else []
+        )
         for f, n in cases
     ]
 
@@ -108,7 +110,11 @@ def describe(row):
 
 def close(a, b, rel):
     a, b = float(a), float(b)
-    return math.isfinite(a) and math.isfinite(b) and abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+    return (
+        math.isfinite(a)
+        and math.isfinite(b)
+        and abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+    )
 
 
 # ---- the corpus itself -------------------------------------------------------------------
@@ -149,14 +155,18 @@ def test_inputs_are_small_and_complete(file_name):
     # parameter without a default gets a value.
     for node in function_nodes(file_name):
         inputs = inputs_for(file_name, node.name)
-        params = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+        params = [
+            a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+        ]
         assert sorted(inputs) == sorted(params), node.name
         for key, value in inputs.items():
-            assert np.size(value) <= 100, f"{node.name}: {key} has {np.size(value)} elements"
+            assert (
+                np.size(value) <= 100
+            ), f"{node.name}: {key} has {np.size(value)} elements"
             if key in differentiated(file_name, node.name):
-                assert np.asarray(value).dtype == np.float64 or isinstance(value, float), (
-                    f"{node.name}: differentiated parameter {key} is not float64"
-                )
+                assert np.asarray(value).dtype == np.float64 or isinstance(
+                    value, float
+                ), f"{node.name}: differentiated parameter {key} is not float64"
 
 
 @pytest.mark.parametrize(("file_name", "function_name"), case_params(CASES))
@@ -180,7 +190,8 @@ def test_array_corpus_function(file_name, function_name):
     expected = [r for p in wrt for r in expected_rows(p, inputs[p])]
     got = [row.param for row in point.rows]
     if len(got) != len(expected) or not all(
-        g == e or (e.endswith("(all") and g.startswith(e)) for g, e in zip(got, expected)
+        g == e or (e.endswith("(all") and g.startswith(e))
+        for g, e in zip(got, expected)
     ):
         problems.append(f"rows {got} != expected {expected}")
     for row in point.rows:
@@ -195,11 +206,12 @@ def test_gradient_shapes_and_dtypes(file_name, function_name):
     # Called directly: `<f>_grad` returns one gradient per differentiated parameter, each
     # of exactly its parameter's shape and dtype float64; `<f>_value_and_grad` agrees.
     inputs = inputs_for(file_name, function_name)
-    module = load_module(
-        compile_source(source_of(file_name), file_name, functions=[function_name]).text,
-        "shapes_" + file_name[:-3],
+    compiled = compile_source(
+        source_of(file_name), file_name, functions=[function_name]
     )
+    module = load_module(compiled.text, "shapes_" + file_name[:-3])
     wrt = differentiated(file_name, function_name)
+    assert list(compiled.functions[0].wrt) == wrt, "differentiated parameters"
     grad = getattr(module, function_name + "_grad")(**inputs)
     value, grad2 = getattr(module, function_name + "_value_and_grad")(**inputs)
     grads = (grad,) if len(wrt) == 1 else tuple(grad)
@@ -208,14 +220,20 @@ def test_gradient_shapes_and_dtypes(file_name, function_name):
     assert np.ndim(value) == 0
     for name, g, g2 in zip(wrt, grads, grads2):
         x = inputs[name]
-        assert np.shape(g) == np.shape(x), f"d/d{name}: shape {np.shape(g)} != {np.shape(x)}"
-        assert np.asarray(g).dtype == np.float64, f"d/d{name}: dtype {np.asarray(g).dtype}"
+        assert np.shape(g) == np.shape(
+            x
+        ), f"d/d{name}: shape {np.shape(g)} != {np.shape(x)}"
+        assert (
+            np.asarray(g).dtype == np.float64
+        ), f"d/d{name}: dtype {np.asarray(g).dtype}"
         if np.ndim(x) == 0:
             assert isinstance(g, (float, np.floating)), f"d/d{name}: {type(g).__name__}"
         else:
             assert isinstance(g, np.ndarray), f"d/d{name}: {type(g).__name__}"
         assert np.all(np.isfinite(g)), f"d/d{name} not finite"
-        np.testing.assert_array_equal(g, g2, err_msg=f"_grad and _value_and_grad disagree on {name}")
+        np.testing.assert_array_equal(
+            g, g2, err_msg=f"_grad and _value_and_grad disagree on {name}"
+        )
 
 
 @pytest.mark.parametrize("file_name", file_params(FILES))
@@ -254,7 +272,9 @@ def test_scalar_function_without_numpy_has_no_array_plumbing():
 
 
 def grad_of(source, name, *args, **kwargs):
-    module = load_module(compile_source(source, "hand.py", functions=[name]).text, "arrays_hand")
+    module = load_module(
+        compile_source(source, "hand.py", functions=[name]).text, "arrays_hand"
+    )
     return getattr(module, name + "_grad")(*args, **kwargs)
 
 
@@ -353,7 +373,9 @@ def test_hand_norm():
 
 
 def test_hand_cumsum_is_reversed_cumsum():
-    source = "import numpy as np\n\n\ndef f(x, *, c):\n    return np.sum(np.cumsum(x) * c)\n"
+    source = (
+        "import numpy as np\n\n\ndef f(x, *, c):\n    return np.sum(np.cumsum(x) * c)\n"
+    )
     x, c = RNG.standard_normal(6), RNG.standard_normal(6)
     assert_exact(grad_of(source, "f", x, c=c), np.cumsum(c[::-1])[::-1])
 
@@ -365,7 +387,9 @@ def test_hand_mean_over_axis_tuple():
         "    return np.sum(np.mean(T, axis=(0, 2)) * c)\n"
     )
     T, c = RNG.standard_normal((2, 3, 4)), RNG.standard_normal(3)
-    assert_exact(grad_of(source, "f", T, c=c), np.broadcast_to(c[None, :, None] / 8.0, T.shape))
+    assert_exact(
+        grad_of(source, "f", T, c=c), np.broadcast_to(c[None, :, None] / 8.0, T.shape)
+    )
 
 
 def test_hand_transpose_axes():
@@ -405,3 +429,13 @@ def test_hand_one_step_recurrence():
     h = np.tanh(x)
     assert_exact(gW, np.zeros((3, 3)))
     assert_exact(gx, 2.0 * h * (1.0 - h**2))
+
+
+@PENDING
+def test_hand_repeated_gather_accumulates():
+    # x[idx] with repeated indices: each element's gradient counts its occurrences
+    source = (
+        "import numpy as np\n\n\ndef f(x, *, idx):\n    return np.sum(x[idx] * 2.0)\n"
+    )
+    x, idx = RNG.standard_normal(5), np.array([1, 3, 1, 1, 0])
+    assert_exact(grad_of(source, "f", x, idx=idx), 2.0 * np.bincount(idx, minlength=5))

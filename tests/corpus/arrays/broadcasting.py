@@ -73,7 +73,11 @@ def three_way_broadcast(a, b, c):
 
 def inputs_three_way_broadcast():
     rng = np.random.default_rng(208)
-    return {"a": rng.standard_normal((2, 1, 3)), "b": rng.standard_normal((4, 1)), "c": 0.3}
+    return {
+        "a": rng.standard_normal((2, 1, 3)),
+        "b": rng.standard_normal((4, 1)),
+        "c": 0.3,
+    }
 
 
 def vector_against_3d(T, w):
@@ -94,7 +98,11 @@ def layer_norm(gamma, beta, *, X):
 
 def inputs_layer_norm():
     rng = np.random.default_rng(210)
-    return {"gamma": rng.uniform(0.5, 1.5, 4), "beta": 0.1 * rng.standard_normal(4), "X": rng.standard_normal((5, 4))}
+    return {
+        "gamma": rng.uniform(0.5, 1.5, 4),
+        "beta": 0.1 * rng.standard_normal(4),
+        "X": rng.standard_normal((5, 4)),
+    }
 
 
 def layer_norm_input(X):

@@ -64,7 +64,11 @@ def power_iteration(A, v0, *, K):
 def inputs_power_iteration():
     rng = np.random.default_rng(604)
     B = rng.standard_normal((3, 3))
-    return {"A": B @ B.T + np.diag([3.0, 1.0, 0.2]), "v0": rng.standard_normal(3), "K": 6}
+    return {
+        "A": B @ B.T + np.diag([3.0, 1.0, 0.2]),
+        "v0": rng.standard_normal(3),
+        "K": 6,
+    }
 
 
 def loop_accumulator(x, w):

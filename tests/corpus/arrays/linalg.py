@@ -46,7 +46,11 @@ def dot_variants(A, x, y):
 
 def inputs_dot_variants():
     rng = np.random.default_rng(405)
-    return {"A": rng.standard_normal((3, 4)), "x": rng.standard_normal(4), "y": rng.standard_normal(4)}
+    return {
+        "A": rng.standard_normal((3, 4)),
+        "x": rng.standard_normal(4),
+        "y": rng.standard_normal(4),
+    }
 
 
 def dot_matrices(A, B):
@@ -68,7 +72,7 @@ def inputs_matmul_batched():
 
 
 def outer_product(u, v):
-    return np.sum(np.outer(u, v) ** 2 + np.outer(v, u))
+    return np.sum(np.outer(u, v) ** 2 + np.outer(v, np.sin(u)).T * np.outer(u, v))
 
 
 def inputs_outer_product():
@@ -118,7 +122,11 @@ def residual_norm(x, *, A, b):
 
 def inputs_residual_norm():
     rng = np.random.default_rng(413)
-    return {"x": rng.standard_normal(3), "A": rng.standard_normal((5, 3)), "b": rng.standard_normal(5)}
+    return {
+        "x": rng.standard_normal(3),
+        "A": rng.standard_normal((5, 3)),
+        "b": rng.standard_normal(5),
+    }
 
 
 def chain_of_products(A, B, C):
@@ -127,4 +135,8 @@ def chain_of_products(A, B, C):
 
 def inputs_chain_of_products():
     rng = np.random.default_rng(414)
-    return {"A": rng.standard_normal((2, 3)), "B": rng.standard_normal((4, 3)), "C": rng.standard_normal((4, 2))}
+    return {
+        "A": rng.standard_normal((2, 3)),
+        "B": rng.standard_normal((4, 3)),
+        "C": rng.standard_normal((4, 2)),
+    }

@@ -13,7 +13,12 @@ def mse(w, b, *, X, y):
 
 def inputs_mse():
     rng = np.random.default_rng(701)
-    return {"w": rng.standard_normal(3), "b": 0.2, "X": rng.standard_normal((8, 3)), "y": rng.standard_normal(8)}
+    return {
+        "w": rng.standard_normal(3),
+        "b": 0.2,
+        "X": rng.standard_normal((8, 3)),
+        "y": rng.standard_normal(8),
+    }
 
 
 def ridge(w, *, X, y, lam):
@@ -22,7 +27,12 @@ def ridge(w, *, X, y, lam):
 
 def inputs_ridge():
     rng = np.random.default_rng(702)
-    return {"w": rng.standard_normal(4), "X": rng.standard_normal((6, 4)), "y": rng.standard_normal(6), "lam": 0.1}
+    return {
+        "w": rng.standard_normal(4),
+        "X": rng.standard_normal((6, 4)),
+        "y": rng.standard_normal(6),
+        "lam": 0.1,
+    }
 
 
 def logistic_stable(w, b, *, X, y):
@@ -81,7 +91,9 @@ def inputs_huber():
     X = rng.standard_normal((8, 2))
     w = rng.standard_normal(2)
     # residuals well inside and well outside |r| <= 1, never near 0
-    target = rng.choice([-1.0, 1.0], 8) * np.array([0.2, 0.5, 0.7, 1.4, 1.8, 2.5, 0.3, 3.0])
+    target = rng.choice([-1.0, 1.0], 8) * np.array(
+        [0.2, 0.5, 0.7, 1.4, 1.8, 2.5, 0.3, 3.0]
+    )
     return {"w": w, "X": X, "y": X @ w - target, "delta": 1.0}
 
 
@@ -92,7 +104,11 @@ def gaussian_nll(mu, log_sigma, *, x):
 
 def inputs_gaussian_nll():
     rng = np.random.default_rng(707)
-    return {"mu": rng.standard_normal(4), "log_sigma": 0.3 * rng.standard_normal(4), "x": rng.standard_normal((5, 4))}
+    return {
+        "mu": rng.standard_normal(4),
+        "log_sigma": 0.3 * rng.standard_normal(4),
+        "x": rng.standard_normal((5, 4)),
+    }
 
 
 def poisson_regression(w, *, X, counts):
@@ -102,7 +118,11 @@ def poisson_regression(w, *, X, counts):
 
 def inputs_poisson_regression():
     rng = np.random.default_rng(708)
-    return {"w": 0.3 * rng.standard_normal(3), "X": rng.standard_normal((7, 3)), "counts": rng.poisson(2.0, 7).astype(float)}
+    return {
+        "w": 0.3 * rng.standard_normal(3),
+        "X": rng.standard_normal((7, 3)),
+        "counts": rng.poisson(2.0, 7).astype(float),
+    }
 
 
 def kl_softmax(p_logits, q_logits):
@@ -133,7 +153,9 @@ def mlp_two_layer(W1, b1, W2, b2, *, X, Y):
     logits = h @ W2 + b2
     shifted = logits - np.max(logits, axis=1, keepdims=True)
     log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
-    return -np.mean(np.sum(Y * log_probs, axis=1)) + 1e-3 * (np.sum(W1**2) + np.sum(W2**2))
+    return -np.mean(np.sum(Y * log_probs, axis=1)) + 1e-3 * (
+        np.sum(W1**2) + np.sum(W2**2)
+    )
 
 
 def inputs_mlp_two_layer():

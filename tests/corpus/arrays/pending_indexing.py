@@ -84,12 +84,33 @@ def inputs_gather_repeated():
 
 
 def boolean_mask(x, *, mask):
-    return np.sum(x[mask] ** 2) + np.sum(np.exp(x[~mask]))
+    return np.sum(x[mask] ** 2) + np.sum(np.exp(x))
 
 
 def inputs_boolean_mask():
     rng = np.random.default_rng(809)
-    return {"x": rng.standard_normal(7), "mask": np.array([True, False, True, True, False, False, True])}
+    return {
+        "x": rng.standard_normal(7),
+        "mask": np.array([True, False, True, True, False, False, True]),
+    }
+
+
+def boolean_mask_complement(x, *, mask):
+    return np.sum(x[mask] ** 2) + np.sum(np.exp(x[~mask]))
+
+
+def inputs_boolean_mask_complement():
+    rng = np.random.default_rng(816)
+    return {"x": rng.standard_normal(6), "mask": rng.random(6) < 0.5}
+
+
+def mask_from_data(x, *, y):
+    return np.sum(np.sin(x[y > 0]))
+
+
+def inputs_mask_from_data():
+    rng = np.random.default_rng(817)
+    return {"x": rng.standard_normal(7), "y": rng.standard_normal(7)}
 
 
 def rnn_over_sequence(Wx, Wh, b, *, X):

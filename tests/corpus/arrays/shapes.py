@@ -51,7 +51,11 @@ def concatenate_axis1(A, B, C):
 
 def inputs_concatenate_axis1():
     rng = np.random.default_rng(505)
-    return {"A": rng.standard_normal((3, 1)), "B": rng.standard_normal((3, 2)), "C": rng.standard_normal((3, 3))}
+    return {
+        "A": rng.standard_normal((3, 1)),
+        "B": rng.standard_normal((3, 2)),
+        "C": rng.standard_normal((3, 3)),
+    }
 
 
 def stack_rows(a, b):
@@ -72,7 +76,11 @@ def stack_axis1(a, b, c):
 
 def inputs_stack_axis1():
     rng = np.random.default_rng(507)
-    return {"a": rng.standard_normal(4), "b": rng.standard_normal(4), "c": rng.standard_normal(4)}
+    return {
+        "a": rng.standard_normal(4),
+        "b": rng.standard_normal(4),
+        "c": rng.standard_normal(4),
+    }
 
 
 def expand_dims_outer(u, v):
@@ -117,7 +125,11 @@ def sum_of_list_same_shape(a, b, c):
 
 def inputs_sum_of_list_same_shape():
     rng = np.random.default_rng(512)
-    return {"a": rng.standard_normal(3), "b": rng.standard_normal(3), "c": rng.standard_normal(3)}
+    return {
+        "a": rng.standard_normal(3),
+        "b": rng.standard_normal(3),
+        "c": rng.standard_normal(3),
+    }
 
 
 def shape_facts(X, w):
@@ -129,6 +141,17 @@ def shape_facts(X, w):
 def inputs_shape_facts():
     rng = np.random.default_rng(513)
     return {"X": rng.standard_normal((5, 3)), "w": rng.standard_normal(3)}
+
+
+def shape_index_facts(X, w):
+    n = X.shape[0]
+    d = np.shape(X)[1]
+    return np.sum((X @ w) ** 2) / n + np.sum(X**2) / d
+
+
+def inputs_shape_index_facts():
+    rng = np.random.default_rng(515)
+    return {"X": rng.standard_normal((4, 3)), "w": rng.standard_normal(3)}
 
 
 def zeros_ones_like(x):
