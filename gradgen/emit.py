@@ -311,11 +311,11 @@ def format_function(head, units):
     black's own cost grows faster than the file; a body statement's layout depends only on
     the statement and its indentation, so formatting the body in slices (each inside a
     stand-in `def`) gives the same text in time linear in the function's length."""
-    text = format_source(head + "\n".join(units[:CHUNK]) + "\n")
+    pieces = [format_source(head + "\n".join(units[:CHUNK]) + "\n")]
     for start in range(CHUNK, len(units), CHUNK):
         piece = format_source("def _():\n" + "\n".join(units[start:start + CHUNK]) + "\n")
-        text += piece.split("\n", 1)[1]
-    return text
+        pieces.append(piece.split("\n", 1)[1])
+    return "".join(pieces)
 
 
 def expr_text(e, emitter):

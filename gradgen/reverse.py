@@ -96,6 +96,7 @@ class _Reverser:
         self.of = of
         self.state = {}  # variable -> its adjoint: Var (a named adjoint) or Const; absent: zero
         self.adj_names = {}
+        self.adj_set = set()  # the adjoint names made so far
         self.stacks = {}
         self.cited = None
         self.reads = {}  # id(forward statement) -> forward names its backward code reads
@@ -105,6 +106,7 @@ class _Reverser:
     def adj_name(self, v):
         if v not in self.adj_names:
             self.adj_names[v] = self.namer.adjoint(self.of, v)
+            self.adj_set.add(self.adj_names[v])
         return self.adj_names[v]
 
     def stack(self, v):
@@ -177,7 +179,7 @@ class _Reverser:
                     self.state[v] = g
                 else:
                     body += self.add(v, total)
-            self.reads[id(stmt)] = simplify.names_read(body) - set(self.adj_names.values())
+            self.reads[id(stmt)] = simplify.names_read(body) - self.adj_set
             out += self.cite(stmt, body)
         return out + ([] if self_ref else restore)
 
