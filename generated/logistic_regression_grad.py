@@ -38,8 +38,8 @@ def loss_grad(w, b, *, X, y):
     loss = np.mean(per_sample)
     # backward pass: upstream gradient times local gradient, last statement first
     # line 14: return np.mean(per_sample)
-    dloss_dper_sample = np.broadcast_to(1, np.shape(per_sample)) * (
-        np.size(loss) / np.size(per_sample)
+    dloss_dper_sample = np.ones_like(per_sample, dtype=float) / (
+        np.size(per_sample) / np.size(loss)
     )
     # line 13: per_sample = np.maximum(z, 0.0) - y * z + np.log1p(np.exp(-np.abs(z)))
     dloss_dz = unbroadcast(dloss_dper_sample * np.where(z == 0.0, 0.5, z > 0.0), z)
@@ -66,8 +66,8 @@ def loss_value_and_grad(w, b, *, X, y):
     loss = np.mean(per_sample)
     # backward pass: upstream gradient times local gradient, last statement first
     # line 14: return np.mean(per_sample)
-    dloss_dper_sample = np.broadcast_to(1, np.shape(per_sample)) * (
-        np.size(loss) / np.size(per_sample)
+    dloss_dper_sample = np.ones_like(per_sample, dtype=float) / (
+        np.size(per_sample) / np.size(loss)
     )
     # line 13: per_sample = np.maximum(z, 0.0) - y * z + np.log1p(np.exp(-np.abs(z)))
     dloss_dz = unbroadcast(dloss_dper_sample * np.where(z == 0.0, 0.5, z > 0.0), z)

@@ -49,29 +49,24 @@ def loss_grad(W1, b1, W2, b2, *, X, Y):
     # backward pass: upstream gradient times local gradient, last statement first
     # line 14: return -np.mean(np.sum(Y * log_probs, axis=1))
     dloss_dlog_probs = unbroadcast(
-        np.broadcast_to(
-            np.expand_dims(
-                np.broadcast_to(-1, np.shape(np.sum(Y * log_probs, axis=1)))
-                * (
-                    np.size(np.mean(np.sum(Y * log_probs, axis=1)))
-                    / np.size(np.sum(Y * log_probs, axis=1))
-                ),
-                axis=1,
+        np.expand_dims(
+            -np.ones_like(np.sum(Y * log_probs, axis=1), dtype=float)
+            / (
+                np.size(np.sum(Y * log_probs, axis=1))
+                / np.size(np.mean(np.sum(Y * log_probs, axis=1)))
             ),
-            np.shape(Y * log_probs),
+            axis=1,
         )
+        * np.ones_like(Y * log_probs, dtype=float)
         * Y,
         log_probs,
     )
     # line 13: log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
     dloss_dshifted = unbroadcast(dloss_dlog_probs, shifted)
-    dloss_dshifted = dloss_dshifted + np.broadcast_to(
-        unbroadcast(
-            -dloss_dlog_probs / np.sum(np.exp(shifted), axis=1, keepdims=True),
-            np.sum(np.exp(shifted), axis=1, keepdims=True),
-        ),
-        np.shape(np.exp(shifted)),
-    ) * np.exp(shifted)
+    dloss_dshifted = dloss_dshifted + unbroadcast(
+        -dloss_dlog_probs / np.sum(np.exp(shifted), axis=1, keepdims=True),
+        np.sum(np.exp(shifted), axis=1, keepdims=True),
+    ) * np.ones_like(np.exp(shifted), dtype=float) * np.exp(shifted)
     # line 12: shifted = logits - np.max(logits, axis=1, keepdims=True)
     dloss_dlogits = unbroadcast(dloss_dshifted, logits)
     dloss_dlogits = dloss_dlogits + unbroadcast(
@@ -104,29 +99,24 @@ def loss_value_and_grad(W1, b1, W2, b2, *, X, Y):
     # backward pass: upstream gradient times local gradient, last statement first
     # line 14: return -np.mean(np.sum(Y * log_probs, axis=1))
     dloss_dlog_probs = unbroadcast(
-        np.broadcast_to(
-            np.expand_dims(
-                np.broadcast_to(-1, np.shape(np.sum(Y * log_probs, axis=1)))
-                * (
-                    np.size(np.mean(np.sum(Y * log_probs, axis=1)))
-                    / np.size(np.sum(Y * log_probs, axis=1))
-                ),
-                axis=1,
+        np.expand_dims(
+            -np.ones_like(np.sum(Y * log_probs, axis=1), dtype=float)
+            / (
+                np.size(np.sum(Y * log_probs, axis=1))
+                / np.size(np.mean(np.sum(Y * log_probs, axis=1)))
             ),
-            np.shape(Y * log_probs),
+            axis=1,
         )
+        * np.ones_like(Y * log_probs, dtype=float)
         * Y,
         log_probs,
     )
     # line 13: log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
     dloss_dshifted = unbroadcast(dloss_dlog_probs, shifted)
-    dloss_dshifted = dloss_dshifted + np.broadcast_to(
-        unbroadcast(
-            -dloss_dlog_probs / np.sum(np.exp(shifted), axis=1, keepdims=True),
-            np.sum(np.exp(shifted), axis=1, keepdims=True),
-        ),
-        np.shape(np.exp(shifted)),
-    ) * np.exp(shifted)
+    dloss_dshifted = dloss_dshifted + unbroadcast(
+        -dloss_dlog_probs / np.sum(np.exp(shifted), axis=1, keepdims=True),
+        np.sum(np.exp(shifted), axis=1, keepdims=True),
+    ) * np.ones_like(np.exp(shifted), dtype=float) * np.exp(shifted)
     # line 12: shifted = logits - np.max(logits, axis=1, keepdims=True)
     dloss_dlogits = unbroadcast(dloss_dshifted, logits)
     dloss_dlogits = dloss_dlogits + unbroadcast(

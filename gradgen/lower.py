@@ -21,12 +21,13 @@ from gradgen.parse import constant_value
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
            ast.Mod: "mod", ast.FloorDiv: "floordiv", ast.MatMult: "matmul"}
 _FACTS = {"shape", "ndim", "size"}  # attributes of an array that are plain integers
-_UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not"}
+_COUNT = {1: "one", 2: "two", 3: "three"}
+_UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not", ast.Invert: "invert"}
 _COMPARE = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
 _OP_TEXT = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
             ast.Invert: "~", ast.Is: "is", ast.IsNot: "is not", ast.In: "in",
             ast.NotIn: "not in"}
-_BUILTIN_CALLS = {"abs", "min", "max", "pow", "float", "int", "round"}
+_BUILTIN_CALLS = {"abs", "min", "max", "pow", "float", "int", "round", "len"}
 
 # Statements and expressions outside the subset, with what to tell the user.
 _UNSUPPORTED_STMT = {
@@ -232,7 +233,16 @@ class Lowerer:
             names = [t for t in target.elts]
             if not all(isinstance(t, ast.Name) for t in names):
                 raise self.m.error(target, "tuple unpacking needs plain names on the left")
-            if not isinstance(value, ast.Tuple) or len(value.elts) != len(names):
+            if not isinstance(value, ast.Tuple):
+                whole = self.expr(scope, value)
+                if not (isinstance(whole, Call) and whole.prim == "shape"):
+                    raise self.m.error(value, f"tuple unpacking needs a tuple of {len(names)} values on the right")
+                values = [self._call("getitem", (whole, Const(i)), "op", value, (("index", ("i",)),))
+                          for i in range(len(names))]  # n, d = x.shape
+                for name, v in zip(names, values):
+                    self._bind(scope, name.id, v, stmt)
+                return
+            if len(value.elts) != len(names):
                 raise self.m.error(value, f"tuple unpacking needs a tuple of {len(names)} values on the right")
             values = [self.expr(scope, v) for v in value.elts]  # all evaluated before any is bound
             if self.depth > 0:  # names are overwritten in place: keep values an earlier one clobbers
@@ -533,9 +543,12 @@ class Lowerer:
     def _arguments(self, scope, node, prim_name):
         """Positional arguments: a list literal spreads (np.concatenate([a, b])); a tuple is a shape."""
         args = list(node.args)
-        if prim_name in ("concatenate", "stack", "sum", "array") and args and isinstance(args[0], ast.List):
+        sequence = (ast.List, ast.Tuple)
+        if prim_name in ("concatenate", "stack", "sum", "array") and args and isinstance(args[0], sequence):
             elements = [self.expr(scope, e) for e in args[0].elts]
             if prim_name == "sum" and len(args) == 1:
+                if node.keywords:  # np.sum([a, b], axis=0): a sum over the stacked list
+                    return "sum", [self._call("stack", tuple(elements), "numpy", node)]
                 return "sum_list", elements
             if prim_name == "array":
                 return "stack", elements
@@ -583,8 +596,8 @@ class Lowerer:
         elif node.keywords:
             raise self.m.error(node.keywords[0], f"keyword arguments to '{spelled}' are not supported")
         args = tuple(args)
-        if prim.arity is None and len(args) < 2:
-            raise self.m.error(node, f"'{spelled}' needs two or more arguments")
+        if prim.arity is None and len(args) < prim.min_args:
+            raise self.m.error(node, f"'{spelled}' needs {_COUNT.get(prim.min_args, prim.min_args)} or more arguments")
         if prim.arity is not None and len(args) != prim.arity:
             plural = "" if prim.arity == 1 else "s"
             raise self.m.error(node, f"'{spelled}' takes {prim.arity} argument{plural}, got {len(args)}")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from gradgen.ir import Call, Cond, Const, lift
+from gradgen.ir import Call, Cond, Const, Spelled, lift
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,7 @@ class Primitive:
     operator: type | None = None  # ast operator class for "op" spellings
     expand: object = None  # IR to emit where a namespace has no spelling (e.g. scalar sign)
     keywords: tuple = ()  # static keyword parameters (axis=, keepdims=), passed to the rules
+    min_args: int = 2  # for arity None: the fewest arguments it takes
     elementwise: bool = False  # broadcasts its inputs: the adjoint sums back to each input's shape
     method: bool = False  # also callable as a method: `x.sum(axis=0)`
 
@@ -49,7 +50,7 @@ SPELLINGS: dict[str, tuple[str, str]] = {}  # qualified name -> (primitive, name
 
 
 def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", op=None, expand=None,
-              keywords=(), elementwise=None, method=False):
+              keywords=(), elementwise=None, method=False, min_args=2):
     """Register a primitive; `spellings` are qualified names like "math.exp", "numpy.exp", "abs"."""
     names = {}
     for spelling in spellings:
@@ -64,7 +65,8 @@ def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", 
         vjp = (vjp,)
     if elementwise is None:  # operators and ufuncs: the output has the inputs' broadcast shape
         elementwise = kind == "smooth" and not keywords
-    TABLE[name] = Primitive(name, arity, names, sympy, vjp, kind, op, expand, tuple(keywords), elementwise, method)
+    TABLE[name] = Primitive(name, arity, names, sympy, vjp, kind, op, expand, tuple(keywords), min_args,
+                            elementwise, method)
     return TABLE[name]
 
 
@@ -185,8 +187,9 @@ primitive("not", 1, sympy=operator.not_, kind="piecewise", op=ast.Not)
 # --- integer positions: a differentiated value may not flow here ------------------------
 primitive("int", spellings=["int"], sympy=lambda x: sympy.Integer(int(x)), kind="integer")
 primitive("factorial", spellings=["math.factorial"], sympy=sympy.factorial, kind="integer")
-primitive("len", spellings=["len"], sympy=len, kind="integer")
-primitive("range", None, sympy=range, kind="integer")  # a loop's range (1 to 3 arguments)
+primitive("len", spellings=["len"], sympy=len, kind="piecewise")
+primitive("invert", 1, sympy=operator.invert, kind="piecewise", op=ast.Invert)  # ~mask
+primitive("range", None, sympy=range, kind="integer", min_args=1)  # a loop's range (1 to 3 arguments)
 primitive("iterate", 1, sympy=iter, kind="integer")  # a loop over a parameter's first axis
 
 # --- conversions that do nothing to a derivative ----------------------------------------
@@ -219,6 +222,12 @@ def _kept(g, p):
     return g if p.get("axis") is None or p.get("keepdims") else F.expand_dims(g, axis=p["axis"])
 
 
+def _spread(g, x):
+    """`g` over every element of x: a fresh float array of x's shape (writable, float64)."""
+    ones = F.ones_like(x, dtype=Spelled("float"))
+    return ones if g == Const(1) else g * ones
+
+
 def _extreme(g, out, x, p):
     """max/min: the gradient goes to the extreme entries, shared equally among ties."""
     hit = Call("eq", (x, _kept(out, p)), "op")
@@ -233,9 +242,9 @@ def _reversed_cumsum(g, out, x, axis=None):
 
 REDUCE = ("axis", "keepdims")
 primitive("sum", spellings=["numpy.sum"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
-          vjp=lambda g, out, x, **p: F.broadcast_to(_kept(g, p), F.shape(x)))
+          vjp=lambda g, out, x, **p: _spread(_kept(g, p), x))
 primitive("mean", spellings=["numpy.mean"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
-          vjp=lambda g, out, x, **p: F.broadcast_to(_kept(g, p), F.shape(x)) * (F.size(out) / F.size(x)))
+          vjp=lambda g, out, x, **p: _spread(_kept(g, p), x) / (F.size(x) / F.size(out)))
 primitive("prod", spellings=["numpy.prod"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: _kept(g, p) * _kept(out, p) / x)
 primitive("amax", spellings=["numpy.max", "numpy.amax"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
@@ -246,8 +255,8 @@ primitive("cumsum", spellings=["numpy.cumsum"], keywords=("axis",), method=True,
           vjp=lambda g, out, x, **p: _reversed_cumsum(g, out, x, p.get("axis")))
 primitive("norm", spellings=["numpy.linalg.norm"], sympy=lambda x: abs(x), vjp=lambda g, out, x: g * x / out,
           elementwise=False)
-primitive("sum_list", None, spellings=[], sympy=lambda *xs: sum(xs),
-          vjp=lambda i: lambda g, out, *xs: F.broadcast_to(g, F.shape(xs[i])), elementwise=False)
+primitive("sum_list", None, spellings=[], sympy=lambda *xs: sum(xs), min_args=1,
+          vjp=lambda i: lambda g, out, *xs: _spread(g, xs[i]), elementwise=False)
 
 # --- NumPy: linear algebra and shape ------------------------------------------------------
 primitive("matmul", 2, spellings=["numpy.matmul", "numpy.dot"], op=ast.MatMult, sympy=operator.mul,
@@ -273,8 +282,9 @@ primitive("flip", spellings=["numpy.flip"], keywords=("axis",), sympy=lambda x, 
 primitive("broadcast_to", 2, spellings=["numpy.broadcast_to"], sympy=lambda x, s: x, elementwise=False,
           vjp=(lambda g, out, x, s: F.unbroadcast(g, x), None))
 primitive("concatenate", None, spellings=["numpy.concatenate"], keywords=("axis",), sympy=lambda *xs, **p: xs,
+          min_args=1,
           vjp=lambda i: lambda g, out, *xs, **p: F.concatenate_grad(g, F.tuple(*xs), i, p.get("axis", 0)))
-primitive("stack", None, spellings=["numpy.stack"], keywords=("axis",), sympy=lambda *xs, **p: xs,
+primitive("stack", None, spellings=["numpy.stack"], keywords=("axis",), sympy=lambda *xs, **p: xs, min_args=1,
           vjp=lambda i: lambda g, out, *xs, **p: F.take(g, i, axis=p.get("axis", 0)))
 primitive("take", 2, spellings=["numpy.take"], keywords=("axis",), sympy=lambda x, i, **p: x, kind="piecewise")
 
@@ -289,14 +299,14 @@ primitive("getitem", None, keywords=("index",), sympy=None, elementwise=False,
 primitive("scatter", None, keywords=("index",), sympy=None, kind="helper")
 
 # --- NumPy: facts about arrays and constructors (no derivative flows through them) -----
-for _name in ("shape", "ndim", "size"):
-    primitive(_name, spellings=[f"numpy.{_name}"], sympy=lambda x: x, kind="integer")
-primitive("tuple", None, sympy=lambda *xs: xs, kind="integer")  # (n, m) in zeros((n, m)), reshape(x, (n, -1))
+for _name in ("shape", "ndim", "size"):  # facts about an array, not about its values: no derivative
+    primitive(_name, spellings=[f"numpy.{_name}"], sympy=lambda x: x, kind="piecewise")
+primitive("tuple", None, sympy=lambda *xs: xs, kind="integer", min_args=0)  # (n, m) in zeros((n, m)), reshape(x, (n, -1))
 for _name in ("zeros_like", "ones_like"):
     primitive(_name, spellings=[f"numpy.{_name}"], keywords=("dtype",), sympy=lambda x, **p: 0, kind="piecewise")
 for _name in ("zeros", "ones", "eye", "arange", "linspace", "full"):
     primitive(_name, None, spellings=[f"numpy.{_name}"], keywords=("dtype",), sympy=lambda *xs, **p: 0,
-              kind="piecewise")
+              kind="piecewise", min_args=1)
 primitive("array", spellings=["numpy.array", "numpy.asarray"], keywords=("dtype",), sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: g)
 
