@@ -63,7 +63,7 @@ def compile_source(source, filename="<string>", functions=None, wrt=None) -> Com
                for prim, name in sorted(emitter.helpers.items()) if prim == "sigmoid"]
     helpers += emit.helper_sources(emitter.used_helpers)
     imports = set(emitter.imports) | {ns for ns in sigmoid_ns.values() if ns in ("math", "numpy")}
-    if emitter.used_helpers:
+    if emitter.used_helpers or any(hasattr(module.constants[c], "shape") for c in constants):
         imports.add("numpy")
     text = emit.module_text(
         emit.header_lines(_short(filename), module.sha256),

@@ -45,6 +45,10 @@ class Emitter:
         raise TypeError(f"cannot emit {e!r}")
 
     def _const(self, value):
+        if hasattr(value, "tolist"):  # an array constant: np.array([...]) with its dtype
+            keywords = [] if value.dtype.kind == "f" else [ast.keyword("dtype", self._attr("numpy", value.dtype.name))]
+            return ast.Call(self._attr("numpy", "array"), [ast.parse(repr(value.tolist()), mode="eval").body],
+                            keywords)
         if isinstance(value, tuple):
             return ast.Tuple([self._const(v) for v in value])
         if isinstance(value, float) and not math.isfinite(value):

@@ -156,6 +156,43 @@ def _forget_assigned(module, node):
             module.not_constants[sub.id] = (node, "is assigned by a statement gradgen does not read")
 
 
+_ARRAY_BUILDERS = {"numpy.array", "numpy.asarray", "numpy.eye", "numpy.identity", "numpy.linspace",
+                   "numpy.zeros", "numpy.ones", "numpy.arange", "numpy.full"}
+
+
+def _array_constant(node, module):
+    """`np.array([[1, 2], [3, 4]])`, `np.eye(3)`, `np.linspace(0, 1, 5)`: NumPy builds it from
+    literal numbers only (nothing of the user's runs); anything else is not a constant."""
+    import numpy as np
+
+    if module.qualified(node.func) not in _ARRAY_BUILDERS:
+        raise ValueError("not an array constructor")
+    args = [_nested(constant_value_or_list(a, module)) for a in node.args]
+    kwargs = {}
+    for kw in node.keywords:
+        if kw.arg != "dtype" or ast.unparse(kw.value) not in ("float", "int", "np.float64", "numpy.float64"):
+            raise ValueError("unsupported keyword")
+        kwargs["dtype"] = float if "float" in ast.unparse(kw.value) else int
+    name = module.qualified(node.func).split(".")[1]
+    try:
+        value = getattr(np, name)(*args, **kwargs)
+    except (TypeError, ValueError, MemoryError) as exc:
+        raise ValueError(str(exc)) from None
+    if value.size > 1_000_000 or value.dtype.kind not in "biuf":
+        raise ValueError("too large or not numeric")
+    return value
+
+
+def constant_value_or_list(node, module):
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [constant_value_or_list(e, module) for e in node.elts]
+    return constant_value(node, module)
+
+
+def _nested(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
 def constant_value(node, module):
     """The number (or tuple of numbers) a constant expression denotes: literals, named
     constants, + - * / ** on them, and tuples or lists of those.
@@ -186,6 +223,8 @@ def constant_value(node, module):
             raise ValueError("arithmetic error") from None
     if isinstance(node, ast.Name) and node.id in module.constants:
         return module.constants[node.id]
+    if isinstance(node, ast.Call):
+        return _array_constant(node, module)
     qualified = module.qualified(node)
     if qualified in _NAMED:
         return _NAMED[qualified]

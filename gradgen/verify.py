@@ -81,7 +81,11 @@ def check_source(source, filename="<string>", functions=None, wrt=None, at=None,
         value_and_grad = getattr(generated, cf.value_and_grad_name)
         report = FunctionReport(cf.name, cf.wrt)
         for point in sample_points(cf, f, at, n_points, seed, filename):
-            report.points.append(check_point(cf, compiled.module, f, value_and_grad, point))
+            try:
+                report.points.append(check_point(cf, compiled.module, f, value_and_grad, point))
+            except Exception as exc:  # noqa: BLE001 - the user's own function failed there
+                raise CompileError(f"'{cf.name}' itself raised {type(exc).__name__} at the sample point ({exc}); "
+                                   "give a point where it runs with --at or --inputs", filename) from None
         reports.append(report)
     return reports
 
