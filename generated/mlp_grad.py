@@ -79,8 +79,9 @@ def loss_grad(W1, b1, W2, b2, *, X, Y):
     dloss_dW2 = matmul_grad_b(dloss_dlogits, h, W2)
     dloss_db2 = unbroadcast(dloss_dlogits, b2)
     # line 10: h = np.tanh(X @ W1 + b1)
-    dloss_dW1 = matmul_grad_b(dloss_dh * (1 - h**2), X, W1)
-    dloss_db1 = unbroadcast(dloss_dh * (1 - h**2), b1)
+    dloss_dh_inner = dloss_dh * (1 - h**2)
+    dloss_dW1 = matmul_grad_b(dloss_dh_inner, X, W1)
+    dloss_db1 = unbroadcast(dloss_dh_inner, b1)
     return dloss_dW1, dloss_db1, dloss_dW2, dloss_db2
 
 
@@ -129,6 +130,7 @@ def loss_value_and_grad(W1, b1, W2, b2, *, X, Y):
     dloss_dW2 = matmul_grad_b(dloss_dlogits, h, W2)
     dloss_db2 = unbroadcast(dloss_dlogits, b2)
     # line 10: h = np.tanh(X @ W1 + b1)
-    dloss_dW1 = matmul_grad_b(dloss_dh * (1 - h**2), X, W1)
-    dloss_db1 = unbroadcast(dloss_dh * (1 - h**2), b1)
+    dloss_dh_inner = dloss_dh * (1 - h**2)
+    dloss_dW1 = matmul_grad_b(dloss_dh_inner, X, W1)
+    dloss_db1 = unbroadcast(dloss_dh_inner, b1)
     return loss, (dloss_dW1, dloss_db1, dloss_dW2, dloss_db2)

@@ -29,9 +29,10 @@ def loss_grad(a=1.5, b=0.7, x0=0.2):
         dtotal_dx += dtotal_dtotal * DT * 2 * (x - TARGET)
         x = x_stack.pop()
         # line 17: x = x + DT * (a * x - b * x**3)
-        dtotal_da += dtotal_dx * DT * x
-        dtotal_db -= dtotal_dx * DT * x**3
-        dtotal_dx = dtotal_dx + dtotal_dx * DT * a - dtotal_dx * DT * b * 3 * x**2
+        dtotal_dx_inner = dtotal_dx * DT
+        dtotal_da += dtotal_dx_inner * x
+        dtotal_db -= dtotal_dx_inner * x**3
+        dtotal_dx = dtotal_dx + dtotal_dx_inner * a - dtotal_dx_inner * b * 3 * x**2
     # line 14: x = x0
     dtotal_dx0 = dtotal_dx
     return dtotal_da, dtotal_db, dtotal_dx0
@@ -61,9 +62,10 @@ def loss_value_and_grad(a=1.5, b=0.7, x0=0.2):
         dtotal_dx += dtotal_dtotal * DT * 2 * (x - TARGET)
         x = x_stack.pop()
         # line 17: x = x + DT * (a * x - b * x**3)
-        dtotal_da += dtotal_dx * DT * x
-        dtotal_db -= dtotal_dx * DT * x**3
-        dtotal_dx = dtotal_dx + dtotal_dx * DT * a - dtotal_dx * DT * b * 3 * x**2
+        dtotal_dx_inner = dtotal_dx * DT
+        dtotal_da += dtotal_dx_inner * x
+        dtotal_db -= dtotal_dx_inner * x**3
+        dtotal_dx = dtotal_dx + dtotal_dx_inner * a - dtotal_dx_inner * b * 3 * x**2
     # line 14: x = x0
     dtotal_dx0 = dtotal_dx
     return total, (dtotal_da, dtotal_db, dtotal_dx0)

@@ -163,13 +163,17 @@ class _Reverser:
         if g is not None and v in self.active:
             contributions = []
             push_into(stmt.expr, g, (), self.active, contributions, None if self_ref else Var(v), self.arrays,
-                      scalar=v not in self.arrays)
+                      scalar=v not in self.arrays, temporary=lambda: self.namer.adjoint(self.of, f"{v}_inner"))
             if stmt.overwrites or self_ref:
                 del self.state[v]  # the value before this statement starts with no adjoint
             body = []
-            for name, c in contributions:
-                if name != v:
-                    body += self.add(name, c)
+            for item in contributions:
+                if isinstance(item, Temporary):
+                    self.adj_set.add(item.name)
+                    body.append(Assign(item.name, item.expr))
+                elif item[0] != v:
+                    body += self.add(*item)
+            contributions = [c for c in contributions if not isinstance(c, Temporary)]
             mine = [c for name, c in contributions if name == v]
             if mine:
                 total = mine[0]
@@ -492,7 +496,16 @@ def zero_like(v, arrays):
     return Const(0.0)
 
 
-def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stretched=False, scalar=False):
+class Temporary:
+    """A gradient pushed into a subexpression that feeds several variables: named once
+    (`dL_dh_inner = dL_dh * (1 - h ** 2)`) instead of being written out for each of them."""
+
+    def __init__(self, name, expr):
+        self.name, self.expr = name, expr
+
+
+def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stretched=False, scalar=False,
+              temporary=None):
     """Send gradient `g` of `expr` (whose value is `value`, else recomputed) to the active
     variables inside it; append (variable, contribution) pairs to `out`.
 
@@ -515,9 +528,14 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
     prim = TABLE[expr.prim]
     if prim.kind != "smooth" or prim.vjp is None:
         return
+    root = value is not None
     value = expr if value is None else value
     if stretched and not prim.elementwise and expr.prim not in _TAKES_STRETCHED:
         g, stretched = _fit(g, value, True, arrays), False
+    if temporary is not None and not root and not guards and _worth_naming(g, expr, active):
+        name = temporary()
+        out.append(Temporary(name, g))
+        g = Var(name)
     for i, arg in enumerate(expr.args):
         if not any(v.name in active for v in variables(arg)):
             continue
@@ -532,7 +550,15 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         arg_guards = guards
         while isinstance(gi, Cond) and simplify.is_zero(gi.orelse):  # a rule's own test (max, min)
             arg_guards, gi = arg_guards + (gi.test,), gi.body
-        push_into(arg, gi, arg_guards, active, out, None, arrays, arg_stretched, arg_scalar)
+        push_into(arg, gi, arg_guards, active, out, None, arrays, arg_stretched, arg_scalar, temporary)
+
+
+def _worth_naming(g, expr, active):
+    """Name the gradient of a subexpression when it is a computation (not a name or a
+    number) and more than one active variable inside the subexpression will use it."""
+    if isinstance(g, (Var, Const)) or (isinstance(g, Call) and g.prim == "neg" and isinstance(g.args[0], Var)):
+        return False
+    return sum(1 for v in variables(expr) if v.name in active) >= 2
 
 
 # rules whose helpers accept a gradient of the broadcast shape and sum it back themselves
