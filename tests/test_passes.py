@@ -95,8 +95,9 @@ def test_backward_accumulates_fan_out_and_folds_the_seed():
         df_dh = h
         df_dh += h
         # line 4: h = math.tanh(w * x)
-        df_dw = add(1.0, mul(mul(df_dh, sub(1, pow(h, 2))), x))
-        df_dx = mul(mul(df_dh, sub(1, pow(h, 2))), w)""")
+        df_dh_inner = mul(df_dh, sub(1, pow(h, 2)))
+        df_dw = add(1.0, mul(df_dh_inner, x))
+        df_dx = mul(df_dh_inner, w)""")
 
 
 def test_backward_guards_the_branch_taken():
