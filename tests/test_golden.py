@@ -84,3 +84,14 @@ def test_control_flow_examples_keep_their_loops():
     assert "while balance < 10.0:" in text and "for _ in range(iterations):" in text
     assert "for i in reversed(range(100)[:iterations]):" in text
     assert "elif r < -delta:" in text
+
+
+def test_mlp_training_with_the_generated_gradient_lowers_the_loss():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_mlp", ROOT / "examples" / "train_mlp.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    history = module.train(steps=60)
+    assert history[0] > 1.0 and history[-1] < 0.2 * history[0]
+    assert all(b <= a + 1e-9 for a, b in zip(history[10:], history[11:]))
