@@ -6,9 +6,8 @@ parameter's shape and dtype float64. Hand-derived gradients are checked on top.
 
 Functions are discovered with `ast`; the builders are run by exec'ing the corpus file in a
 fresh namespace (the compiler itself never runs it; `check_source` runs the original for
-finite differences). `pending_indexing.py` holds what the compiler does not support yet
-(indexing, writes into arrays, module-level array constants): its tests are expected to
-fail until then.
+finite differences). Writing into an array (`y[i] = ...`) is refused with a CompileError;
+tests/test_errors.py checks that message.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from gradgen.verify import check_source
 
 CORPUS = Path(__file__).parent / "corpus" / "arrays"
 
-PENDING_FILES = {"pending_indexing.py"}
+PENDING_FILES = set()  # every file of the corpus is supported now
 PENDING = pytest.mark.xfail(strict=False, reason="indexing not yet implemented")
 
 VALUE_REL = 1e-12
@@ -133,7 +132,7 @@ def test_corpus_is_big_enough():
         "shapes.py",
         "control.py",
         "losses.py",
-        "pending_indexing.py",
+        "indexing.py",
     ):
         assert name in FILES
 
@@ -431,7 +430,6 @@ def test_hand_one_step_recurrence():
     assert_exact(gx, 2.0 * h * (1.0 - h**2))
 
 
-@PENDING
 def test_hand_repeated_gather_accumulates():
     # x[idx] with repeated indices: each element's gradient counts its occurrences
     source = (

@@ -108,6 +108,15 @@ CASES = [
      "--wrt\n        for i in range(n):\n                 ^"),
     ("a path without return", "def f(x):\n    if x > 0:\n        return x\n", {},
      "bad.py:1:1: not every path through 'f' ends in a 'return'\n    def f(x):\n    ^"),
+    ("writing into an array",
+     "import numpy as np\ndef f(x):\n    y = np.zeros(3)\n    for i in range(3):\n        y[i] = x[i] * 2\n"
+     "    return np.sum(y)\n", {},
+     "bad.py:5:9: writing into an array (x[i] = ...) is not supported; build the array with np.stack([...]) "
+     "or np.concatenate instead\n            y[i] = x[i] * 2\n            ^"),
+    ("an index that is differentiated", "import numpy as np\ndef f(x, k=1.0):\n    return x[k]\n",
+     {"wrt": ["x", "k"]},
+     "bad.py:3:12: 'k' is differentiated, but reaches an index, which has no derivative; leave it out with "
+     "--wrt\n        return x[k]\n               ^"),
     ("a sequence used as a number", "C = (1.0, 2.0)\ndef f(x):\n    return x * C\n", {},
      "bad.py:3:16: 'C' is a sequence: only a loop may run over it\n        return x * C\n                   ^"),
 ]

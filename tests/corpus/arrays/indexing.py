@@ -130,31 +130,6 @@ def inputs_rnn_over_sequence():
     }
 
 
-def write_in_loop(x):
-    n = len(x)
-    y = np.zeros(n)
-    for i in range(n):
-        y[i] = x[i] * np.sum(x[: i + 1])
-    return np.sum(y**2)
-
-
-def inputs_write_in_loop():
-    rng = np.random.default_rng(811)
-    return {"x": rng.standard_normal(5)}
-
-
-def write_overwrites(x):
-    y = np.zeros(3)
-    for k in range(3):
-        y[k % 2] = np.sin(y[k % 2] + x[k])
-    return np.sum(y * x[:2].sum())
-
-
-def inputs_write_overwrites():
-    rng = np.random.default_rng(812)
-    return {"x": rng.standard_normal(3)}
-
-
 def module_constant_array(w):
     return np.sum((WEIGHTS * w) ** 2) + w @ IDENTITY3 @ w
 
