@@ -108,20 +108,25 @@ def check_point(cf, module, f, value_and_grad, point):
         report.rows = [Row(name, math.nan, None, None, math.inf, False, note) for name in cf.wrt]
         return report
     grads = (grads,) if len(cf.wrt) == 1 else tuple(grads)
-    symbolic = sympy_gradient(cf.ir, module, point, cf.wrt)
+    arrays = any(np.ndim(point[w]) for w in cf.wrt)
+    symbolic = [None] * len(cf.wrt) if arrays else sympy_gradient(cf.ir, module, point, cf.wrt)
+    by_element = sympy_array_gradient(cf.ir, module, point, cf.wrt) if arrays else {}
     report = PointReport(dict(point), float(value), float(f(**point)))
     for name, gen, sym in zip(cf.wrt, grads, symbolic):
+        if name in by_element and np.ndim(point[name]) == 0:
+            sym = float(by_element[name])
         if np.ndim(point[name]) == 0:
             fd, kink = finite_difference(f, point, name)
             report.rows.append(_row(name, float(gen), sym, fd, kink))
         else:
-            report.rows.extend(_array_rows(name, gen, f, point))
+            report.rows.extend(_array_rows(name, gen, f, point, by_element.get(name)))
     return report
 
 
-def _array_rows(name, gen, f, point, directions=3):
+def _array_rows(name, gen, f, point, symbolic=None, directions=3):
     """An array parameter: its gradient's shape and dtype, finite differences along random
-    directions, and (up to 100 elements) along every element, summarised in one row."""
+    directions, and (up to 100 elements) along every element, summarised in one row; with
+    sympy's gradient of a small instance, element by element, in the sympy column."""
     x = np.asarray(point[name])
     gen = np.asarray(gen)
     if gen.shape != x.shape or gen.dtype != np.float64:
@@ -133,14 +138,16 @@ def _array_rows(name, gen, f, point, directions=3):
         v = rng.standard_normal(x.shape)
         v /= np.linalg.norm(v) or 1.0
         fd, kink = finite_difference(f, point, name, v)
-        rows.append(_row(f"{name}.v{k + 1}", float(np.vdot(gen, v)), None, fd, kink))
+        sym = None if symbolic is None else float(np.vdot(symbolic, v))
+        rows.append(_row(f"{name}.v{k + 1}", float(np.vdot(gen, v)), sym, fd, kink))
     if x.size <= 100:
         worst = None
         for index in np.ndindex(x.shape):
             e = np.zeros(x.shape)
             e[index] = 1.0
             fd, kink = finite_difference(f, point, name, e)
-            row = _row(f"{name}[{', '.join(map(str, index))}]", float(gen[index]), None, fd, kink)
+            sym = None if symbolic is None else float(symbolic[index])
+            row = _row(f"{name}[{', '.join(map(str, index))}]", float(gen[index]), sym, fd, kink)
             if worst is None or not row.ok or row.rel_error > worst.rel_error:
                 worst = row if (worst is None or worst.ok) else worst
         worst.param = f"{name} (all {x.size}; worst {worst.param})"
@@ -273,9 +280,12 @@ class _Trace:
         else:
             raise _Unsupported("loop over an array")
         for item in items:
-            self.values[stmt.target], self.tangents[stmt.target] = item, self.zero
+            self.values[stmt.target], self.tangents[stmt.target] = item, self.loop_tangent(item)
             if not self._iteration(stmt.body):
                 break
+
+    def loop_tangent(self, item):
+        return self.zero
 
     def _iteration(self, body):
         """Run one iteration; False when it ended in `break`."""
@@ -335,6 +345,159 @@ class _Trace:
             extreme = max(values) if e.prim == "max" else min(values)
             return self._symbolic(e.args[values.index(extreme)], symbols)
         return prim.sympy(*[self._symbolic(a, symbols) for a in e.args])
+
+
+SMALL_INSTANCE = 12  # array elements: up to this many, sympy differentiates the whole function
+
+
+def sympy_array_gradient(fn, module, point, wrt):
+    """For array programs on a small instance: every element of every array parameter is a
+    sympy symbol, the IR runs on object arrays of sympy expressions (decisions such as which
+    element is the maximum follow the numbers), and sympy.diff gives the gradient of each
+    element. Returns {parameter: array of floats}, or {} where the instance is too large or
+    the program does something this interpreter does not follow."""
+    if sum(int(np.size(point[w])) for w in wrt) > SMALL_INSTANCE:
+        return {}
+    symbols = {}
+    for w in wrt:
+        shape = np.shape(point[w])
+        flat = [sympy.Symbol(f"{w}_{k}", real=True) for k in range(int(np.prod(shape)))]
+        symbols[w] = np.array(flat, dtype=object).reshape(shape) if shape else flat[0]
+    numbers = {}
+    for w in wrt:
+        for sym, value in zip(np.ravel(np.asarray(symbols[w], dtype=object)), np.ravel(point[w])):
+            numbers[sym] = sympy.Float(float(value), 30)
+    try:
+        with _time_limit(5.0):
+            return _sympy_array_gradient(fn, module, point, wrt, symbols, numbers)
+    except _Timeout:
+        return {}
+
+
+def _sympy_array_gradient(fn, module, point, wrt, symbols, numbers):
+    try:
+        trace = _ArrayTrace(module, point, wrt, fn.params, symbols)
+        with np.errstate(all="ignore"):
+            trace.run(fn.body)
+            result = trace.symbolic(fn.result)
+        result = sympy.sympify(result.item() if hasattr(result, "item") else result)
+        out = {}
+        for w in wrt:
+            flat = np.ravel(np.asarray(symbols[w], dtype=object))
+            values = [_real(sympy.diff(result, sym).evalf(20, subs=numbers)) for sym in flat]
+            out[w] = np.array(values).reshape(np.shape(point[w]))
+        return out
+    except (_Unsupported, TypeError, ValueError, ZeroDivisionError, AttributeError, IndexError, KeyError):
+        return {}
+
+
+class _ArrayTrace(_Trace):
+    """The trace with sympy expressions (object arrays for arrays) in place of tangents."""
+
+    def __init__(self, module, point, wrt, params, symbols):
+        super().__init__(module, point, [], params)
+        for name, value in self.values.items():
+            self.tangents[name] = symbols.get(name, _as_object(value))
+
+    def loop_tangent(self, item):
+        return _as_object(item)
+
+    def evaluate(self, expr):
+        return self.value(expr), self.symbolic(expr)
+
+    def symbolic(self, e):
+        if isinstance(e, Var):
+            return self.tangents[e.name]
+        if isinstance(e, Const):
+            return e.value
+        if isinstance(e, Cond):
+            return self.symbolic(e.body if self.value(e.test) else e.orelse)
+        prim = TABLE[e.prim]
+        if prim.kind in ("piecewise", "integer", "attribute"):
+            return _as_object(self.value(e))
+        args = [self.symbolic(a) for a in e.args]
+        params = dict(e.params)
+        if e.prim in _ARRAY_OPS:
+            return _ARRAY_OPS[e.prim](self, e, args, params)
+        if e.prim in _CHOICES:
+            numbers = [self.value(a) for a in e.args]
+            return _CHOICES[e.prim](args, numbers)
+        if prim.sympy is None or params:
+            raise _Unsupported(e.prim)
+        return np.vectorize(prim.sympy, otypes=[object])(*args) if any(np.ndim(a) for a in args) \
+            else prim.sympy(*args)
+
+
+def _as_object(value):
+    if isinstance(value, np.ndarray):
+        return value.astype(object)
+    return value
+
+
+def _select(mask, a, b):
+    return np.where(mask, a, b) if np.ndim(mask) or np.ndim(a) or np.ndim(b) else (a if mask else b)
+
+
+def _extreme(args, numbers, params, pick):
+    x, values = np.asarray(args[0], dtype=object), np.asarray(numbers[0])
+    axis, keepdims = params.get("axis"), params.get("keepdims", False)
+    if axis is None:
+        return np.ravel(x)[int(pick(values))]
+    if isinstance(axis, tuple):
+        raise _Unsupported("extreme over several axes")
+    chosen = np.take_along_axis(x, np.expand_dims(pick(values, axis=axis), axis), axis)
+    return chosen if keepdims else np.squeeze(chosen, axis=axis)
+
+
+_CHOICES = {  # which argument or element the numbers select
+    "maximum": lambda a, n: _select(np.asarray(n[0]) >= np.asarray(n[1]), a[0], a[1]),
+    "minimum": lambda a, n: _select(np.asarray(n[0]) <= np.asarray(n[1]), a[0], a[1]),
+    "abs": lambda a, n: _select(np.asarray(n[0]) >= 0, a[0], -np.asarray(a[0], dtype=object)),
+    "where": lambda a, n: _select(np.asarray(n[0], dtype=bool), a[1], a[2]),
+    "clip": lambda a, n: _select(np.asarray(n[0]) < np.asarray(n[1]), a[1],
+                                 _select(np.asarray(n[0]) > np.asarray(n[2]), a[2], a[0])),
+    "max": lambda a, n: a[n.index(max(n))],
+    "min": lambda a, n: a[n.index(min(n))],
+}
+
+_ARRAY_OPS = {  # NumPy on object arrays of sympy expressions
+    "add": lambda t, e, a, p: a[0] + a[1],
+    "sub": lambda t, e, a, p: a[0] - a[1],
+    "mul": lambda t, e, a, p: a[0] * a[1],
+    "div": lambda t, e, a, p: a[0] / a[1],
+    "pow": lambda t, e, a, p: a[0] ** a[1],
+    "neg": lambda t, e, a, p: -a[0],
+    "pos": lambda t, e, a, p: a[0],
+    "matmul": lambda t, e, a, p: np.dot(a[0], a[1]),
+    "outer": lambda t, e, a, p: np.outer(a[0], a[1]),
+    "inner": lambda t, e, a, p: np.inner(a[0], a[1]),
+    "sum": lambda t, e, a, p: np.sum(np.asarray(a[0], dtype=object), **p),
+    "mean": lambda t, e, a, p: np.mean(np.asarray(a[0], dtype=object), **p),
+    "prod": lambda t, e, a, p: np.prod(np.asarray(a[0], dtype=object), **p),
+    "cumsum": lambda t, e, a, p: np.cumsum(np.asarray(a[0], dtype=object), **p),
+    "amax": lambda t, e, a, p: _extreme(a, [t.value(e.args[0])], p, np.argmax),
+    "amin": lambda t, e, a, p: _extreme(a, [t.value(e.args[0])], p, np.argmin),
+    "norm": lambda t, e, a, p: sympy.sqrt(np.sum(np.asarray(a[0], dtype=object) ** 2)),
+    "sum_list": lambda t, e, a, p: np.sum(np.array(a, dtype=object)),
+    "T": lambda t, e, a, p: np.asarray(a[0], dtype=object).T,
+    "transpose": lambda t, e, a, p: np.transpose(a[0], p.get("axes")),
+    "reshape": lambda t, e, a, p: np.reshape(a[0], t.value(e.args[1])),
+    "expand_dims": lambda t, e, a, p: np.expand_dims(a[0], **p),
+    "squeeze": lambda t, e, a, p: np.squeeze(a[0], **p),
+    "ravel": lambda t, e, a, p: np.ravel(a[0]),
+    "flip": lambda t, e, a, p: np.flip(a[0], **p),
+    "concatenate": lambda t, e, a, p: np.concatenate([np.asarray(x, dtype=object) for x in a], **p),
+    "stack": lambda t, e, a, p: np.stack([np.asarray(x, dtype=object) for x in a], **p),
+    "array": lambda t, e, a, p: np.asarray(a[0], dtype=object),
+    "getitem": lambda t, e, a, p: _index_objects(t, e, a[0]),
+}
+
+
+def _index_objects(trace, e, x):
+    """x[index] on the object array, the index evaluated as the program evaluates it."""
+    index = eval(compile(ast.unparse(trace.emitter.index(dict(e.params)["index"], e.args[1:], as_value=True)),
+                         "<index>", "eval"), trace.env, trace.values)  # noqa: S307 - gradgen's own IR
+    return np.asarray(x, dtype=object)[index]
 
 
 class _Symbolic:

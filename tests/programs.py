@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -137,6 +138,18 @@ class _Builder:
     def value(self, e: Expr) -> float:
         """The value of `e` at the sample point, given the statements so far."""
         return float(eval(e.text, self.namespace, dict(self.env)))
+
+    def run(self, statement: str, scope: dict) -> None:
+        """Execute `statement` in `scope` (the variables), as the program would."""
+        exec(statement, self.namespace, scope)
+
+    def near_origin(self, args: list[Expr]) -> bool:
+        """Whether `hypot(*args)` is within 0.1 of its kink at the origin at the point."""
+        return math.hypot(*map(self.value, args)) < 0.1
+
+    def exponents(self) -> list[str]:
+        """Integer parameters that may serve as exponents (`x ** n`)."""
+        return self.int_params
 
     def fn(self, name: str) -> str:
         """The spelling of math function `name` under this program's import style."""
@@ -272,12 +285,13 @@ class _Builder:
         # hypot (n-ary in math): kinked only at the origin; keep the point well away from it.
         n_args = 3 if self.style != "numpy" and self.chance(0.3) else 2
         args = [self.small(depth) for _ in range(n_args)]
-        if math.hypot(*map(self.value, args)) < 0.1:
+        if self.near_origin(args):
             args[-1] = self.positive(depth)
         return self.call("hypot", args, 0.0, math.hypot(*(a.bound for a in args)))
 
     def gen_power(self, depth: int) -> Expr:
-        kind = self.choice(["int", "int", "const", "var", "call"] + ["param"] * 2 * bool(self.int_params))
+        exponents = self.exponents()
+        kind = self.choice(["int", "int", "const", "var", "call"] + ["param"] * 2 * bool(exponents))
         if kind == "int":  # any sign of base: 2, 3, or the floats 2.0, 3.0
             x = self.small(depth, limit=3.0)
             n = self.choice([2, 3, 2.0, 3.0])
@@ -285,7 +299,7 @@ class _Builder:
             return Expr(f"{wrap(x, POW)} ** {n!r}", lo, hi, POW)
         if kind == "param":  # an integer exponent from a parameter that is not differentiated
             x = self.small(depth, limit=2.0)
-            n = self.choice(self.int_params)
+            n = self.choice(exponents)
             bound = max(x.bound, x.bound**3)
             return Expr(f"{wrap(x, POW)} ** {n}", -bound, bound, POW)
         p = self.positive(depth, limit=3.0)
@@ -394,7 +408,7 @@ class _Builder:
 
     def statement(self, locals_pool) -> str:
         kind = self.choice(["assign", "assign", "assign", "aug", "tuple"])
-        depth = self.choice([1, 2, 2, 3])
+        depth = self.statement_depth()
         if kind == "aug":
             return self.augassign(depth)
         if kind == "tuple":
@@ -417,6 +431,9 @@ class _Builder:
                 self.bind(other, e, value)
                 return f"{name} = {other} = {e.text}"
         return f"{name} = {e.text}"
+
+    def statement_depth(self) -> int:
+        return self.choice([1, 2, 2, 3])
 
     def assignable(self) -> list[str]:
         return sorted(n for n in self.env if n not in self.readonly)
@@ -460,7 +477,7 @@ class _Builder:
                 new = Expr("", lo - e.hi, hi - e.lo)
         statement = f"{name} {op} {e.text}"
         scope = dict(self.env)
-        exec(statement, self.namespace, scope)
+        self.run(statement, scope)
         self.bind(name, new, float(scope[name]))
         return statement
 
@@ -534,3 +551,593 @@ def programs(draw, max_statements: int = 8, integer_param: bool = False) -> Prog
 def seeded_program(seed: int, max_statements: int = 8) -> Program:
     """The same kind of program from a seed, without hypothesis."""
     return build_program(SeededChoices(seed), max_statements)
+
+
+# ---- control flow -----------------------------------------------------------------------
+#
+# `control_programs()` adds statements around the straight-line ones: `if`/`elif`/`else` on
+# comparisons of active values, early `return` under an `if`, `for i in range(...)` (constant
+# bounds, or an int parameter `n` that is not differentiated), `while` loops on a counter
+# (`while k < 4:`, sometimes `and` an active comparison), nested loops, and `break` or
+# `continue` under a condition on the loop index. Two things keep every program correct input:
+#
+# * Loop bodies stay in their domains on every iteration. Before a loop, the variables its
+#   body carries from one iteration to the next are declared with an interval that holds on
+#   every iteration: an accumulator (`s += <bounded by B>`) widens by B per trip, a value
+#   overwritten each trip (`x = <fitted into its interval>`) and a product (`p *= <in
+#   [-1, 1]>`) keep theirs. Anything else the body assigns is a temporary, read only after
+#   it is assigned in the same iteration and forgotten after the loop. Kinks (`abs`, `min`,
+#   `max`, `hypot` near the origin) stay out of loops.
+# * The point stays KINK away from every comparison it evaluates. A comparison of active
+#   values is `x < y + shift` with a `shift` chosen after the statement is drawn: the
+#   statement runs instrumented at the point, and a shift is moved (or, failing that, set so
+#   the comparison is constant over the whole box) until every evaluation of every
+#   comparison, on every iteration, is at least KINK clear of its boundary.
+
+MAX_TRIPS = 6  # iterations of a loop with a constant bound
+MAX_N = 4  # the int parameter `n` (a loop bound only) takes values 0..MAX_N
+MAX_NEST = 2  # control statements inside control statements, at most this deep
+MAX_LOOPS = 2  # loops inside loops, at most this deep
+INDEX_NAMES = ("i", "j")  # for-loop indices by loop depth
+COUNTER_NAMES = ("k", "m")  # while-loop counters by loop depth
+PLACEHOLDER = re.compile("\x00(\\d+)\x00")  # a comparison operand whose shift is not final
+
+
+@dataclass
+class Site:
+    """An operand of a comparison, shifted so that it stays KINK away from `refs` (the operand
+    before it) wherever it is evaluated at the sample point."""
+
+    operand: Expr
+    refs: list[Expr]
+    shift: float = 0.0
+
+
+class _Return(Exception):
+    """An early `return` taken while a statement runs at the sample point."""
+
+
+class _ControlBuilder(_Builder):
+    """A `_Builder` that also draws `if`, `for` and `while` statements (see above)."""
+
+    def __init__(self, choices, style: str, point: dict[str, float]):
+        super().__init__(choices, style, point)
+        self.level = 0  # loops around the statement being drawn
+        self.owner = {p: 0 for p in point}  # the loop level each variable was first bound at
+        self.carried: dict[str, tuple[str, tuple[float, float]]] = {}  # name -> (kind, interval)
+        self.indices: list[str] = []  # loop indices and counters in scope
+        self.sites: list[Site] = []
+        self.returned = False  # an early return is taken at the point: the rest is not run
+        self.records: list[tuple[int, list[float]]] = []
+
+    # -- text with comparisons whose shift is chosen later -------------------------------
+
+    def render(self, text: str, instrumented: bool = False) -> str:
+        return PLACEHOLDER.sub(lambda m: self.site_text(int(m.group(1)), instrumented), text)
+
+    def site_text(self, k: int, instrumented: bool) -> str:
+        site = self.sites[k]
+        if instrumented:
+            refs = ", ".join(self.render(r.text, True) for r in site.refs)
+            return f"_site({k}, {self.render(site.operand.text, True)}, {site.shift!r}, {refs})"
+        operand = self.render(wrap(site.operand, ADD - 1))
+        if site.shift == 0:
+            return operand
+        return f"{operand} {'+' if site.shift > 0 else '-'} {abs(site.shift)!r}"
+
+    def value(self, e: Expr) -> float:
+        return float(eval(self.render(e.text), self.namespace, dict(self.env)))
+
+    def run(self, statement: str, scope: dict) -> None:
+        exec(self.render(statement), self.namespace, scope)
+
+    def execute(self, lines: list[str], env: dict, instrumented: bool) -> tuple[dict, bool]:
+        """Run `lines` from `env`: (the variables after, whether an early return was taken)."""
+        text = self.render("\n".join(lines), instrumented)
+        text = re.sub(r"^(\s*)return .*$", r"\1raise _Return()", text, flags=re.M)
+        self.records = []
+
+        def record(k, x, shift, *refs):
+            self.records.append((k, [x - r for r in refs]))
+            return x + shift
+
+        namespace = {**self.namespace, "_site": record, "_Return": _Return}
+        scope = dict(env)
+        try:
+            exec(text, namespace, scope)
+        except _Return:
+            return scope, True
+        return scope, False
+
+    def interval(self, e: Expr) -> tuple[float, float]:
+        m = PLACEHOLDER.fullmatch(e.text)
+        if m is None:
+            return e.lo, e.hi
+        site = self.sites[int(m.group(1))]
+        return site.operand.lo + site.shift, site.operand.hi + site.shift
+
+    def violations(self) -> list[int]:
+        return [k for k, raws in self.records
+                if any(abs(r + self.sites[k].shift) < KINK for r in raws)]
+
+    def clear_shift(self, k: int) -> float | None:
+        """The shift nearest the current one that clears every evaluation of site `k` seen."""
+        raws = [r for j, rs in self.records if j == k for r in rs]
+        current = self.sites[k].shift
+        steps = sorted(range(-40, 41), key=lambda m: (abs(m * 0.05 - current), -m))
+        for m in steps:
+            c = round(m * 0.05, 2)
+            if all(abs(r + c) >= 1.1 * KINK for r in raws):
+                return c
+        return None
+
+    def constant_shift(self, k: int) -> float:
+        """A shift that makes comparison `k` the same everywhere in the box."""
+        site = self.sites[k]
+        ref_lo = min(self.interval(r)[0] for r in site.refs)
+        ref_hi = max(self.interval(r)[1] for r in site.refs)
+        low, high = site.operand.lo - ref_hi, site.operand.hi - ref_lo  # bounds of the difference
+        up = round(math.ceil((0.5 - low) / 0.05) * 0.05, 2)
+        down = round(math.floor((-0.5 - high) / 0.05) * 0.05, 2)
+        current = site.shift
+        return up if abs(up - current) <= abs(down - current) else down
+
+    def repair(self, lines: list[str], env: dict) -> None:
+        """Move shifts until no comparison in `lines` runs within KINK of its boundary."""
+        tries: dict[int, int] = {}
+        for _ in range(60):
+            self.execute(lines, env, instrumented=True)
+            bad = self.violations()
+            if not bad:
+                return
+            k = bad[0]
+            tries[k] = tries.get(k, 0) + 1
+            shift = self.clear_shift(k) if tries[k] <= 3 else None
+            self.sites[k].shift = self.constant_shift(k) if shift is None else shift
+        # Give up moving: every comparison constant over the box, earlier sites first.
+        text = self.render("\n".join(lines), instrumented=True)
+        for k in sorted(set(int(k) for k in re.findall(r"_site\((\d+),", text))):
+            self.sites[k].shift = self.constant_shift(k)
+        self.execute(lines, env, instrumented=True)
+        assert not self.violations(), "a constant comparison came within KINK of its boundary"
+
+    # -- scope ---------------------------------------------------------------------------
+
+    def snapshot(self):
+        return dict(self.env), dict(self.box), list(self.recent), dict(self.owner)
+
+    def restore(self, state) -> None:
+        env, box, recent, owner = state
+        self.env, self.box, self.recent, self.owner = dict(env), dict(box), list(recent), dict(owner)
+
+    def merge(self, paths, pre) -> None:
+        """Scope after an `if`: the variables bound on every path, over the hull of intervals."""
+        names = set.intersection(*(set(box) for _, box, _, _ in paths))
+        env, _, recent, _ = paths[-1]
+        self.env = {n: env[n] for n in names}
+        self.box = {n: hull(*(b for _, box, _, _ in paths for b in box[n])) for n in names}
+        self.recent = [n for n in recent if n in names]
+        self.owner = {n: pre[3].get(n, self.level) for n in names}
+
+    def drop(self, name: str) -> None:
+        for table in (self.env, self.box, self.owner):
+            table.pop(name, None)
+        for seq in (self.recent, self.indices, self.int_params):
+            if name in seq:
+                seq.remove(name)
+        self.readonly.discard(name)
+
+    def bind(self, name: str, e: Expr, value: float) -> None:
+        if name not in self.box:
+            self.owner[name] = self.level
+        super().bind(name, e, value)
+        if name in self.carried:  # holds on every iteration, whatever this assignment gives
+            self.box[name] = self.carried[name][1]
+
+    def assignable(self) -> list[str]:
+        if self.level == 0:
+            return super().assignable()
+        return sorted(n for n in self.env if self.owner.get(n) == self.level and n not in self.readonly)
+
+    def fresh(self, pool) -> list[str]:
+        return [n for n in pool if n not in self.box]
+
+    # -- expressions inside loops ------------------------------------------------------
+
+    def var(self) -> Expr:
+        if self.indices and self.chance(0.1):
+            name = self.choice(self.indices)
+            lo, hi = self.box[name]
+            if self.chance(0.5):
+                return Expr(f"{name} + 1", lo + 1, hi + 1, ADD)
+            return Expr(name, lo, hi)
+        return super().var()
+
+    def exponents(self) -> list[str]:
+        return []  # `n` and the loop indices are bounds, not exponents
+
+    def near_origin(self, args: list[Expr]) -> bool:
+        return self.level > 0 or super().near_origin(args)
+
+    def gen_kink(self, depth: int) -> Expr:
+        if self.level > 0:  # the point's values change from one iteration to the next
+            return self.gen_unary(depth)
+        return super().gen_kink(depth)
+
+    def compare(self, depth: int, n_ops: int) -> str:
+        if self.level > 0:
+            return self.site_compare(depth, n_ops)
+        return super().compare(depth, n_ops)
+
+    def site_compare(self, depth: int, n_ops: int) -> str:
+        """`x < y + shift` (or a chain), each shift chosen when the statement is repaired."""
+        previous = self.small(depth)
+        text = wrap(previous, CMP)
+        for _ in range(n_ops):
+            operand = self.small(depth)
+            self.sites.append(Site(operand, [previous]))
+            previous = Expr(f"\x00{len(self.sites) - 1}\x00", operand.lo, operand.hi, ADD)
+            text += f" {self.choice(['<', '>', '<=', '>='])} {wrap(previous, CMP)}"
+        return text
+
+    def fit(self, e: Expr, lo: float, hi: float) -> Expr:
+        """`e`, or `e` squashed into [-1, 1], so that it lies in [lo, hi] (which holds [-1, 1])."""
+        if lo <= e.lo and e.hi <= hi:
+            return e
+        name = self.choice(["tanh", "sin", "erf"])
+        return self.call(name, [e], -1.0, 1.0)
+
+    def bounded(self, depth: int, bound: float) -> Expr:
+        """An expression with |value| <= bound everywhere in the box."""
+        e = self.expr(depth)
+        if e.bound <= bound:
+            return e
+        inner = self.fit(e, 0.0, 0.0)
+        if bound == 1.0:
+            return inner
+        return Expr(f"{bound!r} * {inner.text}", -bound, bound, MUL)
+
+    # -- statements ------------------------------------------------------------------------
+
+    def condition(self, depth: int) -> str:
+        """An `if` test: comparisons of active values, or (in loops) of the loop index."""
+        if self.indices and self.chance(0.25):
+            test = self.index_test()
+            if self.chance(0.3):
+                test = f"{test} and {self.site_compare(depth, 1)}"
+            return test
+        kind = self.choice(["compare", "compare", "compare", "chained", "and", "or", "not"])
+        if kind in ("and", "or"):
+            return f"{self.site_compare(depth, 1)} {kind} {self.site_compare(depth, 1)}"
+        if kind == "not":
+            return f"not {self.site_compare(depth, 1)}"
+        return self.site_compare(depth, 2 if kind == "chained" else 1)
+
+    def index_test(self) -> str:
+        name = self.choice(self.indices)
+        lo, hi = self.box[name]
+        c = self.integer(int(lo), int(hi))
+        form = self.choice(["==", "==", ">=", "<", ">", "odd", "even"])
+        if form == "odd":
+            return f"{name} % 2 == 1"
+        if form == "even":
+            return f"{name} % 2 == 0"
+        return f"{name} {form} {c}"
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.choices.integer(lo, hi)
+
+    def depth(self) -> int:
+        return self.choice([1, 1, 2])
+
+    def statement_depth(self) -> int:
+        return self.depth()
+
+    def block(self, n: int, nest: int) -> list[str]:
+        lines = []
+        for _ in range(n):
+            lines += self.any_statement(nest)
+        return lines
+
+    def any_statement(self, nest: int, kind: str | None = None) -> list[str]:
+        """One statement (several lines for a compound one) at the current loop level."""
+        if kind is None:
+            kinds = ["simple"] * 3
+            if nest < MAX_NEST:
+                kinds += ["if", "if"]
+                if self.level < MAX_LOOPS:
+                    kinds += ["for", "for", "while"]
+            kind = self.choice(kinds)
+        if self.level > 0:
+            return self.generate(kind, nest)
+        # Outside loops the point's values are known exactly: fix the shifts now, then move on
+        # with the values the statement leaves.
+        pre = dict(self.env)
+        lines = self.generate(kind, nest)
+        if not self.returned:
+            self.repair(lines, pre)
+        env, returned = self.execute(lines, pre, instrumented=False)
+        if returned:
+            self.returned = True
+        else:
+            self.env = {n: env[n] for n in self.box}
+        return lines
+
+    def generate(self, kind: str, nest: int) -> list[str]:
+        if kind == "if":
+            return self.if_statement(nest)
+        if kind == "return":
+            return self.early_return()
+        if kind in ("for", "while"):
+            return self.loop(kind, nest)
+        if self.level == 0:
+            return [self.statement(self.pool)]
+        return [self.loop_simple()]
+
+    def if_statement(self, nest: int) -> list[str]:
+        pre = self.snapshot()
+        n_tests = self.choice([1, 1, 1, 2, 3])
+        has_else = self.chance(0.6)
+        lines, paths = [], []
+        for t in range(n_tests):
+            self.restore(pre)
+            test = self.condition(self.choice([1, 1, 2]))
+            body = self.block(self.integer(1, 2), nest + 1)
+            paths.append(self.snapshot())
+            lines += [f"{'if' if t == 0 else 'elif'} {test}:"] + indent(body)
+        self.restore(pre)
+        if has_else:
+            body = self.block(self.integer(1, 2), nest + 1)
+            paths.append(self.snapshot())
+            lines += ["else:"] + indent(body)
+        else:
+            paths.append(pre)
+        self.merge(paths, pre)
+        return lines
+
+    def early_return(self) -> list[str]:
+        """`if <test>: ...; return ...`; the code after it runs on the other path."""
+        pre = self.snapshot()
+        test = self.condition(self.choice([1, 1, 2]))
+        body = self.block(self.integer(0, 2), MAX_NEST)
+        body.append(self.result())
+        self.restore(pre)
+        return [f"if {test}:"] + indent(body)
+
+    def loop_simple(self) -> str:
+        """An assignment in a loop body: to a temporary, or to a value the loop carries."""
+        over = [n for n, (kind, _) in self.carried.items() if kind == "over"]
+        scale = [n for n, (kind, _) in self.carried.items() if kind == "scale"]
+        kind = self.choice(["assign", "assign", "aug"] + ["over"] * 2 * bool(over) + ["scale"] * bool(scale))
+        depth = self.depth()
+        if kind == "aug" and self.assignable():
+            return self.augassign(depth)
+        if kind == "over":
+            name = self.choice(sorted(over))
+            e = self.fit(self.expr(depth, leaf_ok=False), *self.carried[name][1])
+        elif kind == "scale":
+            name = self.choice(sorted(scale))
+            factor = self.choice(["squash", "squash", "cos", "const"])
+            if factor == "const":
+                e = Expr(repr(self.choice([0.5, 0.9, -0.75])), -0.9, 0.9, UNARY)
+            elif factor == "cos":
+                e = self.call("cos", [self.expr(depth)], -1.0, 1.0)
+            else:
+                e = self.fit(self.expr(depth), 0.0, 0.0)
+            form = self.choice(["*=", "p * e", "e * p"])
+            statement = (f"{name} *= {e.text}" if form == "*=" else f"{name} = {name} * {wrap(e, MUL)}"
+                         if form == "p * e" else f"{name} = {wrap(e, MUL - 1)} * {name}")
+            scope = dict(self.env)
+            self.run(statement, scope)
+            self.bind(name, Expr(name, *self.box[name]), float(scope[name]))
+            return statement
+        else:
+            targets = self.fresh(self.pool) + self.assignable()
+            if not targets:
+                return self.augassign(depth) if self.assignable() else "pass"
+            name = self.choice(targets)
+            e = self.expr(depth, leaf_ok=False)
+        self.bind(name, e, self.value(e))
+        return f"{name} = {e.text}"
+
+    def loop(self, kind: str, nest: int) -> list[str]:
+        """A `for` or `while` loop, with the lines that initialise what it accumulates."""
+        level = self.level
+        lines = []
+        # The header: its bound on the number of trips, and the index (or counter) interval.
+        if kind == "for":
+            index = INDEX_NAMES[level]
+            header, first, index_box, trips = self.range_header()
+        else:
+            index = COUNTER_NAMES[level]
+            bound = "n" if "n" in self.env and self.chance(0.3) else str(self.integer(1, MAX_TRIPS))
+            trips = MAX_N if bound == "n" else int(bound)
+            first, index_box = 0, (0, trips)
+            lines.append(f"{index} = 0")
+        # What the body carries from one trip to the next.
+        candidates = [n for n in sorted(self.box) if self.owner.get(n) == level and n not in self.readonly
+                      and n not in self.carried]
+        declared = {}
+        for _ in range(self.choice([0, 1, 1, 2])):  # accumulators, new or existing
+            new = self.fresh(self.pool)
+            if new and (not candidates or self.chance(0.6)):
+                name = self.choice(new)
+                start = self.choice(["0.0", "0.0", "1.0", "expr"])
+                e = self.expr(self.depth()) if start == "expr" else Expr(start, float(start), float(start))
+                self.bind(name, e, self.value(e))
+                lines.append(f"{name} = {e.text}")
+            elif candidates:
+                name = self.choice(candidates)
+            else:
+                continue
+            if name in declared:
+                continue
+            if name in candidates:
+                candidates.remove(name)
+            step = self.choice([0.1, 0.25, 0.5, 1.0, 2.0])
+            lo, hi = self.box[name]
+            declared[name] = ("acc", (lo - trips * step, hi + trips * step), step)
+        for _ in range(self.choice([0, 1, 1, 2])):  # overwritten every trip
+            if candidates:
+                name = self.choice(candidates)
+                candidates.remove(name)
+                declared[name] = ("over", hull(*self.box[name], -1.0, 1.0), None)
+        if candidates and self.chance(0.25):  # multiplied every trip by a factor in [-1, 1]
+            name = self.choice(candidates)
+            size = max(abs(b) for b in self.box[name])
+            declared[name] = ("scale", (-size, size), None)
+        for name, (role, interval, _) in declared.items():
+            self.carried[name] = (role, interval)
+            self.box[name] = interval
+        if kind == "while":
+            test = f"{index} < {bound}"
+            active = [n for n in declared if declared[n][0] in ("acc", "over")]
+            if active and self.chance(0.4):  # the trip count also depends on active values
+                self.level += 1  # (the comparison is evaluated on every trip)
+                name = self.choice(active)
+                test += f" and {self.site_compare_with(Expr(name, *self.box[name]))}"
+                self.level -= 1
+            header = f"while {test}:"
+        # The body.
+        self.level += 1
+        self.env[index], self.box[index] = first, index_box
+        self.readonly.add(index)
+        self.int_params.append(index)
+        self.indices.append(index)
+        plan = [f"acc {n}" for n in declared if declared[n][0] == "acc"]
+        plan += ["statement"] * self.integer(1, 2 if level == 0 else 1)
+        increment_first = kind == "while" and self.chance(0.5)
+        if self.chance(0.3) and (kind == "for" or increment_first):
+            plan.append("jump")
+        order = []
+        while plan:
+            order.append(plan.pop(self.integer(0, len(plan) - 1)))
+        if kind == "while":
+            order.insert(0 if increment_first else len(order),  "increment")
+        body = []
+        for item in order:
+            if item == "increment":
+                body.append(self.choice([f"{index} += 1", f"{index} = {index} + 1"]))
+            elif item == "jump":
+                body += [f"if {self.index_test_of(index)}:", f"    {self.choice(['break', 'continue'])}"]
+            elif item.startswith("acc "):
+                name = item[4:]
+                body.append(self.accumulate(name, declared[name][2]))
+            else:
+                body += self.any_statement(nest + 1)
+        for name in [n for n in self.box if self.owner.get(n) == self.level]:
+            self.drop(name)  # the body's temporaries
+        self.drop(index)
+        self.level -= 1
+        for name, (_, interval, _) in declared.items():
+            del self.carried[name]
+            self.box[name] = interval
+            self.env[name] = self.env.get(name, 0.0)
+        lines += [header] + indent(body)
+        return lines
+
+    def index_test_of(self, index: str) -> str:
+        saved, self.indices = self.indices, [index]
+        try:
+            return self.index_test()
+        finally:
+            self.indices = saved
+
+    def site_compare_with(self, left: Expr) -> str:
+        operand = self.small(self.depth())
+        self.sites.append(Site(operand, [left]))
+        site = Expr(f"\x00{len(self.sites) - 1}\x00", operand.lo, operand.hi, ADD)
+        return f"{left.text} {self.choice(['<', '>', '<=', '>='])} {wrap(site, CMP)}"
+
+    def range_header(self):
+        """(`for` line, first index value, index interval, bound on the number of trips)."""
+        index = INDEX_NAMES[self.level]
+        outer = [i for i in self.indices if i in INDEX_NAMES]
+        form = self.choice(["k", "k", "k", "k0k1", "step", "n", "n1", "outer"])
+        if form in ("n", "n1") and "n" not in self.env or form == "outer" and not outer:
+            form = "k"
+        if form == "k":
+            k = self.integer(1, MAX_TRIPS)
+            return f"for {index} in range({k}):", 0, (0, k - 1), k
+        if form == "k0k1":
+            k0 = self.integer(0, 3)
+            k1 = self.integer(k0 + 1, k0 + MAX_TRIPS)
+            return f"for {index} in range({k0}, {k1}):", k0, (k0, k1 - 1), k1 - k0
+        if form == "step":
+            k = self.integer(2, 2 * MAX_TRIPS)
+            return f"for {index} in range(0, {k}, 2):", 0, (0, k - 1), (k + 1) // 2
+        if form == "n":
+            return f"for {index} in range(n):", 0, (0, MAX_N - 1), MAX_N
+        if form == "n1":
+            return f"for {index} in range(1, n + 1):", 1, (1, MAX_N), MAX_N
+        i = self.choice(outer)  # a bound computed from the outer index: range(i + 1)
+        lo, hi = self.box[i]
+        return f"for {index} in range({i} + 1):", 0, (0, hi), int(hi) + 1
+
+    def accumulate(self, name: str, step: float) -> str:
+        """One update of an accumulator by at most `step` in magnitude."""
+        e = self.bounded(self.depth(), step)
+        form = self.choice(["+=", "-=", "s + e", "s - e", "e + s"])
+        if form in ("+=", "-="):
+            statement = f"{name} {form} {e.text}"
+        elif form == "s + e":
+            statement = f"{name} = {name} + {wrap(e, ADD)}"
+        elif form == "s - e":
+            statement = f"{name} = {name} - {wrap(e, ADD)}"
+        else:
+            statement = f"{name} = {wrap(e, ADD - 1)} + {name}"
+        scope = dict(self.env)
+        self.run(statement, scope)
+        self.bind(name, Expr(name, *self.box[name]), float(scope[name]))
+        return statement
+
+
+def indent(lines: list[str]) -> list[str]:
+    return [f"    {line}" for line in lines]
+
+
+def build_control_program(choices, max_statements: int = 3) -> Program:
+    """A random program with `if`, `for` and `while` statements, and a point to check it at.
+
+    `f` takes 2-4 float parameters and sometimes an int `n` (a loop bound, never
+    differentiated; `wrt` then names float parameters only, or is None for gradgen's default).
+    """
+    params = list(PARAMS[: choices.integer(2, 4)])
+    point = {p: choices.coordinate() for p in params}
+    b = _ControlBuilder(choices, choices.choice(["math", "math", "numpy", "from"]), point)
+    b.pool = LOCALS + (TRICKY_LOCALS if choices.integer(0, 9) == 9 else ())
+    wrt = None
+    if choices.integer(0, 2) == 2:
+        point["n"] = b.env["n"] = choices.choice([0, 1, 2, 2, 3, 3, 4])
+        b.box["n"], b.owner["n"] = (0, MAX_N), 0
+        b.readonly.add("n")
+        b.int_params.append("n")
+        if choices.integer(0, 1):
+            wrt = tuple(p for p in params if choices.integer(0, 2) > 0) or (params[0],)
+        params.append("n")
+    constants = []
+    if choices.integer(0, 4) == 4:
+        k = choices.choice([0.5, 1.25, 2.0])
+        constants.append(f"K = {k!r}")
+        b.readonly.add("K")
+        b.env["K"], b.box["K"], b.owner["K"] = k, (k, k), 0
+    kinds = [choices.choice(["simple", "simple", "if", "if", "for", "for", "while", "return"])
+             for _ in range(choices.integer(1, max_statements))]
+    if all(k == "simple" for k in kinds):
+        kinds[choices.integer(0, len(kinds) - 1)] = choices.choice(["if", "for", "while"])
+    body = []
+    for kind in kinds:
+        body += b.any_statement(0, kind)
+    body.append(b.result())
+    body = [b.render(line) for line in body]
+    return Program(b.module(", ".join(params), constants, body), point, wrt)
+
+
+@st.composite
+def control_programs(draw, max_statements: int = 3) -> Program:
+    """Hypothesis strategy: a random program with control flow (see `build_control_program`)."""
+    return build_control_program(HypothesisChoices(draw), max_statements)
+
+
+def seeded_control_program(seed: int, max_statements: int = 3) -> Program:
+    return build_control_program(SeededChoices(seed), max_statements)

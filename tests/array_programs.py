@@ -1,0 +1,312 @@
+"""Hypothesis strategy for random NumPy array programs, as source text.
+
+`array_programs()` draws a module holding one `def f(a, b, *, X)`: `a` has shape (n, d), `b`
+one of (d,), (1, d), (n, 1), (n, d) or a float, and `X` (data, not differentiated) one of
+(n, d), (d, m), (m, n) or (d,), every axis 1..4 long. The body assigns 1-5 array
+expressions built from broadcasting arithmetic, elementwise functions, reductions with a
+random `axis`/`keepdims`, `@` between operands whose shapes fit, `.T`, `.reshape(-1)` and
+slices, and returns a number (`np.sum`, `np.mean` or a method form of either).
+
+Every program is correct input: each expression carries its exact shape (so broadcasting
+and `@` always fit) and a bound on its magnitude that holds for inputs in [-BOX, BOX]; only
+functions defined everywhere are used (`np.tanh`, `np.sin`, `np.cos`, `np.arctan`,
+`np.exp(np.tanh(x))`, `np.log1p(x * x)`, `np.sqrt(1 + x * x)`, `np.exp` of a bounded
+argument), divisors are at least 1, and anything whose bound passes LIMIT is squashed before
+reuse. Nothing has a kink, so central finite differences are reliable everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+BOX = 1.5  # inputs are drawn from [-BOX, BOX]
+LIMIT = 6.0  # an expression bounded by more than this is squashed before reuse
+LOCALS = ("u", "v", "w", "h", "z", "y", "t", "s")
+ATOM, POW, UNARY, MUL, ADD = 100, 14, 13, 12, 11
+
+
+@dataclass(frozen=True)
+class ArrayProgram:
+    """A generated module, its inputs, and how to rebuild them."""
+
+    source: str
+    point: dict
+    seed: int
+    shapes: dict
+
+    def __repr__(self) -> str:
+        lines = [f"ArrayProgram(seed={self.seed}, shapes={self.shapes!r}, source=", self.source,
+                 "inputs:"]
+        for name, value in self.point.items():
+            text = repr(value.tolist()) if isinstance(value, np.ndarray) else repr(value)
+            lines.append(f"  {name} = {'np.array(' + text + ')' if isinstance(value, np.ndarray) else text}")
+        return "\n".join(lines) + ")"
+
+
+@dataclass(frozen=True)
+class AExpr:
+    """Expression text, its shape, a bound on |every element|, and its precedence."""
+
+    text: str
+    shape: tuple
+    bound: float
+    prec: int = ATOM
+
+
+def wrap(e: AExpr, level: int) -> str:
+    return e.text if e.prec > level else f"({e.text})"
+
+
+def broadcast(s1: tuple, s2: tuple) -> tuple | None:
+    try:
+        return tuple(np.broadcast_shapes(s1, s2))
+    except ValueError:
+        return None
+
+
+class _ArrayBuilder:
+    def __init__(self, draw, shapes: dict):
+        self.draw = draw
+        self.scope = {name: (shape, BOX) for name, shape in shapes.items()}
+        self.recent: list[str] = []
+
+    def choice(self, options):
+        return self.draw(st.sampled_from(list(options)))
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.draw(st.integers(lo, hi))
+
+    def chance(self, p: float) -> bool:
+        return self.integer(0, 99) < p * 100
+
+    # -- leaves and squashing ------------------------------------------------------------
+
+    def var(self) -> AExpr:
+        if self.recent and self.chance(0.5):
+            name = self.choice(self.recent[-2:])
+        else:
+            name = self.choice(sorted(self.scope))
+        shape, bound = self.scope[name]
+        return AExpr(name, shape, bound)
+
+    def leaf(self) -> AExpr:
+        if self.chance(0.85):
+            return self.var()
+        c = self.choice([0.5, 2.0, 1.5, 3, 0.25])
+        return AExpr(repr(c), (), abs(c))
+
+    def squash(self, e: AExpr) -> AExpr:
+        name = self.choice(["tanh", "sin", "arctan"])
+        return AExpr(f"np.{name}({e.text})", e.shape, 1.0 if name != "arctan" else 1.6)
+
+    def small(self, depth: int, limit: float = LIMIT) -> AExpr:
+        e = self.expr(depth)
+        return self.squash(e) if e.bound > limit else e
+
+    # -- expressions ---------------------------------------------------------------------
+
+    def expr(self, depth: int) -> AExpr:
+        if depth <= 0 or self.chance(0.2):
+            return self.leaf()
+        kind = self.choice(["binary", "binary", "binary", "unary", "unary", "divide", "reduce",
+                            "matmul", "shape", "neg"])
+        e = getattr(self, f"gen_{kind}")(depth - 1)
+        return self.squash(e) if e.bound > LIMIT else e
+
+    def gen_binary(self, depth: int) -> AExpr:
+        x = self.small(depth)
+        for _ in range(3):  # an operand whose shape broadcasts with x's
+            y = self.small(depth)
+            shape = broadcast(x.shape, y.shape)
+            if shape is not None and len(shape) <= 2:
+                break
+        else:
+            y, shape = self.leaf_of_shape(x.shape), x.shape
+        op = self.choice(["+", "-", "*", "*"])
+        if op == "*":
+            return AExpr(f"{wrap(x, MUL - 1)} * {wrap(y, MUL)}", shape, x.bound * y.bound, MUL)
+        if op == "-" and x.text == y.text:
+            op = "+"
+        return AExpr(f"{wrap(x, ADD - 1)} {op} {wrap(y, ADD)}", shape, x.bound + y.bound, ADD)
+
+    def leaf_of_shape(self, shape: tuple) -> AExpr:
+        """A variable whose shape broadcasts into `shape`, or a constant."""
+        fits = [n for n in sorted(self.scope) if broadcast(self.scope[n][0], shape) == shape]
+        if fits and self.chance(0.7):
+            name = self.choice(fits)
+            return AExpr(name, *self.scope[name])
+        return AExpr("0.5", (), 0.5)
+
+    def gen_neg(self, depth: int) -> AExpr:
+        x = self.expr(depth)
+        return AExpr(f"-{wrap(x, UNARY - 1)}", x.shape, x.bound, UNARY)
+
+    def gen_unary(self, depth: int) -> AExpr:
+        kind = self.choice(["tanh", "sin", "cos", "arctan", "exp_tanh", "log1p_sq", "sqrt_1p",
+                            "exp", "square", "pow"])
+        x = self.small(depth, limit=2.0 if kind in ("exp", "square", "pow") else LIMIT)
+        t = x.text
+        if kind in ("tanh", "sin", "cos"):
+            return AExpr(f"np.{kind}({t})", x.shape, 1.0)
+        if kind == "arctan":
+            return AExpr(f"np.arctan({t})", x.shape, 1.6)
+        if kind == "exp_tanh":
+            return AExpr(f"np.exp(np.tanh({t}))", x.shape, 2.72)
+        if kind == "log1p_sq":
+            return AExpr(f"np.log1p({wrap(x, MUL)} * {wrap(x, MUL)})", x.shape,
+                         float(np.log1p(x.bound**2)))
+        if kind == "sqrt_1p":
+            return AExpr(f"np.sqrt(1 + {wrap(x, MUL)} * {wrap(x, MUL)})", x.shape,
+                         float(np.sqrt(1 + x.bound**2)))
+        if kind == "exp":
+            return AExpr(f"np.exp({t})", x.shape, float(np.exp(x.bound)))
+        if kind == "square":
+            return AExpr(f"np.square({t})" if self.chance(0.5) else f"{wrap(x, POW)} ** 2",
+                         x.shape, x.bound**2, ATOM)
+        n = self.choice([2, 3])
+        return AExpr(f"{wrap(x, POW)} ** {n}", x.shape, x.bound**n, POW)
+
+    def gen_divide(self, depth: int) -> AExpr:
+        """x / p with p >= 1 everywhere (and of a shape that broadcasts with x's)."""
+        x = self.small(depth)
+        y = self.small(depth)
+        if broadcast(x.shape, y.shape) is None or len(broadcast(x.shape, y.shape)) > 2:
+            y = self.leaf_of_shape(x.shape)
+        kind = self.choice(["1+yy", "exp_tanh", "sqrt", "2+sin", "cosh"])
+        if kind == "1+yy":
+            p = f"(1 + {wrap(y, MUL)} * {wrap(y, MUL)})"
+        elif kind == "exp_tanh":
+            p = f"np.exp(np.tanh({y.text}) + 1)"
+        elif kind == "sqrt":
+            p = f"np.sqrt(1 + {wrap(y, MUL)} * {wrap(y, MUL)})"
+        elif kind == "2+sin":
+            p = f"(2 + np.sin({y.text}))"
+        else:
+            p = f"np.cosh({self.squash(y).text})"
+        return AExpr(f"{wrap(x, MUL - 1)} / {p}", broadcast(x.shape, y.shape), x.bound, MUL)
+
+    def gen_reduce(self, depth: int) -> AExpr:
+        x = self.small(depth)
+        if not x.shape:
+            return x
+        ndim = len(x.shape)
+        axes = [None] + list(range(ndim)) + list(range(-ndim, 0)) + ([(0, 1)] if ndim == 2 else [])
+        axis = self.choice(axes)
+        keepdims = self.chance(0.4)
+        name = self.choice(["sum", "sum", "mean"])
+        reduced = range(ndim) if axis is None else [axis % ndim] if isinstance(axis, int) else axis
+        count = int(np.prod([x.shape[i] for i in reduced]))
+        if keepdims:
+            shape = tuple(1 if i in reduced else s for i, s in enumerate(x.shape))
+        else:
+            shape = tuple(s for i, s in enumerate(x.shape) if i not in reduced)
+        bound = x.bound * count if name == "sum" else x.bound
+        args = []
+        if axis is not None or self.chance(0.3):
+            args.append(f"axis={axis!r}")
+        if keepdims:
+            args.append("keepdims=True")
+        if self.chance(0.3):  # the method form
+            return AExpr(f"{wrap(x, POW)}.{name}({', '.join(args)})", shape, bound)
+        return AExpr(f"np.{name}({', '.join([x.text] + args)})", shape, bound)
+
+    def gen_matmul(self, depth: int) -> AExpr:
+        """x @ y for operands whose shapes fit: variables, or their transposes."""
+        x = self.small(depth)
+        if not x.shape:
+            return x
+        inner = x.shape[-1]
+        options = []
+        for name in sorted(self.scope):
+            shape, bound = self.scope[name]
+            if len(shape) >= 1 and shape[0] == inner:
+                options.append(AExpr(name, shape, bound))
+            if len(shape) == 2 and shape[1] == inner:
+                options.append(AExpr(f"{name}.T", shape[::-1], bound))
+        if not options:
+            return x
+        y = self.choice(options)
+        if self.chance(0.5):  # squash the second operand too
+            y = AExpr(f"np.tanh({y.text})", y.shape, 1.0)
+        shape = x.shape[:-1] + y.shape[1:]
+        if self.chance(0.3) and len(x.shape) == 2 and len(y.shape) == 2:
+            # the same product with the operands transposed: (y.T @ x.T).T
+            return AExpr(f"({wrap(y, POW)}.T @ {wrap(x, POW)}.T).T", shape, x.bound * y.bound * inner)
+        return AExpr(f"{wrap(x, MUL - 1)} @ {wrap(y, MUL)}", shape, x.bound * y.bound * inner, MUL)
+
+    def gen_shape(self, depth: int) -> AExpr:
+        """.T, .reshape(-1), x[1:], x[:, 0], x[:-1], x[..., None]."""
+        x = self.small(depth)
+        options = []
+        if len(x.shape) == 2:
+            options += ["T", "reshape", "column", "row"]
+        if len(x.shape) >= 1 and x.shape[0] >= 2:
+            options += ["tail", "head"]
+        if len(x.shape) == 1:
+            options += ["newaxis"]
+        if not options:
+            return x
+        kind = self.choice(options)
+        t = wrap(x, POW)
+        if kind == "T":
+            return AExpr(f"{t}.T", x.shape[::-1], x.bound)
+        if kind == "reshape":
+            return AExpr(f"{t}.reshape(-1)", (x.shape[0] * x.shape[1],), x.bound)
+        if kind == "column":
+            j = self.integer(0, x.shape[1] - 1)
+            return AExpr(f"{t}[:, {j}]", (x.shape[0],), x.bound)
+        if kind == "row":
+            i = self.integer(0, x.shape[0] - 1)
+            return AExpr(f"{t}[{i}]", x.shape[1:], x.bound)
+        if kind == "tail":
+            return AExpr(f"{t}[1:]", (x.shape[0] - 1,) + x.shape[1:], x.bound)
+        if kind == "head":
+            return AExpr(f"{t}[:-1]", (x.shape[0] - 1,) + x.shape[1:], x.bound)
+        return AExpr(f"{t}[:, None]", x.shape + (1,), x.bound)
+
+    # -- statements ----------------------------------------------------------------------
+
+    def statement(self) -> str:
+        e = self.expr(self.choice([1, 2, 2, 3]))
+        name = self.choice(LOCALS)
+        self.scope[name] = (e.shape, e.bound)
+        if name in self.recent:
+            self.recent.remove(name)
+        self.recent.append(name)
+        return f"{name} = {e.text}"
+
+    def result(self) -> str:
+        if self.recent and self.chance(0.6):
+            name = self.recent[-1]
+            e = AExpr(name, *self.scope[name])
+        else:
+            e = self.expr(self.choice([1, 2]))
+        if not e.shape and self.chance(0.5):
+            return f"return {e.text}"
+        form = self.choice(["np.sum", "np.sum", "np.mean", ".sum", ".mean"])
+        if form.startswith("."):
+            if not e.shape:
+                return f"return np{form}({e.text})"
+            return f"return {wrap(e, POW)}{form}()"
+        return f"return {form}({e.text})"
+
+
+@st.composite
+def array_programs(draw, max_statements: int = 5) -> ArrayProgram:
+    """Hypothesis strategy: a random array program and its inputs (see the module docstring)."""
+    n, d, m = (draw(st.integers(1, 4)) for _ in range(3))
+    b_shape = draw(st.sampled_from([(d,), (1, d), (n, 1), (n, d), ()]))
+    x_shape = draw(st.sampled_from([(n, d), (d, m), (m, n), (d,)]))
+    shapes = {"a": (n, d), "b": b_shape, "X": x_shape}
+    builder = _ArrayBuilder(draw, shapes)
+    body = [builder.statement() for _ in range(draw(st.integers(1, max_statements)))]
+    body.append(builder.result())
+    source = "import numpy as np\n\n\ndef f(a, b, *, X):\n" + "".join(f"    {line}\n" for line in body)
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    point = {name: rng.uniform(-BOX, BOX, shape) if shape else float(rng.uniform(-BOX, BOX))
+             for name, shape in shapes.items()}
+    return ArrayProgram(source, point, seed, shapes)
