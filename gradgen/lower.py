@@ -86,6 +86,7 @@ class Lowerer:
     def lower(self) -> Function:
         params = self._params(self.fnode)
         env = {p.name: Var(p.name) for p in params}
+        self.bound |= set(env)  # a parameter assigned inside an if overwrites its value
         scope = Scope(self.fnode, env, _assigned_names(self.fnode))
         sigmoid_ns = sigmoid_pattern(self.fnode, self.m)
         if sigmoid_ns is not None:  # the sigmoid itself: differentiate it as the primitive
