@@ -115,6 +115,7 @@ def _compile_function(module, fname, names, wrt, namer, emitter, sigmoid_name):
     grads = [_gradient(adjoints.get(p), p, arrays) for p in chosen]
     backward = adjoints.statements
     needed = simplify.names_read(backward) | {v.name for g in grads for v in variables(g)}
+    needed |= set(adjoints.targets.values())  # what the backward pass pops, the forward pass must push
     params = [p.name for p in fn.params]
     forward_grad = _with_saves(simplify.dead_code(fn.body, set(needed)), adjoints, params)
     forward_value = _with_saves(
