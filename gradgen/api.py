@@ -151,7 +151,7 @@ def _with_saves(stmts, adjoints, params):
     """The forward statements with each save the backward pass needs: `x_stack.append(x)`
     before an overwrite, and the lists (and not-yet-bound names) set up before the outermost
     statement that holds them."""
-    out, ready, bound = [], set(), set(params)
+    out, ready, bound, unbound = [], set(), set(params), []
     for stmt in stmts:
         if isinstance(stmt, (If, For, While)):
             saved = [s.target for s in walk([stmt]) if id(s) in adjoints.saved]
@@ -159,12 +159,15 @@ def _with_saves(stmts, adjoints, params):
                 if v not in ready:
                     out.append(Init(adjoints.stacks[v], "[]"))
                     ready.add(v)
-                if v not in bound:
-                    out.append(Init(v, "None"))  # its first save, in the first iteration, saves nothing
+                if v not in bound and v not in unbound:
+                    unbound.append(v)
             stmt = _insert_saves([stmt], adjoints)[0]
         out.append(stmt)
-        bound |= assigned([stmt])
-    return out
+        if isinstance(stmt, Assign):  # only a plain statement surely binds its name
+            bound.add(stmt.target)
+    # a name first bound inside a branch or a loop may be unbound when it is first saved:
+    # it starts as None, at the top, where it cannot hide a value yet
+    return [Init(v, "None") for v in unbound] + out
 
 
 def _insert_saves(stmts, adjoints):

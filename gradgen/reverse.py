@@ -52,6 +52,7 @@ def backward(fn, activity, namer, of, arrays=frozenset()) -> Backward:
 
     `arrays`: the values that may be NumPy arrays (see gradgen.shapes)."""
     rev = _Reverser(activity.active, namer, of, arrays)
+    rev.params = {p.name for p in fn.params}
     loop_temporaries(fn.body, {p.name for p in fn.params}, simplify.names_read([]) | _reads_of(fn.result),
                      rev.locals)
     if isinstance(fn.result, Var) and fn.result.name in activity.active:
@@ -233,16 +234,18 @@ class _Reverser:
         elif isinstance(current, Const):
             out = self.define(adj, simplify.mul(current, Call("ones_like", (like,), "numpy",
                                                               params=(("dtype", Spelled("float")),))))
-        elif adj not in self.owned:  # it may share memory: copy before writing into it
-            out = self.define(adj, Call("array", (current,), "numpy", params=(("dtype", Spelled("float")),)))
+        elif adj not in self.owned:  # it may share memory (or be a plain 0.0): a fresh array first
+            zeros = Call("zeros_like", (like,), "numpy", params=(("dtype", Spelled("float")),))
+            out = self.define(adj, Call("add", (current, zeros), "op"))
         self.state[name] = Var(adj)
         repeats = any(may_be_array(i, self.arrays) for i in index)
         write = IndexAdd(adj, layout, tuple(index), g, repeats)
         return out + ([If(guard, [write], [])] if guard is not None else [write])
 
     def zero(self, v):
-        """An exact zero of `v`'s kind: 0.0, or an array of zeros of its shape."""
-        return zero_like(v, self.arrays)
+        """An exact zero: an array of zeros for an array parameter (its gradient must have its
+        shape); 0.0 elsewhere, which broadcasts, and never reads a value that may be unbound."""
+        return zero_like(v, self.arrays) if v in self.params else Const(0.0)
 
     def cite(self, stmt, body):
         if body and stmt.source and f"line {stmt.line}: {stmt.source}" != self.cited:
@@ -297,9 +300,11 @@ class _Reverser:
             if isinstance(st, Var) and self.state.get(v) != st:
                 current = self.state.get(v)
                 body.append(Assign(st.name, as_float(current) if current is not None else self.zero(v)))
-        leftover = [v for v in local if self.state.get(v) is not None]
-        if leftover:
-            raise AssertionError(f"loop temporaries kept an adjoint: {leftover}")
+        if any(self.state.get(v) is not None for v in local):
+            # a temporary was read before its assignment after all: carry every adjoint instead
+            self.state = before
+            self.locals[id(stmt)] = set()
+            return self.loop(stmt)
         self.state = entry
         self.cited = None
         if not body:
