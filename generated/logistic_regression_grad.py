@@ -15,8 +15,22 @@ def unbroadcast(g, like):
     return np.sum(g, axis=axes, keepdims=True) if axes else g
 
 
+def matmul_shape(a, b):
+    """The shape of a @ b, from the shapes alone (vectors, matrices, stacks)."""
+    sa, sb = np.shape(a), np.shape(b)
+    a2 = sa if len(sa) > 1 else (1,) + sa
+    b2 = sb if len(sb) > 1 else sb + (1,)
+    shape = np.broadcast_shapes(a2[:-2], b2[:-2]) + (a2[-2], b2[-1])
+    if len(sb) == 1:
+        shape = shape[:-1]
+    if len(sa) == 1:
+        shape = shape[:-2] + shape[-1:] if len(sb) > 1 else shape[:-1]
+    return shape
+
+
 def matmul_grad_b(g, a, b):
     """Gradient of a @ b with respect to b, given g, the gradient of the product."""
+    g = unbroadcast(g, np.broadcast_to(0.0, matmul_shape(a, b)))
     if np.ndim(a) == 1 and np.ndim(b) == 1:
         return g * a
     if np.ndim(a) == 1:

@@ -16,7 +16,8 @@ from gradgen.primitives import TABLE
 _SCALAR_RESULTS = {"len", "shape", "ndim", "size", "max", "min", "norm", "float", "int", "round", "sum_list",
                    "inner"}
 _REDUCTIONS = {"sum", "mean", "prod", "amax", "amin"}
-_ARRAY_RESULTS = {"zeros", "ones", "eye", "arange", "linspace", "full", "stack", "concatenate", "outer"}
+_ARRAY_RESULTS = {"zeros", "ones", "eye", "arange", "linspace", "full", "stack", "concatenate", "outer",
+                  "expand_dims", "reshape", "broadcast_to", "cumsum"}  # arrays even of a number
 
 
 def array_values(fn, module) -> set:
@@ -67,7 +68,8 @@ def may_be_array(expr, arrays) -> bool:
         return False
     if expr.prim in _REDUCTIONS:
         params = dict(expr.params)
-        return params.get("axis") is not None and may_be_array(expr.args[0], arrays)
+        kept = params.get("axis") is not None or params.get("keepdims")
+        return bool(kept) and may_be_array(expr.args[0], arrays) or bool(params.get("keepdims"))
     if expr.prim in _ARRAY_RESULTS:
         return True
     return any(may_be_array(a, arrays) for a in expr.args)

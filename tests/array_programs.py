@@ -4,8 +4,11 @@
 one of (d,), (1, d), (n, 1), (n, d) or a float, and `X` (data, not differentiated) one of
 (n, d), (d, m), (m, n) or (d,), every axis 1..4 long. The body assigns 1-5 array
 expressions built from broadcasting arithmetic, elementwise functions, reductions with a
-random `axis`/`keepdims`, `@` between operands whose shapes fit, `.T`, `.reshape(-1)` and
-slices, and returns a number (`np.sum`, `np.mean` or a method form of either).
+random `axis`/`keepdims` (`np.sum`, `np.mean`, their method forms, `np.prod`, `np.cumsum`),
+`@`/`np.dot`/`np.matmul` between operands whose shapes fit, `np.outer`, `.T`,
+`np.transpose`, `.reshape(-1)`, slices and `[:, None]`, `np.expand_dims`, `np.concatenate`,
+`np.stack`, `np.sum` over a list and `np.linalg.norm`, and returns a number (`np.sum`,
+`np.mean` or a method form of either) that depends on both `a` and `b`.
 
 Every program is correct input: each expression carries its exact shape (so broadcasting
 and `@` always fit) and a bound on its magnitude that holds for inputs in [-BOX, BOX]; only
@@ -17,6 +20,7 @@ reuse. Nothing has a kink, so central finite differences are reliable everywhere
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,6 +76,11 @@ class _ArrayBuilder:
         self.draw = draw
         self.scope = {name: (shape, BOX) for name, shape in shapes.items()}
         self.recent: list[str] = []
+        self.deps = {"a": {"a"}, "b": {"b"}, "X": set()}  # differentiated parameters read
+
+    def depends(self, e: AExpr) -> set[str]:
+        names = re.findall(r"(?<![.\w])([A-Za-z_]\w*)", e.text)
+        return set().union(*(self.deps.get(n, set()) for n in names))
 
     def choice(self, options):
         return self.draw(st.sampled_from(list(options)))
@@ -85,10 +94,10 @@ class _ArrayBuilder:
     # -- leaves and squashing ------------------------------------------------------------
 
     def var(self) -> AExpr:
-        if self.recent and self.chance(0.5):
+        if self.recent and self.chance(0.4):
             name = self.choice(self.recent[-2:])
-        else:
-            name = self.choice(sorted(self.scope))
+        else:  # the parameters more often than other variables, the data less
+            name = self.choice(["a", "a", "b", "b", "X"] + sorted(set(self.scope) - {"a", "b", "X"}))
         shape, bound = self.scope[name]
         return AExpr(name, shape, bound)
 
@@ -112,7 +121,7 @@ class _ArrayBuilder:
         if depth <= 0 or self.chance(0.2):
             return self.leaf()
         kind = self.choice(["binary", "binary", "binary", "unary", "unary", "divide", "reduce",
-                            "matmul", "shape", "neg"])
+                            "matmul", "shape", "neg", "other"])
         e = getattr(self, f"gen_{kind}")(depth - 1)
         return self.squash(e) if e.bound > LIMIT else e
 
@@ -213,9 +222,9 @@ class _ArrayBuilder:
             return AExpr(f"{wrap(x, POW)}.{name}({', '.join(args)})", shape, bound)
         return AExpr(f"np.{name}({', '.join([x.text] + args)})", shape, bound)
 
-    def gen_matmul(self, depth: int) -> AExpr:
+    def gen_matmul(self, depth: int, x: AExpr | None = None, spelling: str = "@") -> AExpr:
         """x @ y for operands whose shapes fit: variables, or their transposes."""
-        x = self.small(depth)
+        x = self.small(depth) if x is None else x
         if not x.shape:
             return x
         inner = x.shape[-1]
@@ -232,6 +241,9 @@ class _ArrayBuilder:
         if self.chance(0.5):  # squash the second operand too
             y = AExpr(f"np.tanh({y.text})", y.shape, 1.0)
         shape = x.shape[:-1] + y.shape[1:]
+        bound = x.bound * y.bound * inner
+        if spelling == "dot":
+            return AExpr(f"np.{self.choice(['dot', 'matmul'])}({x.text}, {y.text})", shape, bound)
         if self.chance(0.3) and len(x.shape) == 2 and len(y.shape) == 2:
             # the same product with the operands transposed: (y.T @ x.T).T
             return AExpr(f"({wrap(y, POW)}.T @ {wrap(x, POW)}.T).T", shape, x.bound * y.bound * inner)
@@ -267,31 +279,96 @@ class _ArrayBuilder:
             return AExpr(f"{t}[:-1]", (x.shape[0] - 1,) + x.shape[1:], x.bound)
         return AExpr(f"{t}[:, None]", x.shape + (1,), x.bound)
 
+    def gen_other(self, depth: int) -> AExpr:
+        """np.dot, np.outer, np.concatenate, np.stack, np.expand_dims, np.transpose,
+        np.cumsum, np.prod, np.linalg.norm, np.sum over a list."""
+        x = self.small(depth)
+        kind = self.choice(["dot", "outer", "concatenate", "stack", "expand_dims", "transpose",
+                            "cumsum", "prod", "norm", "sum_list"])
+        if kind == "dot":
+            return self.gen_matmul(depth, x, spelling="dot")
+        if kind == "outer":
+            y = self.small(depth)
+            shape = (int(np.prod(x.shape)), int(np.prod(y.shape)))
+            return AExpr(f"np.outer({x.text}, {y.text})", shape, x.bound * y.bound)
+        if kind in ("concatenate", "stack", "sum_list") and x.shape:
+            others = [n for n in sorted(self.scope) if self.scope[n][0] == x.shape]
+            y = x
+            if others:
+                name = self.choice(others)
+                y = AExpr(name, *self.scope[name])
+            if kind == "concatenate":
+                axis = self.integer(0, len(x.shape) - 1)
+                shape = tuple(2 * s if i == axis else s for i, s in enumerate(x.shape))
+                return AExpr(f"np.concatenate([{x.text}, {y.text}], axis={axis})", shape,
+                             max(x.bound, y.bound))
+            if kind == "sum_list":
+                return AExpr(f"np.sum([{x.text}, {y.text}], axis=0)", x.shape, x.bound + y.bound)
+            if len(x.shape) == 1:
+                return AExpr(f"np.stack([{x.text}, {y.text}])", (2,) + x.shape, max(x.bound, y.bound))
+            return x
+        if kind == "expand_dims" and len(x.shape) <= 1:
+            axis = self.choice([0, -1])
+            shape = (1,) + x.shape if axis == 0 else x.shape + (1,)
+            return AExpr(f"np.expand_dims({x.text}, {axis})", shape, x.bound)
+        if kind == "transpose" and len(x.shape) == 2:
+            return AExpr(f"np.transpose({x.text})", x.shape[::-1], x.bound)
+        if kind == "cumsum" and x.shape:
+            axis = self.integer(0, len(x.shape) - 1)
+            return AExpr(f"np.cumsum({x.text}, axis={axis})", x.shape, x.bound * x.shape[axis])
+        if kind == "prod" and x.shape:
+            x = self.squash(x) if x.bound > 1.0 else x
+            axis = self.integer(0, len(x.shape) - 1)
+            shape = tuple(s for i, s in enumerate(x.shape) if i != axis)
+            return AExpr(f"np.prod({x.text}, axis={axis})", shape, x.bound ** x.shape[axis])
+        if kind == "norm":  # 2-norm (Frobenius for a matrix), of a vector kept away from 0
+            x = self.squash(x) if x.bound > 1.6 else x
+            return AExpr(f"np.linalg.norm({wrap(x, ADD)} + 2.0)", (),
+                         3.6 * float(np.sqrt(np.prod(x.shape) if x.shape else 1)))
+        return x
+
     # -- statements ----------------------------------------------------------------------
 
     def statement(self) -> str:
         e = self.expr(self.choice([1, 2, 2, 3]))
+        if e.prec == ATOM and e.text in self.scope or e.text.replace(".", "").isdigit():
+            e = self.gen_binary(1)  # not a plain copy of a variable or a constant
+            e = self.squash(e) if e.bound > LIMIT else e
         name = self.choice(LOCALS)
         self.scope[name] = (e.shape, e.bound)
+        self.deps[name] = self.depends(e)
         if name in self.recent:
             self.recent.remove(name)
         self.recent.append(name)
         return f"{name} = {e.text}"
 
     def result(self) -> str:
+        """`return` a number that depends on both `a` and `b`."""
         if self.recent and self.chance(0.6):
             name = self.recent[-1]
             e = AExpr(name, *self.scope[name])
         else:
             e = self.expr(self.choice([1, 2]))
+        text = self.total(e)
+        for missing in sorted({"a", "b"} - self.depends(e)):
+            using = [n for n in sorted(self.scope) if missing in self.deps[n]]
+            name = self.choice(using)
+            term = AExpr(name, *self.scope[name])
+            if term.bound > 2.0:
+                term = self.squash(term)
+            text += f" {self.choice(['+', '-'])} {self.total(term)}"
+        return f"return {text}"
+
+    def total(self, e: AExpr) -> str:
+        """A number from `e`: e itself if it is one, else its sum or mean."""
         if not e.shape and self.chance(0.5):
-            return f"return {e.text}"
+            return wrap(e, ADD)
         form = self.choice(["np.sum", "np.sum", "np.mean", ".sum", ".mean"])
         if form.startswith("."):
             if not e.shape:
-                return f"return np{form}({e.text})"
-            return f"return {wrap(e, POW)}{form}()"
-        return f"return {form}({e.text})"
+                return f"np{form}({e.text})"
+            return f"{wrap(e, POW)}{form}()"
+        return f"{form}({e.text})"
 
 
 @st.composite

@@ -1,4 +1,7 @@
-"""Hypothesis strategies for random straight-line scalar programs, as source text.
+"""Hypothesis strategies for random scalar programs, as source text.
+
+`control_programs()` (at the end of this file) adds `if`/`elif`/`else`, early returns, `for`
+and `while` loops, `break` and `continue` to the straight-line programs described here.
 
 `programs()` draws a module holding one `def f(a, b, ...)` (2-4 float parameters, 1-8
 statements, one returned value) over gradgen's scalar primitives, together with a sample
@@ -701,6 +704,21 @@ class _ControlBuilder(_Builder):
         self.execute(lines, env, instrumented=True)
         assert not self.violations(), "a constant comparison came within KINK of its boundary"
 
+    def verify(self, signature: str, constants: list[str], body: list[str], point: dict) -> None:
+        """Run the whole program instrumented at the point: every comparison it evaluates
+        must be KINK clear of its boundary (a check on this generator, not on gradgen)."""
+        lines = [*constants, f"def f({signature}):", *indent(body)]
+        self.records = []
+
+        def record(k, x, shift, *refs):
+            self.records.append((k, [x - r for r in refs]))
+            return x + shift
+
+        namespace = {**self.namespace, "_site": record}
+        exec(self.render("\n".join(lines), instrumented=True), namespace)
+        namespace["f"](**point)
+        assert not self.violations(), "the generator left a comparison within KINK of its boundary"
+
     # -- scope ---------------------------------------------------------------------------
 
     def snapshot(self):
@@ -1100,7 +1118,8 @@ def build_control_program(choices, max_statements: int = 3) -> Program:
     """A random program with `if`, `for` and `while` statements, and a point to check it at.
 
     `f` takes 2-4 float parameters and sometimes an int `n` (a loop bound, never
-    differentiated; `wrt` then names float parameters only, or is None for gradgen's default).
+    differentiated; `wrt` then names some or all of the float parameters; without `n` it is
+    None, gradgen's default).
     """
     params = list(PARAMS[: choices.integer(2, 4)])
     point = {p: choices.coordinate() for p in params}
@@ -1114,6 +1133,8 @@ def build_control_program(choices, max_statements: int = 3) -> Program:
         b.int_params.append("n")
         if choices.integer(0, 1):
             wrt = tuple(p for p in params if choices.integer(0, 2) > 0) or (params[0],)
+        else:
+            wrt = tuple(params)
         params.append("n")
     constants = []
     if choices.integer(0, 4) == 4:
@@ -1129,6 +1150,7 @@ def build_control_program(choices, max_statements: int = 3) -> Program:
     for kind in kinds:
         body += b.any_statement(0, kind)
     body.append(b.result())
+    b.verify(", ".join(params), constants, body, point)
     body = [b.render(line) for line in body]
     return Program(b.module(", ".join(params), constants, body), point, wrt)
 

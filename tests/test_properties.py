@@ -1,8 +1,11 @@
-"""Property-based tests: random straight-line programs, compiled and checked.
+"""Property-based tests: random programs, compiled and checked.
 
-The programs come from `tests/programs.py`: every one stays inside each primitive's domain
-over the whole parameter box and keeps the sample point away from kinks and ties, so any
-failure here is a bug in gradgen, not in the generator.
+The programs come from `tests/programs.py` (straight-line scalar programs, and programs with
+`if`/`elif`/`else`, early returns, `for` and `while` loops, `break` and `continue`) and
+`tests/array_programs.py` (NumPy programs on arrays of random broadcast-compatible shapes):
+every one stays inside each primitive's domain over the whole parameter box and keeps the
+sample point away from kinks, ties and branch boundaries, so any failure here is a bug in
+gradgen, not in the generator.
 """
 
 import math
@@ -11,11 +14,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, note, settings
+import numpy as np
+from hypothesis import HealthCheck, Phase, given, note, settings
 
+from array_programs import array_programs
 from gradgen import compile_source, load_module
 from gradgen.verify import check_source
-from programs import programs, seeded_program
+from programs import control_programs, programs, seeded_control_program, seeded_program
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -47,6 +52,8 @@ def check_program(program):
     if wrt is not None:
         assert [r.param for r in point.rows] == wrt
     assert set(r.param for r in point.rows) <= set(program.point)
+    # an int parameter (an exponent or a loop bound) is never differentiated by default
+    assert all(isinstance(program.point[r.param], float) for r in point.rows)
 
     original = {}
     exec(program.source, original)
@@ -81,20 +88,66 @@ def test_gradient_with_respect_to_some_parameters(program):
 
 
 @settings(max_examples=100, **SETTINGS)
-@given(programs())
+@given(programs() | control_programs())
 def test_compiling_twice_gives_the_same_bytes(program):
     first = compile_source(program.source, filename="prog.py").text
     second = compile_source(program.source, filename="prog.py").text
     assert first == second
 
 
+@settings(max_examples=200, report_multiple_bugs=False, **SETTINGS)
+@given(control_programs())
+def test_control_flow_gradient_matches_sympy_and_finite_differences(program):
+    """`if`/`elif`/`else` on active comparisons, early returns, bounded `for` and `while`
+    loops (nested, with `break`/`continue` on the index), accumulators and overwrites."""
+    check_program(program)
+
+
+# Re-checking one array example takes up to seconds (sympy differentiates small instances
+# element by element), so shrinking a failure took minutes: it is off unless GRADGEN_SHRINK
+# is set. The failing program is printed in full either way (`note`).
+ARRAY_PHASES = tuple(Phase) if os.environ.get("GRADGEN_SHRINK") else tuple(p for p in Phase if p != Phase.shrink)
+
+
+@settings(max_examples=100, report_multiple_bugs=False, phases=ARRAY_PHASES, **SETTINGS)
+@given(array_programs())
+def test_array_gradient_matches_finite_differences(program):
+    """Every row ok: sympy on small instances (1e-8) and central finite differences (1e-5)
+    along random directions and along every element; the gradient has each parameter's
+    shape and dtype float64; the value is the original's; the inputs are left unchanged."""
+    note(repr(program))
+    [report] = check_source(program.source, functions=["f"], at=program.point, n_points=1)
+    [point] = report.points
+    note(table(point))
+    assert report.wrt == ["a", "b"]  # X, after `*`, is data
+    assert math.isclose(point.value_generated, point.value_original, rel_tol=1e-12, abs_tol=1e-12)
+    assert {r.param.split(".")[0].split(" ")[0] for r in point.rows} == {"a", "b"}
+    for row in point.rows:
+        assert row.fd is not None and "kink" not in row.note, f"{row.param}: {row.note}"
+        assert abs(row.generated - row.fd) <= 1e-5 * max(abs(row.generated), abs(row.fd), 1e-3), row.param
+        if row.sympy is not None:
+            assert math.isclose(row.generated, row.sympy, rel_tol=1e-8, abs_tol=1e-10), row.param
+        assert row.ok, f"{row.param}: {row.note}"
+
+    inputs = {name: np.copy(x) for name, x in program.point.items()}
+    generated = load_module(compile_source(program.source).text, "property_array_generated")
+    _, grads = generated.f_value_and_grad(**inputs)
+    for name, grad, again in zip(["a", "b"], grads, generated.f_grad(**inputs)):
+        assert np.shape(grad) == np.shape(program.point[name]), name
+        assert np.asarray(grad).dtype == np.float64, name
+        np.testing.assert_array_equal(grad, again)
+    for name, x in program.point.items():
+        np.testing.assert_array_equal(inputs[name], x, err_msg=f"the gradient modified its input {name}")
+
+
 COMPILE_IN_CHILD = """
 import sys
 sys.path.insert(0, {tests!r})
 from gradgen import compile_source
-from programs import seeded_program
+from programs import seeded_control_program, seeded_program
 for seed in range({n}):
     sys.stdout.write(compile_source(seeded_program(seed).source, filename="prog.py").text)
+    sys.stdout.write(compile_source(seeded_control_program(seed).source, filename="prog.py").text)
 """
 
 
@@ -108,5 +161,7 @@ def test_output_does_not_depend_on_the_hash_seed():
         done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
                               capture_output=True, text=True, check=True)
         outputs.append(done.stdout)
-    expected = "".join(compile_source(seeded_program(s).source, filename="prog.py").text for s in range(n))
+    expected = "".join(compile_source(seeded_program(s).source, filename="prog.py").text
+                       + compile_source(seeded_control_program(s).source, filename="prog.py").text
+                       for s in range(n))
     assert outputs[0] == outputs[1] == expected
