@@ -8,6 +8,8 @@ file handling (read bytes, write atomically, never clobber a file gradgen did no
 
 from __future__ import annotations
 
+import ast
+
 import os
 import tempfile
 import types
@@ -76,14 +78,21 @@ def compile_source(source, filename="<string>", functions=None, wrt=None) -> Com
 def _select(module, functions):
     if not module.functions:
         raise CompileError("no functions found: gradgen compiles top-level 'def' functions", module.filename)
-    if not functions:
-        return list(module.functions)
+    if not functions:  # a helper that returns a tuple has no gradient of its own
+        scalar = [f for f, node in module.functions.items() if not _returns_tuples(node)]
+        return scalar or list(module.functions)
     for f in functions:
         if f not in module.functions:
             available = ", ".join(module.functions)
             raise CompileError(f"no function named '{f}' (from --function); the file defines: {available}",
                                module.filename)
     return list(dict.fromkeys(functions))
+
+
+def _returns_tuples(fnode):
+    """Every `return` of `fnode` returns a tuple (a helper whose call is unpacked)."""
+    returns = [n for n in ast.walk(fnode) if isinstance(n, ast.Return)]
+    return bool(returns) and all(isinstance(r.value, ast.Tuple) for r in returns)
 
 
 def _check_wrt(module, selected, wrt):

@@ -63,6 +63,7 @@ class Scope:
     locals: set  # names assigned somewhere in this body (Python's local-scope rule)
     helper: str | None = None  # name of the helper being inlined, None at top level
     result: str | None = None  # the variable every `return` assigns, when there are several
+    unpacked: int | None = None  # `a, b = helper(...)`: the helper returns a tuple of this many
 
 
 class Lowerer:
@@ -145,6 +146,9 @@ class Lowerer:
                        else f"function '{scope.node.name}' has no 'return' at its end")
             raise self.m.error(scope.node, message)
         returns = [n for s in stmts for n in ast.walk(s) if isinstance(n, ast.Return)]
+        if scope.unpacked is not None and len(returns) > 1:
+            raise self.m.error(returns[0], f"'{scope.node.name}' returns a tuple, so it needs exactly one "
+                                           "'return', at its end")
         if len(returns) == 1:
             for stmt in stmts[:-1]:
                 self._statement(scope, stmt)
@@ -177,6 +181,8 @@ class Lowerer:
     def _return(self, scope, stmt):
         if stmt.value is None:
             raise self.m.error(stmt, "'return' needs a value to differentiate")
+        if scope.unpacked is not None:
+            return self._tuple_return(scope, stmt.value), scope.node.name
         if isinstance(stmt.value, ast.Tuple):
             raise self.m.error(stmt.value, "gradgen differentiates functions that return one number")
         value = self.expr(scope, stmt.value)
@@ -190,6 +196,14 @@ class Lowerer:
         name = self.namer.define(scope.node.name)
         self._emit(name, value, stmt)
         return Var(name), scope.node.name
+
+    def _tuple_return(self, scope, node):
+        """`return a, b` of a helper whose call is unpacked: the tuple of its values."""
+        n = scope.unpacked
+        if not isinstance(node, ast.Tuple) or len(node.elts) != n:
+            raise self.m.error(node, f"'{scope.node.name}' must return a tuple of {n} values here, "
+                                     f"as its call is unpacked into {n} names")
+        return tuple(self.expr(scope, e) for e in node.elts)
 
     # ---- statements ------------------------------------------------------------------
     def _statement(self, scope, stmt):
@@ -234,6 +248,14 @@ class Lowerer:
             names = [t for t in target.elts]
             if not all(isinstance(t, ast.Name) for t in names):
                 raise self.m.error(target, "tuple unpacking needs plain names on the left")
+            helper = self._helper_node(scope, value)
+            if helper is not None:  # a, b = helper(...): the helper's returned tuple
+                values = self._inline(scope, value, helper, unpacked=len(names))
+                if self.depth > 0:
+                    values = self._before_clobbering(scope, [n.id for n in names], list(values), stmt)
+                for name, v in zip(names, values):
+                    self._bind(scope, name.id, v, stmt)
+                return
             if not isinstance(value, ast.Tuple):
                 whole = self.expr(scope, value)
                 if not (isinstance(whole, Call) and whole.prim == "shape"):
@@ -508,7 +530,7 @@ class Lowerer:
         func = node.func
         if isinstance(func, ast.Name) and func.id in self.m.classes:
             raise self.m.error(node, f"'{func.id}' is a class: gradgen differentiates plain functions only")
-        if isinstance(func, ast.Name) and func.id in self.m.functions and func.id not in scope.env:
+        if self._helper_node(scope, node) is not None:
             return self._inline(scope, node, self.m.functions[func.id])
         if isinstance(func, ast.Name) and func.id in self.m.not_constants:
             raise self.m.error(node, f"'{func.id}' {self.m.not_constants[func.id][1]}")
@@ -527,6 +549,14 @@ class Lowerer:
         if found is None:
             raise self.m.error(node, f"gradgen has no derivative rule for '{spelled}'")
         return self._primitive_call(scope, node, spelled, *found)
+
+    def _helper_node(self, scope, node):
+        """The same-file function `node` calls, if it is such a call."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            name = node.func.id
+            if name in self.m.functions and name not in scope.env:
+                return self.m.functions[name]
+        return None
 
     def _method_call(self, scope, node):
         """`x.sum(axis=0)`, `x.reshape(n, -1)`, `x.dot(w)`: the NumPy function, `x` first."""
@@ -606,13 +636,14 @@ class Lowerer:
             self.helpers["sigmoid"] = self.sigmoid_name
         return self._call(prim_name, args, ns, node, params)
 
-    def _inline(self, scope, node, hnode):
-        """A call to a same-file function: the sigmoid primitive, or the helper's body inlined."""
+    def _inline(self, scope, node, hnode, unpacked=None):
+        """A call to a same-file function: the sigmoid primitive, or the helper's body inlined
+        (`unpacked`: its call is unpacked into that many names; the result is then a tuple)."""
         if hnode.name in self.stack:
             raise self.m.error(node, f"recursive call to '{hnode.name}': gradgen cannot differentiate recursion")
         args = self._bind_arguments(scope, node, hnode)
         sigmoid_ns = sigmoid_pattern(hnode, self.m)
-        if sigmoid_ns is not None:
+        if sigmoid_ns is not None and unpacked is None:
             self.helpers["sigmoid"] = self.sigmoid_name
             return self._call("sigmoid", (args[hnode.args.args[0].arg],), sigmoid_ns, node)
         self._params(hnode)
@@ -624,7 +655,8 @@ class Lowerer:
                 value = Var(ssa)
             env[name] = value
         self.stack.append(hnode.name)
-        result, _ = self._body(Scope(hnode, env, _assigned_names(hnode), hnode.name), hnode.body)
+        inner = Scope(hnode, env, _assigned_names(hnode), hnode.name, unpacked=unpacked)
+        result, _ = self._body(inner, hnode.body)
         self.stack.pop()
         return result
 

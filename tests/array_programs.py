@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
+from programs import HypothesisChoices, SeededChoices
+
 BOX = 1.5  # inputs are drawn from [-BOX, BOX]
 LIMIT = 6.0  # an expression bounded by more than this is squashed before reuse
 LOCALS = ("u", "v", "w", "h", "z", "y", "t", "s")
@@ -72,8 +74,8 @@ def broadcast(s1: tuple, s2: tuple) -> tuple | None:
 
 
 class _ArrayBuilder:
-    def __init__(self, draw, shapes: dict):
-        self.draw = draw
+    def __init__(self, choices, shapes: dict):
+        self.choices = choices
         self.scope = {name: (shape, BOX) for name, shape in shapes.items()}
         self.recent: list[str] = []
         self.deps = {"a": {"a"}, "b": {"b"}, "X": set()}  # differentiated parameters read
@@ -83,10 +85,10 @@ class _ArrayBuilder:
         return set().union(*(self.deps.get(n, set()) for n in names))
 
     def choice(self, options):
-        return self.draw(st.sampled_from(list(options)))
+        return self.choices.choice(list(options))
 
     def integer(self, lo: int, hi: int) -> int:
-        return self.draw(st.integers(lo, hi))
+        return self.choices.integer(lo, hi)
 
     def chance(self, p: float) -> bool:
         return self.integer(0, 99) < p * 100
@@ -371,19 +373,30 @@ class _ArrayBuilder:
         return f"{form}({e.text})"
 
 
-@st.composite
-def array_programs(draw, max_statements: int = 5) -> ArrayProgram:
-    """Hypothesis strategy: a random array program and its inputs (see the module docstring)."""
-    n, d, m = (draw(st.integers(1, 4)) for _ in range(3))
-    b_shape = draw(st.sampled_from([(d,), (1, d), (n, 1), (n, d), ()]))
-    x_shape = draw(st.sampled_from([(n, d), (d, m), (m, n), (d,)]))
+def build_array_program(choices, max_statements: int = 5) -> ArrayProgram:
+    """A random array program and its inputs (see the module docstring), from `choices`
+    (`HypothesisChoices` or `SeededChoices` of `programs.py`)."""
+    n, d, m = (choices.integer(1, 4) for _ in range(3))
+    b_shape = choices.choice([(d,), (1, d), (n, 1), (n, d), ()])
+    x_shape = choices.choice([(n, d), (d, m), (m, n), (d,)])
     shapes = {"a": (n, d), "b": b_shape, "X": x_shape}
-    builder = _ArrayBuilder(draw, shapes)
-    body = [builder.statement() for _ in range(draw(st.integers(1, max_statements)))]
+    builder = _ArrayBuilder(choices, shapes)
+    body = [builder.statement() for _ in range(choices.integer(1, max_statements))]
     body.append(builder.result())
     source = "import numpy as np\n\n\ndef f(a, b, *, X):\n" + "".join(f"    {line}\n" for line in body)
-    seed = draw(st.integers(0, 2**32 - 1))
+    seed = choices.integer(0, 2**32 - 1)
     rng = np.random.default_rng(seed)
     point = {name: rng.uniform(-BOX, BOX, shape) if shape else float(rng.uniform(-BOX, BOX))
              for name, shape in shapes.items()}
     return ArrayProgram(source, point, seed, shapes)
+
+
+@st.composite
+def array_programs(draw, max_statements: int = 5) -> ArrayProgram:
+    """Hypothesis strategy: a random array program and its inputs (see `build_array_program`)."""
+    return build_array_program(HypothesisChoices(draw), max_statements)
+
+
+def seeded_array_program(seed: int, max_statements: int = 5) -> ArrayProgram:
+    """The same kind of program from a seed, without hypothesis."""
+    return build_array_program(SeededChoices(seed), max_statements)

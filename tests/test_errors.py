@@ -119,6 +119,16 @@ CASES = [
      "--wrt\n        return x[k]\n               ^"),
     ("a sequence used as a number", "C = (1.0, 2.0)\ndef f(x):\n    return x * C\n", {},
      "bad.py:3:16: 'C' is a sequence: only a loop may run over it\n        return x * C\n                   ^"),
+    ("tuple helper, two returns", "def h(x):\n    if x > 0:\n        return x, x\n    return x, 2 * x\n\n"
+     "def f(x):\n    a, b = h(x)\n    return a * b\n", {},
+     "bad.py:3:9: 'h' returns a tuple, so it needs exactly one 'return', at its end\n            return x, x\n"
+     "            ^"),
+    ("tuple helper, wrong length", "def h(x):\n    return x, x, x\n\ndef f(x):\n    a, b = h(x)\n    return a * b\n",
+     {}, "bad.py:2:12: 'h' must return a tuple of 2 values here, as its call is unpacked into 2 names\n"
+     "        return x, x, x\n               ^"),
+    ("unpacking a number", "def h(x):\n    return x\n\ndef f(x):\n    a, b = h(x)\n    return a * b\n", {},
+     "bad.py:2:12: 'h' must return a tuple of 2 values here, as its call is unpacked into 2 names\n"
+     "        return x\n               ^"),
 ]
 
 
