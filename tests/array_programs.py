@@ -260,11 +260,26 @@ class _ArrayBuilder:
         if len(x.shape) >= 1 and x.shape[0] >= 2:
             options += ["tail", "head"]
         if len(x.shape) == 1:
-            options += ["newaxis"]
+            options += ["newaxis", "broadcast_to"]
+        if 1 in x.shape:
+            options += ["squeeze"]
+        if x.shape:
+            options += ["ravel", "flip"]
         if not options:
             return x
         kind = self.choice(options)
         t = wrap(x, POW)
+        if kind == "squeeze":
+            return AExpr(f"np.squeeze({x.text})", tuple(s for s in x.shape if s != 1), x.bound)
+        if kind == "ravel":
+            text = f"{t}.ravel()" if self.chance(0.5) else f"np.ravel({x.text})"
+            return AExpr(text, (int(np.prod(x.shape)),), x.bound)
+        if kind == "flip":
+            axis = self.integer(0, len(x.shape) - 1)
+            return AExpr(f"np.flip({x.text}, axis={axis})", x.shape, x.bound)
+        if kind == "broadcast_to":
+            rows = self.integer(1, 3)
+            return AExpr(f"np.broadcast_to({x.text}, ({rows}, {x.shape[0]}))", (rows,) + x.shape, x.bound)
         if kind == "T":
             return AExpr(f"{t}.T", x.shape[::-1], x.bound)
         if kind == "reshape":
@@ -286,7 +301,18 @@ class _ArrayBuilder:
         np.cumsum, np.prod, np.linalg.norm, np.sum over a list."""
         x = self.small(depth)
         kind = self.choice(["dot", "outer", "concatenate", "stack", "expand_dims", "transpose",
-                            "cumsum", "prod", "norm", "sum_list"])
+                            "cumsum", "prod", "norm", "sum_list", "inner", "count"])
+        if kind == "inner" and len(x.shape) == 1:  # np.inner of two vectors of the same length
+            same = [n for n in sorted(self.scope) if self.scope[n][0] == x.shape]
+            y = x
+            if same:
+                name = self.choice(same)
+                y = AExpr(name, *self.scope[name])
+            return AExpr(f"np.inner({x.text}, {y.text})", (), x.bound * y.bound * x.shape[0])
+        if kind == "count" and x.shape:  # divided by a count read from a shape: len(x), x.shape[0], x.size
+            count = self.choice([(f"len({x.text})", x.shape[0]), (f"{wrap(x, POW)}.shape[0]", x.shape[0]),
+                                 (f"{wrap(x, POW)}.size", int(np.prod(x.shape)))])
+            return AExpr(f"{wrap(x, MUL - 1)} / {count[0]}", x.shape, x.bound / count[1], MUL)
         if kind == "dot":
             return self.gen_matmul(depth, x, spelling="dot")
         if kind == "outer":

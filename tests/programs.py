@@ -129,6 +129,7 @@ class _Builder:
         self.readonly: set[str] = set()  # module constants and integer parameters
         self.int_params: list[str] = []  # integer parameters, used only as exponents
         self.recent: list[str] = []  # assigned names, latest last
+        self.sigmoid = False  # the program calls a same-file `sigmoid` helper
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -196,7 +197,7 @@ class _Builder:
         if depth <= 0 or (leaf_ok and self.chance(0.25)):
             return self.var() if self.chance(0.9) else self.const()
         kind = self.choice(["arith", "arith", "arith", "unary", "unary", "guarded",
-                            "guarded", "power", "kink", "ifexp", "neg"])
+                            "guarded", "power", "kink", "ifexp", "neg", "step"])
         e = getattr(self, f"gen_{kind}")(depth - 1)
         return self.squash(e) if e.bound > LIMIT else e
 
@@ -220,6 +221,8 @@ class _Builder:
         if op == "/":
             p = self.positive(depth)
             lo, hi = hull(x.lo / p.lo, x.lo / p.hi, x.hi / p.lo, x.hi / p.hi)
+            if self.style == "numpy" and self.chance(0.2):
+                return Expr(f"{wrap(x, MUL - 1)} * np.reciprocal({p.text})", lo, hi, MUL)
             return Expr(f"{wrap(x, MUL - 1)} / {wrap(p, MUL)}", lo, hi, MUL)
         y = self.small(depth)
         if op == "-" and y.text == x.text:
@@ -239,7 +242,12 @@ class _Builder:
 
     def gen_unary(self, depth: int) -> Expr:
         """Functions defined everywhere; the growing ones get a small argument."""
-        name = self.choice(["sin", "cos", "atan", "tanh", "erf", "exp", "sinh", "cosh", "expm1"])
+        name = self.choice(["sin", "cos", "atan", "tanh", "erf", "exp", "sinh", "cosh", "expm1", "sigmoid"])
+        if name == "sigmoid":  # a same-file helper that gradgen recognises as the primitive
+            x = self.expr(depth)
+            self.sigmoid = True
+            self.namespace["sigmoid"] = lambda z: 1 / (1 + math.exp(-z))
+            return Expr(f"sigmoid({x.text})", 1 / (1 + math.exp(-x.lo)), 1 / (1 + math.exp(-x.hi)))
         if name in ("exp", "sinh", "cosh", "expm1"):
             x = self.small(depth, limit=3.0)
         else:
@@ -299,6 +307,8 @@ class _Builder:
             x = self.small(depth, limit=3.0)
             n = self.choice([2, 3, 2.0, 3.0])
             lo, hi = (x.lo**3, x.hi**3) if n == 3 else self.square(x)
+            if self.style == "numpy" and n == 2 and self.chance(0.3):
+                return Expr(f"np.square({x.text})", lo, hi)
             return Expr(f"{wrap(x, POW)} ** {n!r}", lo, hi, POW)
         if kind == "param":  # an integer exponent from a parameter that is not differentiated
             x = self.small(depth, limit=2.0)
@@ -326,7 +336,17 @@ class _Builder:
 
     def gen_kink(self, depth: int) -> Expr:
         """abs, fabs, min and max, with the point at least KINK away from the kink."""
-        name = self.choice(["abs", "abs", "fabs", "min", "max", "min", "max"])
+        name = self.choice(["abs", "abs", "fabs", "min", "max", "min", "max", "clip"])
+        if name == "clip" and self.style == "numpy":  # np.clip, the point KINK inside or outside its bounds
+            x = self.small(depth)
+            lo = self.shifted(Expr(repr(self.choice([-1.0, -0.5, 0.0])), 0, 0), self.value(x))
+            hi = self.shifted(Expr(repr(self.choice([0.5, 1.0, 2.0])), 0, 0), self.value(x))
+            lo_v, hi_v = self.value(lo), self.value(hi)
+            if lo_v > hi_v:
+                lo, hi, lo_v, hi_v = hi, lo, hi_v, lo_v
+            return Expr(f"np.clip({x.text}, {lo.text}, {hi.text})", lo_v, hi_v)
+        if name == "clip":
+            name = "abs"
         if name in ("abs", "fabs"):
             x = self.shifted(self.expr(depth), 0.0)
             low = 0.0 if x.lo <= 0 <= x.hi else min(abs(x.lo), abs(x.hi))
@@ -335,9 +355,48 @@ class _Builder:
         for i in range(1, len(args)):
             for earlier in args[:i] * 2:  # twice: a shift may land near another argument
                 args[i] = self.shifted(args[i], self.value(earlier))
+        if self.style == "numpy" and len(args) == 2 and self.chance(0.5):
+            name = "np.maximum" if name == "max" else "np.minimum"
+            lo = min(args[0].lo, args[1].lo) if name == "np.minimum" else max(args[0].lo, args[1].lo)
+            hi = min(args[0].hi, args[1].hi) if name == "np.minimum" else max(args[0].hi, args[1].hi)
+            return Expr(f"{name}({args[0].text}, {args[1].text})", lo, hi)
         if name == "min":
             return self.call("min", args, min(a.lo for a in args), min(a.hi for a in args))
         return self.call("max", args, max(a.lo for a in args), max(a.hi for a in args))
+
+    def gen_step(self, depth: int) -> Expr:
+        """Piecewise constant functions (zero gradient) and `float`, their argument at least
+        KINK away from every jump at the point: floor, ceil, trunc, round, `//`, np.sign."""
+        name = self.choice(["floor", "ceil", "trunc", "round", "floordiv", "sign", "float"])
+        x = self.small(depth)
+        if name == "float":
+            return Expr(f"float({x.text})", x.lo, x.hi)
+        if name == "sign" and self.style != "numpy":
+            name = "floor"
+        period, offset = {"round": (1.0, 0.5), "sign": (math.inf, 0.0)}.get(name, (1.0, 0.0))
+        divisor = self.choice([0.5, 2.0, 1.0]) if name == "floordiv" else 1.0
+        period *= divisor
+        if self.jump_distance(self.value(x), period, offset) < KINK:
+            half = 0.75 if period == math.inf else period / 2
+            x = Expr(f"{wrap(x, ADD - 1)} + {half!r}", x.lo + half, x.hi + half, ADD)
+            if self.jump_distance(self.value(x), period, offset) < KINK:
+                return x
+        lo, hi = math.floor(x.lo / divisor) - 1, math.ceil(x.hi / divisor) + 1
+        if name == "floordiv":
+            return Expr(f"{wrap(x, MUL - 1)} // {divisor!r}", lo, hi, MUL)
+        if name == "round":
+            spelled = "np.round" if self.style == "numpy" else "round"
+            return Expr(f"{spelled}({x.text})", lo, hi)
+        if name == "sign":
+            return Expr(f"np.sign({x.text})", -1.0, 1.0)
+        return self.call(name, [x], lo, hi)
+
+    @staticmethod
+    def jump_distance(value: float, period: float, offset: float) -> float:
+        if period == math.inf:
+            return abs(value - offset)
+        r = (value - offset) % period
+        return min(r, period - r)
 
     def shifted(self, x: Expr, other: float) -> Expr:
         """`x`, or `x + 0.75` if `x` is within KINK of `other` at the point."""
@@ -355,6 +414,9 @@ class _Builder:
         else:
             test = self.compare(depth, 2 if kind == "chained" else 1)
         then, orelse = self.expr(depth), self.expr(depth)
+        if self.style == "numpy" and kind in ("compare", "chained") and self.chance(0.4):
+            return Expr(f"np.where({test}, {then.text}, {orelse.text})", min(then.lo, orelse.lo),
+                        max(then.hi, orelse.hi))
         text = f"{wrap(then, IFEXP)} if {test} else {wrap(orelse, IFEXP)}"
         return Expr(text, min(then.lo, orelse.lo), max(then.hi, orelse.hi), IFEXP)
 
@@ -485,7 +547,8 @@ class _Builder:
         return statement
 
     def module(self, signature, constants, body) -> str:
-        """The whole module: imports, constants, then `def f`."""
+        """The whole module: imports, constants, the sigmoid helper if used, then `def f`."""
+        sigmoid = ["", "", "def sigmoid(z):", f"    return 1 / (1 + {self.fn('exp')}(-z))"] if self.sigmoid else []
         lines = []
         if self.style == "from" and self.imported:
             lines.append(f"from math import {', '.join(sorted(self.imported))}")
@@ -495,6 +558,7 @@ class _Builder:
             lines.append("import numpy as np")
         if constants:
             lines += [""] + constants
+        lines += sigmoid
         lines += ["", "", f"def f({signature}):"]
         lines += [f"    {line}" for line in body]
         return "\n".join(lines).lstrip("\n") + "\n"
@@ -781,6 +845,11 @@ class _ControlBuilder(_Builder):
         if self.level > 0:  # the point's values change from one iteration to the next
             return self.gen_unary(depth)
         return super().gen_kink(depth)
+
+    def gen_step(self, depth: int) -> Expr:
+        if self.level > 0:
+            return self.gen_unary(depth)
+        return super().gen_step(depth)
 
     def compare(self, depth: int, n_ops: int) -> str:
         if self.level > 0:

@@ -1,0 +1,455 @@
+"""The fuzzer: random programs over the whole supported subset, compiled and checked.
+
+    python -m tests.fuzz --programs 20000 --seed 1 [--jobs 2] [--out fuzz-failures]
+
+Program `i` of seed `S` is always the same program. It is one of:
+
+* `straight`: a straight-line scalar program over every scalar primitive, with
+  reassignment, augmented assignment and conditional expressions (`programs.py`);
+* `wrt`: the same with an int parameter and a subset of the parameters as `wrt`;
+* `control`: `if`/`elif`/`else`, early returns, bounded `for` and `while` loops with `break`
+  and `continue` (`programs.py`);
+* `array`: NumPy programs with broadcasting, reductions, matmul and slicing
+  (`array_programs.py`);
+
+and most scalar programs are then rewritten, keeping their meaning exactly, to use helpers,
+helpers returning tuples and tuple unpacking (`rewrite.py`). Every program stays inside each
+primitive's domain and away from kinks and branch boundaries at its point, so a mismatch is
+always a bug in gradgen.
+
+Each program is compiled (every top-level function), imported, and its gradient compared
+with sympy (scalar programs; 1e-8) and central finite differences (always; 1e-5), and its
+value with the original function's (1e-12). A *mismatch* is any disagreement; an *internal
+error* is any exception, including a CompileError (every program is inside the subset).
+Each failure is shrunk (statements removed, branches and loops flattened while it still
+fails the same way) and saved to `--out` as a reproducer: a module whose defaults (or
+`inputs_f()`) are the failing point, ready for `gradgen check` and the regression corpus.
+The run ends with one line: `N programs, M mismatches, K internal errors`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import math
+import multiprocessing
+import os
+import random
+import sys
+import time
+import traceback
+import warnings
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+if str(TESTS) not in sys.path:  # `python -m tests.fuzz`: the generators import each other by name
+    sys.path.insert(0, str(TESTS))
+
+import numpy as np  # noqa: E402
+
+import conftest  # noqa: E402,F401  (the SciPy stand-in, where SciPy is missing)
+from array_programs import seeded_array_program  # noqa: E402
+from gradgen import CompileError, compile_source, load_module  # noqa: E402
+from gradgen.verify import check_source  # noqa: E402
+from programs import build_program, seeded_control_program, SeededChoices  # noqa: E402
+from rewrite import rewrite  # noqa: E402
+
+KINDS = (("straight", 30), ("wrt", 10), ("control", 40), ("array", 20))  # (kind, weight)
+REWRITE_RATE = 0.7  # share of scalar programs rewritten with helpers and tuples
+
+
+@dataclass(frozen=True)
+class Case:
+    """One generated program: its source, where to check it, and how it was made."""
+
+    kind: str
+    seed: int
+    index: int
+    source: str
+    point: dict
+    wrt: tuple | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    case: Case
+    status: str  # "ok", "mismatch" or "internal"
+    problems: tuple = ()
+
+
+# ---- generation --------------------------------------------------------------------------
+
+def generate(seed: int, index: int) -> Case:
+    """Program `index` of the run with `seed` (the same one every time)."""
+    rng = random.Random(f"gradgen-fuzz:{seed}:{index}")
+    kind = rng.choices([k for k, _ in KINDS], [w for _, w in KINDS])[0]
+    sub = rng.randrange(2**63)
+    if kind == "array":
+        program = seeded_array_program(sub)
+        return Case(kind, seed, index, program.source, program.point)
+    if kind == "control":
+        program = seeded_control_program(sub)
+    else:
+        program = build_program(SeededChoices(sub), integer_param=kind == "wrt")
+    source = program.source
+    if rng.random() < REWRITE_RATE:
+        source = rewrite(source, rng)
+    return Case(kind, seed, index, source, program.point, program.wrt)
+
+
+# ---- checking ----------------------------------------------------------------------------
+
+def run(case: Case) -> Outcome:
+    """Compile, import and check one program; never raises."""
+    try:
+        problems = array_problems(case) if case.kind == "array" else scalar_problems(case)
+    except CompileError as exc:
+        return Outcome(case, "internal", (f"refused: {exc.format()}",))
+    except Exception:  # noqa: BLE001 - an internal error is exactly what we are looking for
+        return Outcome(case, "internal", (traceback.format_exc(limit=-6),))
+    return Outcome(case, "mismatch" if problems else "ok", tuple(problems))
+
+
+def scalar_problems(case: Case) -> list[str]:
+    """Generated gradient == sympy (1e-8) == finite differences (1e-5); value == original."""
+    wrt = list(case.wrt) if case.wrt is not None else None
+    compile_source(case.source, filename="fuzz.py")  # every top-level function compiles
+    [report] = check_source(case.source, functions=["f"], wrt=wrt, at=case.point, n_points=1)
+    [point] = report.points
+    problems = []
+    if not _close(point.value_generated, point.value_original, 1e-12, 1e-12):
+        problems.append(f"value: generated {point.value_generated!r} != original {point.value_original!r}")
+    rows = [r.param for r in point.rows]
+    if wrt is not None and rows != wrt:
+        problems.append(f"wrt: rows {rows} != {wrt}")
+    if any(not isinstance(case.point.get(r), float) for r in rows):
+        problems.append(f"differentiated a parameter that is not a float: {rows}")
+    original = {}
+    exec(case.source, original)  # noqa: S102 - generated test input
+    generated = load_module(compile_source(case.source, wrt=wrt).text, "fuzz_generated")
+    grads = generated.f_grad(**case.point)
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    if len(grads) != len(point.rows):
+        return problems + [f"f_grad returned {len(grads)} gradients for {len(point.rows)} parameters"]
+    for row, grad in zip(point.rows, grads):
+        if not _close(float(grad), row.generated, 1e-12, 1e-15):
+            problems.append(f"{row.param}: f_grad {grad!r} != f_value_and_grad {row.generated!r}")
+        if row.sympy is None:
+            problems.append(f"{row.param}: no sympy value")
+        elif not _close(row.generated, row.sympy, 1e-8, 1e-10):
+            problems.append(f"{row.param}: generated {row.generated!r} != sympy {row.sympy!r}")
+        # where the checker's step crossed something, a much smaller step will not
+        fd = row.fd if row.fd is not None and not row.note else fine_difference(original["f"], case.point, row.param)
+        if not _close(row.generated, fd, 1e-5, 1e-5):
+            problems.append(f"{row.param}: generated {row.generated!r} != finite difference {fd!r}")
+    return problems
+
+
+def array_problems(case: Case) -> list[str]:
+    """Every row ok against sympy (small instances) and finite differences; the gradient has
+    each parameter's shape and dtype float64; the value is the original's; inputs unchanged."""
+    [report] = check_source(case.source, functions=["f"], at=case.point, n_points=1)
+    [point] = report.points
+    problems = []
+    if report.wrt != ["a", "b"]:
+        problems.append(f"wrt {report.wrt} != ['a', 'b'] (X, after *, is data)")
+    if not _close(point.value_generated, point.value_original, 1e-12, 1e-12):
+        problems.append(f"value: generated {point.value_generated!r} != original {point.value_original!r}")
+    for row in point.rows:
+        if row.fd is None or "kink" in row.note:
+            problems.append(f"{row.param}: no finite difference ({row.note})")
+        elif abs(row.generated - row.fd) > 1e-5 * max(abs(row.generated), abs(row.fd), 1e-3):
+            problems.append(f"{row.param}: generated {row.generated!r} != finite difference {row.fd!r}")
+        if row.sympy is not None and not _close(row.generated, row.sympy, 1e-8, 1e-10):
+            problems.append(f"{row.param}: generated {row.generated!r} != sympy {row.sympy!r}")
+        if not row.ok:
+            problems.append(f"{row.param}: not ok ({row.note})")
+    inputs = {name: np.copy(x) for name, x in case.point.items()}
+    generated = load_module(compile_source(case.source).text, "fuzz_array_generated")
+    _, grads = generated.f_value_and_grad(**inputs)
+    for name, grad, again in zip(["a", "b"], grads, generated.f_grad(**inputs)):
+        if np.shape(grad) != np.shape(case.point[name]) or np.asarray(grad).dtype != np.float64:
+            problems.append(f"{name}: gradient shape {np.shape(grad)} dtype {np.asarray(grad).dtype}")
+        elif not np.array_equal(grad, again):
+            problems.append(f"{name}: f_grad differs from f_value_and_grad")
+    for name, x in case.point.items():
+        if not np.array_equal(inputs[name], x):
+            problems.append(f"the gradient modified its input {name}")
+    return problems
+
+
+def fine_difference(f, point, name, h=1e-6):
+    """Central difference with a step far smaller than the checker's (up to 2e-3), for rows
+    the checker flags as at a kink: the generators keep kinks at least 0.05 away."""
+    up, down = dict(point), dict(point)
+    up[name] += h
+    down[name] -= h
+    return (f(**up) - f(**down)) / (2 * h)
+
+
+def _close(a, b, rel, abs_):
+    return a is not None and b is not None and math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
+
+
+# ---- shrinking ---------------------------------------------------------------------------
+
+def shrink(outcome: Outcome, budget: int = 200) -> Outcome:
+    """A smaller program of `f` that still fails the same way (greedy, statement by statement:
+    drop a statement, or replace an `if` or a loop by one of its blocks)."""
+    best, tries = outcome, 0
+    progress = True
+    while progress and tries < budget:
+        progress = False
+        for candidate in _candidates(best.case.source):
+            tries += 1
+            if tries > budget:
+                break
+            smaller = run(replace(best.case, source=candidate))
+            if _same_failure(smaller, best):
+                best, progress = smaller, True
+                break
+    return best
+
+
+def _same_failure(new: Outcome, old: Outcome) -> bool:
+    if new.status != old.status or not new.problems:
+        return False
+    if new.status == "internal":  # the same exception type (or refusal) at the same place
+        return _signature(new.problems[0]) == _signature(old.problems[0])
+    if "!= sympy" in old.problems[0] and not any("!= sympy" in p for p in new.problems):
+        return False  # (sympy cannot be fooled by a kink that a cut moved near the point)
+    return _runs(new.case)  # a mismatch, and the original still runs cleanly at the point
+
+
+def _signature(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1].split(":")[0] if lines else ""
+
+
+def _runs(case: Case) -> bool:
+    namespace = {}
+    try:
+        exec(case.source, namespace)  # noqa: S102 - generated test input
+        with np.errstate(all="raise"):
+            value = namespace["f"](**case.point)
+        return bool(np.all(np.isfinite(value)))
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _candidates(source: str):
+    """Every program one step smaller than `source`, largest cut first: a statement
+    dropped or flattened, then an expression replaced by one of its operands."""
+    yield from _statement_cuts(source)
+    yield from _expression_cuts(source)
+
+
+def _expression_cuts(source: str):
+    def reducible(tree):
+        return [n for n in ast.walk(tree) if isinstance(n, (ast.Call, ast.BinOp, ast.UnaryOp, ast.IfExp))]
+
+    for k, node in enumerate(reducible(ast.parse(source))):
+        for j in range(len(_operands(node))):
+            tree = ast.parse(source)
+            target = reducible(tree)[k]
+            tree = _Replace(target, _operands(target)[j]).visit(tree)
+            text = ast.unparse(tree) + "\n"
+            if text != source and _compiles(text):
+                yield text
+
+
+def _operands(node):
+    if isinstance(node, ast.Call):
+        return [a for a in node.args if not isinstance(a, ast.Starred)]
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, ast.UnaryOp):
+        return [node.operand]
+    return [node.body, node.orelse]
+
+
+class _Replace(ast.NodeTransformer):
+    def __init__(self, old, new):
+        self.old, self.new = old, new
+
+    def visit(self, node):
+        return self.new if node is self.old else super().visit(node)
+
+
+def _statement_cuts(source: str):
+    tree = ast.parse(source)
+    blocks = [block for node in ast.walk(tree) for block in _blocks_of(node)]
+    for block in blocks:
+        for i in range(len(block)):
+            for replacement in _smaller(block[i], block, i):
+                saved = block[i:i + 1]
+                block[i:i + 1] = replacement
+                text = ast.unparse(tree) + "\n"
+                block[i:i + len(replacement)] = saved
+                if _compiles(text):
+                    yield text
+    yield from _without_unused_helpers(tree)
+
+
+def _compiles(text: str) -> bool:
+    """Valid Python without a SyntaxWarning (such as `1[0]`, which a cut can make)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SyntaxWarning)
+        try:
+            compile(text, "<shrink>", "exec")
+        except SyntaxError:
+            return False
+    return True
+
+
+def _blocks_of(node):
+    if isinstance(node, ast.Module):
+        return []
+    return [getattr(node, f) for f in ("body", "orelse") if isinstance(getattr(node, f, None), list)
+            and getattr(node, f)]
+
+
+def _smaller(stmt, block, i):
+    """Replacements for `block[i]`: nothing (unless it is the final return), or a block of it."""
+    if not (isinstance(stmt, ast.Return) and i == len(block) - 1) and len(block) > 1:
+        yield []
+    if isinstance(stmt, (ast.If, ast.For, ast.While)):
+        yield stmt.body
+        if stmt.orelse:
+            yield stmt.orelse
+
+
+def _without_unused_helpers(tree):
+    """Drop all unused helpers at once, then each one alone."""
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    unused = [s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name != "f" and s.name not in used]
+    for dropped in ([unused] if len(unused) > 1 else []) + [[s] for s in unused]:
+        yield ast.unparse(ast.Module([s for s in tree.body if s not in dropped], [])) + "\n"
+
+
+# ---- reproducers -------------------------------------------------------------------------
+
+def reproducer(outcome: Outcome) -> str:
+    """A module that reproduces `outcome`: `f` with the failing point as its defaults (or
+    `inputs_f()` for arrays), ready for `gradgen check` and for the regression corpus."""
+    case = outcome.case
+    tree = ast.parse(case.source)
+    fnode = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "f")
+    problems = "\n".join(f"    {line}" for p in outcome.problems for line in p.strip().splitlines())
+    if case.kind == "array":
+        check = "gradgen check THIS_FILE --function f --inputs THIS_FILE:inputs_f"
+        items = ", ".join(f"{k!r}: np.array({v.tolist()!r})" if isinstance(v, np.ndarray) else f"{k!r}: {v!r}"
+                          for k, v in case.point.items())
+        extra = f"\n\ndef inputs_f():\n    return {{{items}}}\n"
+    else:
+        args = fnode.args.args
+        fnode.args.defaults = [ast.Constant(case.point[a.arg]) for a in args]
+        wrt = f" --wrt {','.join(case.wrt)}" if case.wrt else ""
+        check = f"gradgen check THIS_FILE --function f{wrt}"
+        extra = ""
+    header = (f'"""Fuzz reproducer: {outcome.status} ({case.kind} program {case.index} of seed '
+              f"{case.seed}).\n\n{problems}\n\nCheck with: {check}\n\"\"\"\n\n")
+    return header + ast.unparse(tree) + "\n" + extra
+
+
+def save(outcome: Outcome, out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{outcome.status}-seed{outcome.case.seed}-{outcome.case.index}.py"
+    path.write_text(reproducer(outcome), encoding="utf-8")
+    return path
+
+
+# ---- the run -----------------------------------------------------------------------------
+
+def _job(args):
+    seed, index = args
+    case = generate(seed, index)
+    outcome = run(case)
+    if outcome.status != "ok":
+        outcome = shrink(outcome)
+    return outcome
+
+
+def fuzz(programs: int, seed: int, jobs: int = 1, out_dir: Path | None = None, progress=None):
+    """Run `programs` programs; returns the failing outcomes (each saved to `out_dir`)."""
+    work = [(seed, i) for i in range(programs)]
+    failures = []
+    if jobs > 1:
+        ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
+        with ctx.Pool(jobs, maxtasksperchild=500) as pool:
+            results = pool.imap_unordered(_job, work, chunksize=4)
+            failures = _collect(results, programs, out_dir, progress)
+    else:
+        failures = _collect(map(_job, work), programs, out_dir, progress)
+    return sorted(failures, key=lambda o: o.case.index)
+
+
+def _collect(results, total, out_dir, progress):
+    failures = []
+    for done, outcome in enumerate(results, 1):
+        if outcome.status != "ok":
+            failures.append(outcome)
+            if out_dir is not None:
+                save(outcome, out_dir)
+        if progress is not None:
+            progress(done, total, failures)
+    return failures
+
+
+class ProgressBar:
+    """`[#####.....] 1234/20000  0 mismatches  0 internal errors  41/s  ETA 6:49`, redrawn
+    in place on standard error at most five times a second."""
+
+    def __init__(self, stream=sys.stderr, width=30):
+        self.stream, self.width = stream, width
+        self.start = time.monotonic()
+        self.last = 0.0
+
+    def __call__(self, done, total, failures):
+        now = time.monotonic()
+        if done < total and now - self.last < 0.2:
+            return
+        self.last = now
+        rate = done / max(now - self.start, 1e-9)
+        eta = int((total - done) / rate) if rate else 0
+        filled = self.width * done // total
+        mismatches, internal = _counts(failures)
+        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total}  "
+                          f"{mismatches} mismatches  {internal} internal errors  {rate:.0f}/s  "
+                          f"ETA {eta // 60}:{eta % 60:02d} ")
+        if done == total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _counts(failures):
+    mismatches = sum(o.status == "mismatch" for o in failures)
+    return mismatches, len(failures) - mismatches
+
+
+def summary(programs: int, failures) -> str:
+    mismatches, internal = _counts(failures)
+    return f"{programs} programs, {mismatches} mismatches, {internal} internal errors"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__.splitlines()[0])
+    parser.add_argument("--programs", type=int, default=1000, help="how many programs (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="program i of seed S is always the same program")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
+    parser.add_argument("--out", type=Path, default=Path("fuzz-failures"),
+                        help="where reproducers of failures are written (default fuzz-failures/)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    failures = fuzz(args.programs, args.seed, args.jobs, args.out, None if args.quiet else ProgressBar())
+    for outcome in failures:
+        print(f"{outcome.status}: {outcome.case.kind} program {outcome.case.index}: "
+              f"{outcome.problems[0].strip().splitlines()[-1]}  -> "
+              f"{args.out / f'{outcome.status}-seed{args.seed}-{outcome.case.index}.py'}")
+    print(summary(args.programs, failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

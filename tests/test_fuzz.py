@@ -1,0 +1,126 @@
+"""The fuzzer in CI: 1,000 generated programs over the whole subset, and the fuzzer itself
+(it must find a planted wrong rule, shrink it, and save a reproducer that fails `check`)."""
+
+import ast
+import collections
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fuzz
+from gradgen import cli, primitives
+
+ROOT = Path(__file__).resolve().parent.parent
+CI_PROGRAMS = 1000
+
+
+def test_a_thousand_programs_have_no_mismatch_and_no_internal_error(tmp_path):
+    failures = fuzz.fuzz(CI_PROGRAMS, seed=0, jobs=min(2, os.cpu_count() or 1), out_dir=tmp_path)
+    report = "\n\n".join(fuzz.reproducer(o) for o in failures)
+    assert fuzz.summary(CI_PROGRAMS, failures) == f"{CI_PROGRAMS} programs, 0 mismatches, 0 internal errors", report
+
+
+def test_the_programs_cover_the_subset():
+    """The first 1,000 programs of seed 0 (the CI run) use every construct the issue names."""
+    calls, nodes = collections.Counter(), collections.Counter()
+    kinds = collections.Counter()
+    for i in range(CI_PROGRAMS):
+        case = fuzz.generate(0, i)
+        kinds[case.kind] += 1
+        for node in ast.walk(ast.parse(case.source)):
+            nodes[type(node).__name__] += 1
+            if isinstance(node, ast.Call):
+                func = node.func
+                calls[func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")] += 1
+            if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.AugAssign)):
+                nodes[type(node.op).__name__] += 1
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
+                nodes["tuple unpacking"] += 1
+                if isinstance(node.value, ast.Call):
+                    nodes["tuple helper"] += 1
+    assert all(kinds[k] >= 50 for k, _ in fuzz.KINDS), kinds
+    scalar = primitives_used_by_scalar_programs()
+    missing = sorted(name for name in scalar if calls[name] == 0)
+    assert not missing, missing
+    constructs = ["Add", "Sub", "Mult", "Div", "Pow", "Mod", "FloorDiv", "MatMult", "USub", "UAdd", "Not",
+                  "AugAssign", "IfExp", "If", "For", "While", "Break", "Continue", "BoolOp", "Compare",
+                  "tuple unpacking", "tuple helper", "Subscript", "Slice", "keyword", "AnnAssign"]
+    assert all(nodes[c] >= 5 for c in constructs), {c: nodes[c] for c in constructs}
+    arrays = ["sum", "mean", "prod", "cumsum", "matmul", "dot", "outer", "inner", "transpose", "reshape",
+              "ravel", "squeeze", "flip", "expand_dims", "concatenate", "norm", "len"]
+    assert all(calls[c] >= 1 for c in arrays), {c: calls[c] for c in arrays}
+    helpers = [name for name in calls if name.startswith("_h")]
+    assert calls["_h1"] >= 100 and len(helpers) >= 5
+
+
+def primitives_used_by_scalar_programs():
+    """The spellings of every scalar primitive a generated program may call by name."""
+    return ["sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp", "expm1",
+            "log", "log2", "log10", "log1p", "sqrt", "erf", "hypot", "pow", "abs", "fabs", "min", "max",
+            "floor", "ceil", "trunc", "round", "float", "sign", "sigmoid", "arcsin", "arccos", "arctan",
+            "arctan2", "power", "square", "maximum", "minimum", "clip", "where", "reciprocal"]
+
+
+def test_scalar_primitives_are_all_generated():
+    """Every smooth scalar primitive of the rule table is in the list above (or is an operator,
+    a named constant, or a NumPy-only spelling generated elsewhere)."""
+    spelled = set(primitives_used_by_scalar_programs())
+    operators = {"add", "sub", "mul", "div", "pow", "neg", "pos", "mod", "logb", "floordiv"}
+    for name, prim in primitives.TABLE.items():
+        if prim.kind != "smooth" or name in primitives.ARRAY_RULES or not primitives.is_scalar_rule(prim):
+            continue
+        spellings = {q.split(".")[-1] for q, (p, _) in primitives.SPELLINGS.items() if p == name}
+        assert name in operators | spelled or spellings & spelled, name
+
+
+def test_the_fuzzer_finds_shrinks_and_saves_a_wrong_rule(tmp_path, monkeypatch):
+    """With tanh's rule off by 0.1%, the fuzzer reports mismatches; each is shrunk to a few
+    lines and saved as a module that `gradgen check` fails on (and passes once fixed)."""
+    wrong = dataclasses.replace(primitives.TABLE["tanh"], vjp=(lambda g, out, x: g * (1 - out**2) * 1.001,))
+    monkeypatch.setitem(primitives.TABLE, "tanh", wrong)
+    failures = fuzz.fuzz(20, seed=0, jobs=1, out_dir=tmp_path)
+    assert failures and all(o.status == "mismatch" for o in failures)
+    saved = sorted(tmp_path.iterdir())
+    assert [p.name for p in saved] == sorted(f"mismatch-seed0-{o.case.index}.py" for o in failures)
+    for outcome, path in zip(failures, saved):
+        code = ast.parse(path.read_text()).body
+        fnode = next(n for n in code if isinstance(n, ast.FunctionDef) and n.name == "f")
+        assert len(fnode.body) <= 4 and len(ast.unparse(fnode)) < 200, path.read_text()
+        assert "tanh" in ast.unparse(fnode)
+    scalar = next(p for p in saved if "inputs_f" not in p.read_text())
+    assert cli.main(["check", str(scalar), "--function", "f"]) == 1
+    monkeypatch.undo()
+    assert cli.main(["check", str(scalar), "--function", "f"]) == 0
+
+
+def test_an_internal_error_is_caught_shrunk_and_saved(tmp_path, monkeypatch):
+    """An exception inside gradgen is an internal error (never a crash of the fuzzer)."""
+    broken = dataclasses.replace(primitives.TABLE["tanh"], vjp=(lambda g, out, x: 1 / 0,))
+    monkeypatch.setitem(primitives.TABLE, "tanh", broken)
+    failures = fuzz.fuzz(8, seed=0, jobs=1, out_dir=tmp_path)
+    internal = [o for o in failures if o.status == "internal"]
+    assert internal and "ZeroDivisionError" in internal[0].problems[0]
+    saved = (tmp_path / f"internal-seed0-{internal[0].case.index}.py").read_text()
+    assert saved.count("def ") <= 2 and "tanh" in saved, saved
+
+
+def test_the_same_seed_gives_the_same_programs():
+    def programs(seed):
+        return [(c.kind, c.source, repr(c.point), c.wrt) for c in map(lambda i: fuzz.generate(seed, i), range(30))]
+
+    assert programs(7) == programs(7)
+    assert len({source for _, source, _, _ in programs(7)}) == 30
+    assert fuzz.generate(7, 0).source != fuzz.generate(8, 0).source
+
+
+def test_soak_command_prints_one_summary_line(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "tests.fuzz", "--programs", "6", "--seed", "3", "--jobs", "2",
+                           "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "6 programs, 0 mismatches, 0 internal errors\n"
+    assert "6/6" in done.stderr and "0 mismatches" in done.stderr  # the progress bar
+    assert not any(tmp_path.iterdir())
