@@ -41,6 +41,21 @@ def _is_neg(e):
     return isinstance(e, Call) and e.prim == "neg"
 
 
+# Primitives whose value is a bool (or an array of bools): a mask in a rule (`g * (lo <= x)`).
+_BOOLEAN = {"lt", "le", "gt", "ge", "eq", "ne", "ge_strict", "le_strict", "and", "or", "not", "logical_and",
+            "invert"}
+
+
+def _is_bool(e):
+    return isinstance(e, Call) and e.prim in _BOOLEAN
+
+
+def _scaled_mask(sign, mask):
+    """`1.0 * mask` / `-1.0 * mask`: a mask alone would be a bool gradient, and `-mask` is an
+    error on NumPy bools."""
+    return Call("mul", (Const(float(sign)), mask), "op")
+
+
 def add(x, y):
     a, b = _num(x), _num(y)
     if a is not None and b is not None:
@@ -73,6 +88,10 @@ def mul(x, y):
         return _short(a * b) or Call("mul", (x, y), "op")
     if a == 0 or b == 0:
         return Const(0)
+    if a in (1, -1) and _is_bool(y):
+        return _scaled_mask(a, y)
+    if b in (1, -1) and _is_bool(x):
+        return _scaled_mask(b, x)
     if a == 1:
         return y
     if b == 1:
@@ -122,6 +141,8 @@ def neg(x):
         return Const(-a)
     if _is_neg(x):
         return x.args[0]
+    if _is_bool(x):
+        return _scaled_mask(-1, x)
     return Call("neg", (x,), "op")
 
 

@@ -8,70 +8,31 @@ sample point away from kinks, ties and branch boundaries, so any failure here is
 gradgen, not in the generator.
 """
 
-import math
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 from hypothesis import HealthCheck, Phase, given, note, settings
+from hypothesis import strategies as st
 
+import fuzz
 from array_programs import array_programs
-from gradgen import compile_source, load_module
-from gradgen.verify import check_source
-from programs import control_programs, programs, seeded_control_program, seeded_program
+from gradgen import compile_source
+from programs import Program, control_programs, programs, seeded_control_program, seeded_program
+from rewrite import rewrite
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
-def table(point_report) -> str:
-    rows = [f"  {r.param}: generated={r.generated!r} sympy={r.sympy!r} fd={r.fd!r} {r.note}"
-            for r in point_report.rows]
-    return "\n".join(rows)
-
-
-def fine_difference(f, point, name, h=1e-6):
-    """Central difference with a step far smaller than the checker's (which reaches 2e-3
-    away), for rows the checker flags as at a kink: the generator keeps kinks >= 0.05 away."""
-    up, down = dict(point), dict(point)
-    up[name] += h
-    down[name] -= h
-    return (f(**up) - f(**down)) / (2 * h)
-
-
-def check_program(program):
-    """Generated gradient == sympy (1e-8) == finite differences (1e-5); value == original."""
+def check_program(program, kind="straight"):
+    """The fuzzer's comparisons (tests/fuzz.py): generated gradient == sympy (1e-8) ==
+    finite differences (1e-5), value == original; for arrays, shapes, dtypes and inputs too."""
     note(repr(program))
-    wrt = list(program.wrt) if program.wrt is not None else None
-    [report] = check_source(program.source, functions=["f"], wrt=wrt, at=program.point, n_points=1)
-    [point] = report.points
-    note(table(point))
-    assert math.isclose(point.value_generated, point.value_original, rel_tol=1e-12, abs_tol=1e-12)
-    if wrt is not None:
-        assert [r.param for r in point.rows] == wrt
-    assert set(r.param for r in point.rows) <= set(program.point)
-    # an int parameter (an exponent or a loop bound) is never differentiated by default
-    assert all(isinstance(program.point[r.param], float) for r in point.rows)
-
-    original = {}
-    exec(program.source, original)
-    generated = load_module(compile_source(program.source, wrt=wrt).text, "property_generated")
-    grads = generated.f_grad(**program.point)
-    grads = grads if isinstance(grads, tuple) else (grads,)
-    assert len(grads) == len(point.rows)
-
-    for row, grad in zip(point.rows, grads):
-        assert math.isclose(float(grad), row.generated, rel_tol=1e-12, abs_tol=1e-15), row.param
-        assert row.sympy is not None, f"no sympy value for {row.param}"
-        assert math.isclose(row.generated, row.sympy, rel_tol=1e-8, abs_tol=1e-10), row.param
-        if row.fd is not None and not row.note:
-            fd = row.fd
-        else:  # the checker's step crossed something; a much smaller step will not
-            fd = fine_difference(original["f"], program.point, row.param)
-        assert math.isclose(row.generated, fd, rel_tol=1e-5, abs_tol=1e-5), row.param
-    assert report.ok
+    case = fuzz.Case(kind, 0, 0, program.source, program.point, getattr(program, "wrt", None))
+    problems = fuzz.array_problems(case) if kind == "array" else fuzz.scalar_problems(case)
+    assert not problems, "\n".join(problems)
 
 
 @settings(max_examples=300, **SETTINGS)
@@ -103,6 +64,14 @@ def test_control_flow_gradient_matches_sympy_and_finite_differences(program):
     check_program(program)
 
 
+@settings(max_examples=100, report_multiple_bugs=False, **SETTINGS)
+@given(programs() | control_programs(), st.randoms(use_true_random=False))
+def test_helpers_and_tuple_unpacking_change_nothing(program, rng):
+    """The same programs with statements outlined into helpers (some returning tuples,
+    unpacked at the call) and pairs packed into `u, v = e1, e2` (see tests/rewrite.py)."""
+    check_program(Program(rewrite(program.source, rng, rate=0.6), program.point, program.wrt))
+
+
 # Re-checking one array example takes up to seconds (sympy differentiates small instances
 # element by element), so shrinking a failure took minutes: it is off unless GRADGEN_SHRINK
 # is set. The failing program is printed in full either way (`note`).
@@ -115,29 +84,7 @@ def test_array_gradient_matches_finite_differences(program):
     """Every row ok: sympy on small instances (1e-8) and central finite differences (1e-5)
     along random directions and along every element; the gradient has each parameter's
     shape and dtype float64; the value is the original's; the inputs are left unchanged."""
-    note(repr(program))
-    [report] = check_source(program.source, functions=["f"], at=program.point, n_points=1)
-    [point] = report.points
-    note(table(point))
-    assert report.wrt == ["a", "b"]  # X, after `*`, is data
-    assert math.isclose(point.value_generated, point.value_original, rel_tol=1e-12, abs_tol=1e-12)
-    assert {r.param.split(".")[0].split(" ")[0] for r in point.rows} == {"a", "b"}
-    for row in point.rows:
-        assert row.fd is not None and "kink" not in row.note, f"{row.param}: {row.note}"
-        assert abs(row.generated - row.fd) <= 1e-5 * max(abs(row.generated), abs(row.fd), 1e-3), row.param
-        if row.sympy is not None:
-            assert math.isclose(row.generated, row.sympy, rel_tol=1e-8, abs_tol=1e-10), row.param
-        assert row.ok, f"{row.param}: {row.note}"
-
-    inputs = {name: np.copy(x) for name, x in program.point.items()}
-    generated = load_module(compile_source(program.source).text, "property_array_generated")
-    _, grads = generated.f_value_and_grad(**inputs)
-    for name, grad, again in zip(["a", "b"], grads, generated.f_grad(**inputs)):
-        assert np.shape(grad) == np.shape(program.point[name]), name
-        assert np.asarray(grad).dtype == np.float64, name
-        np.testing.assert_array_equal(grad, again)
-    for name, x in program.point.items():
-        np.testing.assert_array_equal(inputs[name], x, err_msg=f"the gradient modified its input {name}")
+    check_program(program, "array")
 
 
 COMPILE_IN_CHILD = """
