@@ -175,8 +175,9 @@ class _ArrayBuilder:
         if kind == "exp":
             return AExpr(f"np.exp({t})", x.shape, float(np.exp(x.bound)))
         if kind == "square":
-            return AExpr(f"np.square({t})" if self.chance(0.5) else f"{wrap(x, POW)} ** 2",
-                         x.shape, x.bound**2, ATOM)
+            if self.chance(0.5):
+                return AExpr(f"np.square({t})", x.shape, x.bound**2)
+            return AExpr(f"{wrap(x, POW)} ** 2", x.shape, x.bound**2, POW)
         n = self.choice([2, 3])
         return AExpr(f"{wrap(x, POW)} ** {n}", x.shape, x.bound**n, POW)
 

@@ -367,7 +367,10 @@ def _job(args):
     case = generate(seed, index)
     outcome = run(case)
     if outcome.status != "ok":
-        outcome = shrink(outcome)
+        try:
+            outcome = shrink(outcome)
+        except Exception:  # noqa: BLE001 - (a program that does not parse cannot be shrunk)
+            pass
     return outcome
 
 
