@@ -9,7 +9,7 @@ file handling (read bytes, write atomically, never clobber a file gradgen did no
 from __future__ import annotations
 
 import ast
-
+import math
 import os
 import tempfile
 import types
@@ -45,6 +45,16 @@ class CompiledModule:
 
 def compile_source(source, filename="<string>", functions=None, wrt=None) -> CompiledModule:
     """Compile every selected top-level function of `source` (str or bytes) to gradient code."""
+    try:
+        return _compile_source(source, filename, functions, wrt)
+    except RecursionError:
+        raise CompileError("the file is nested too deeply for gradgen (Python's recursion limit); split "
+                           "its deepest expressions or helper calls into several statements", filename) from None
+    except MemoryError:
+        raise CompileError("out of memory while compiling this file", filename) from None
+
+
+def _compile_source(source, filename, functions, wrt):
     module = parse.parse_module(source, filename)
     selected = _select(module, functions)
     namer = ModuleNamer(identifiers(module.tree), list(module.constants))
@@ -61,21 +71,112 @@ def compile_source(source, filename="<string>", functions=None, wrt=None) -> Com
         texts.extend(text)
         constants |= _constants_read(compiled.ir, module)
         sigmoid_ns.update(_sigmoid_namespaces(compiled.ir))
-    helpers = [emit.sigmoid_helper(name, sigmoid_ns.get(prim, "math"), _short(filename))
+    shown = display_name(filename)
+    helpers = [emit.sigmoid_helper(name, sigmoid_ns.get(prim, "math"), shown)
                for prim, name in sorted(emitter.helpers.items()) if prim == "sigmoid"]
     helpers += emit.helper_sources(emitter.used_helpers)
     imports = set(emitter.imports) | {ns for ns in sigmoid_ns.values() if ns in ("math", "numpy")}
     if emitter.used_helpers or any(hasattr(module.constants[c], "shape") for c in constants):
         imports.add("numpy")
+    carried = [(c, module.constants[c]) for c in module.constants if c in constants]
+    defaults = [p.default for f in results for p in f.ir.params if p.has_default]
+    if any(_not_finite(v) for v in [v for _, v in carried] + defaults):
+        imports.add("math")  # written math.inf / math.nan
     text = emit.module_text(
-        emit.header_lines(_short(filename), module.sha256),
-        f"Reverse-mode gradients of {', '.join(selected)}, compiled from {_short(filename)} by gradgen.",
-        [(c, module.constants[c]) for c in module.constants if c in constants],
-        helpers, texts, imports)
+        emit.header_lines(shown, module.sha256),
+        f"Reverse-mode gradients of {', '.join(selected)}, compiled from {shown} by gradgen.",
+        carried, helpers, texts, imports)
+    _check_generated(text, module, results, carried)
     return CompiledModule(filename, text, results, module)
 
 
+def _not_finite(value):
+    values = value if isinstance(value, tuple) else (value,)
+    return any(isinstance(v, float) and not math.isfinite(v) for v in values)
+
+
+_IMPORTED_AS = {"np": "NumPy (the generated code imports numpy as np)",
+                "math": "the math module (the generated code imports math)"}
+
+
+def _check_generated(text, module, results, carried):
+    """The generated module must mean what it says: no parameter may hide a module, helper
+    or builtin the generated code calls, and no module-level name may be bound twice (a
+    constant of the user's named like an import or helper of the generated module)."""
+    tree = ast.parse(text)
+    top = {}
+    for stmt in tree.body:
+        for name in _top_level_names(stmt):
+            if name in top:
+                node = _constant_node(module, name)
+                what = _IMPORTED_AS.get(name, f"the helper '{name}' gradgen writes into the generated module")
+                raise _located(module, node, f"module-level '{name}' would replace {what}; rename it")
+            top[name] = stmt
+    generated = {name: f for f in results for name in (f.grad_name, f.value_and_grad_name)}
+    for fnode in tree.body:
+        if not isinstance(fnode, ast.FunctionDef) or fnode.name not in generated:
+            continue
+        compiled = generated[fnode.name]
+        params = {a.arg for a in fnode.args.args + fnode.args.kwonlyargs}
+        for node in ast.walk(fnode):
+            hidden = None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in params:
+                hidden = node.func.id
+                what = f"the function '{hidden}' the generated code calls"
+            elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                  and node.value.id in params and node.value.id in _IMPORTED_AS and node.value.id in top):
+                hidden = node.value.id
+                what = _IMPORTED_AS[hidden]
+            elif isinstance(node, ast.keyword) and isinstance(node.value, ast.Name) and node.value.id in params:
+                hidden = node.value.id
+                what = f"the builtin '{hidden}' the generated code uses"
+            if hidden is not None:
+                arg = next(a for a in _all_args(module.functions[compiled.name]) if a.arg == hidden)
+                raise module.error(arg, f"parameter '{hidden}' would hide {what}; rename the parameter")
+
+
+def _top_level_names(stmt):
+    if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+        return [stmt.name]
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in stmt.names]
+    if isinstance(stmt, ast.Assign):
+        return [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+    return []
+
+
+def _all_args(fnode):
+    args = fnode.args
+    return args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+
+
+def _constant_node(module, name):
+    """The user's last module-level assignment of `name`, if there is one."""
+    found = None
+    for stmt in module.tree.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            found = stmt
+    return found
+
+
+def _located(module, node, message):
+    return module.error(node, message) if node is not None else CompileError(message, module.filename)
+
+
+def display_name(filename):
+    """The source file's name as the generated module cites it (header, docstrings): its
+    base name, with every character that could end a comment or a string (a newline, a
+    quote, a backslash) or that is not printable replaced by `?`."""
+    name = os.path.basename(filename) if filename and not filename.startswith("<") else (filename or "<string>")
+    return "".join(c if c.isprintable() and c not in "\"\\`" else "?" for c in name)
+
+
 def _select(module, functions):
+    for name, (fnode, rebound) in module.redefined.items():
+        if not functions or name in functions:
+            raise module.error(rebound, f"'{name}' (the 'def' at line {fnode.lineno}) is rebound here: gradgen "
+                                        "compiles a function only as its 'def' wrote it")
     if not module.functions:
         raise CompileError("no functions found: gradgen compiles top-level 'def' functions", module.filename)
     if not functions:  # a helper that returns a tuple has no gradient of its own
@@ -141,7 +242,7 @@ def _compile_function(module, fname, names, wrt, namer, emitter, sigmoid_name):
     described = ", ".join(chosen) if chosen else "no parameters"
     returns = ", ".join(f"d{of}/d{p}" for p in chosen)
     returns = f"({returns})" if len(chosen) != 1 else returns
-    where = f"{_short(module.filename)}, line {fn.line}"
+    where = f"{display_name(module.filename)}, line {fn.line}"
     doc_grad = (f"Gradient of {fname} with respect to {described}.\n\n"
                 f"Returns {returns}, where {of} is the value {fname} returns ({where}).")
     doc_value = (f"Value and gradient of {fname} with respect to {described}, from one forward pass.\n\n"
@@ -244,10 +345,6 @@ def _calls(expr):
             stack.extend(e.args)
         elif isinstance(e, Cond):
             stack.extend((e.test, e.body, e.orelse))
-
-
-def _short(filename):
-    return os.path.basename(filename) if filename and not filename.startswith("<") else filename
 
 
 def load_module(text, name="gradgen_generated"):

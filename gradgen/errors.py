@@ -19,13 +19,17 @@ class CompileError(Exception):
         self.source_line = source_line
 
     def format(self) -> str:
-        """`file:line:col: message`, then the source line and a caret under the column."""
+        """`file:line:col: message`, then the source line and a caret under the column.
+
+        Characters a terminal would act on (escape sequences, carriage returns, ...) are
+        shown as `?`: the user's file is echoed, never obeyed."""
+        filename = printable(self.filename)
         if self.line is None:
-            return f"{self.filename}: {self.message}"
-        head = f"{self.filename}:{self.line}:{self.col}: {self.message}"
+            return f"{filename}: {printable(self.message)}"
+        head = f"{filename}:{self.line}:{self.col}: {printable(self.message)}"
         if self.source_line is None:
             return head
-        text = self.source_line.rstrip("\r\n").expandtabs(1)
+        text = printable(self.source_line.rstrip("\r\n").expandtabs(1))
         caret = " " * (max(self.col, 1) - 1) + "^"
         return f"{head}\n    {text}\n    {caret}"
 
@@ -33,8 +37,26 @@ class CompileError(Exception):
         return self.format()
 
 
+def printable(text) -> str:
+    """`text` with every character that is not printable (or is a tab or a newline, which
+    would break the one-line layout) replaced by `?`, one for one, so columns still line up."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
 def error_at(node, message, ctx):
-    """Build a CompileError at an AST node; `ctx` knows the file name and source lines."""
+    """Build a CompileError at an AST node; `ctx` knows the file name and source lines.
+
+    The column counts characters (the AST counts UTF-8 bytes), so the caret sits under
+    the node on a line with non-ASCII text before it."""
     line = getattr(node, "lineno", None)
-    col = getattr(node, "col_offset", 0) + 1 if line is not None else None
-    return CompileError(message, ctx.filename, line, col, ctx.line_text(line))
+    text = ctx.line_text(line)
+    col = None
+    if line is not None:
+        offset = getattr(node, "col_offset", 0)
+        if text is not None:
+            offset = len(text.encode("utf-8", "surrogatepass")[:offset].decode("utf-8", "replace"))
+        col = offset + 1
+    return CompileError(message, ctx.filename, line, col, text)

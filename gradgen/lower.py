@@ -66,6 +66,10 @@ class Scope:
     unpacked: int | None = None  # `a, b = helper(...)`: the helper returns a tuple of this many
 
 
+MAX_INLINE_DEPTH = 50  # same-file helpers inlined inside one another (bounds the recursion)
+MAX_INLINED_NODES = 200_000  # syntax nodes copied by inlining into one function (bounds the work)
+
+
 class Lowerer:
     """Lowers one top-level function (and the helpers it calls) into one IR Function."""
 
@@ -641,6 +645,13 @@ class Lowerer:
         (`unpacked`: its call is unpacked into that many names; the result is then a tuple)."""
         if hnode.name in self.stack:
             raise self.m.error(node, f"recursive call to '{hnode.name}': gradgen cannot differentiate recursion")
+        if len(self.stack) > MAX_INLINE_DEPTH:
+            raise self.m.error(node, f"helpers call helpers more than {MAX_INLINE_DEPTH} deep here; "
+                                     "gradgen inlines each call and stops there")
+        self.inlined = getattr(self, "inlined", 0) + sum(1 for _ in ast.walk(hnode))
+        if self.inlined > MAX_INLINED_NODES:  # helpers calling a helper twice double at every level
+            raise self.m.error(node, f"inlining the helpers '{self.fnode.name}' calls copies more than "
+                                     f"{MAX_INLINED_NODES:,} syntax nodes; gradgen stops here")
         args = self._bind_arguments(scope, node, hnode)
         sigmoid_ns = sigmoid_pattern(hnode, self.m)
         if sigmoid_ns is not None and unpacked is None:
