@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from gradgen.ir import Call, Cond, Const, Spelled, lift
+from gradgen.ir import Call, Cond, Const, Spelled, lift, variables
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,44 @@ def _maxlike(compare):
     return rule_for
 
 
+def _number(e):
+    """The number a Const holds (not an array, not a bool), else None."""
+    if isinstance(e, Const) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool):
+        return e.value
+    return None
+
+
+def _is_zero(x):
+    """`x == 0` as a number (0 or 1, as NumPy counts a comparison): the guard that turns a
+    0/0 or log(0) at an edge point into the framework's finite value, and is exactly 0 (so
+    changes nothing, bit for bit) everywhere else."""
+    return Call("eq", (x, Const(0)), "op")
+
+
+def _pow_base(g, out, x, y):
+    """d(x ** y)/dx = y * x ** (y - 1); at y == 0 it is 0 even at x == 0 (x ** 0 is the
+    constant 1; PyTorch, and JAX for an integer exponent): the exponent y - 1 + (y == 0)
+    makes it 0 * x ** 0, not 0 * 0 ** -1 (nan, or ZeroDivisionError on Python floats)."""
+    if _number(y) is not None or not variables(y):  # a constant exponent: folds as before (x ** 2 -> 2 * x)
+        return g * y * x ** (y - 1)
+    return g * y * x ** (y - 1 + _is_zero(y))
+
+
+def _pow_exponent(g, out, x, y):
+    """d(x ** y)/dy = x ** y * log(x); 0 where x == 0 (JAX and PyTorch): log(x + (x == 0))
+    is log(1) there, where 0 * log(0) would be nan (or a ValueError from math.log)."""
+    if _number(x) is not None:  # a constant base: 0.0 ** y has derivative 0, 2.0 ** y as before
+        return Const(0) if _number(x) == 0 else g * out * F.log(x)
+    return g * out * F.log(x + _is_zero(x))
+
+
+def _over_norm(g, x, out):
+    """g * x / out for out = norm or hypot (x one of its arguments): 0 where x == 0, so at the
+    origin 0 (PyTorch's torch.linalg.vector_norm; the smallest subgradient) instead of 0/0.
+    Where x != 0, out >= |x| > 0 and (x == 0) adds exactly 0."""
+    return g * x / (out + _is_zero(x))
+
+
 def _sign_scalar(x):
     return Cond(Call("gt", (x, Const(0)), "op"), Const(1.0),
                 Cond(Call("lt", (x, Const(0)), "op"), Const(-1.0), Const(0.0)))
@@ -112,7 +150,7 @@ primitive("mul", 2, sympy=operator.mul, op=ast.Mult,
 primitive("div", 2, sympy=operator.truediv, op=ast.Div,
           vjp=(lambda g, out, x, y: g / y, lambda g, out, x, y: -g * out / y))
 primitive("pow", 2, spellings=["math.pow", "pow", "numpy.power"], sympy=operator.pow, op=ast.Pow,
-          vjp=(lambda g, out, x, y: g * y * x ** (y - 1), lambda g, out, x, y: g * out * F.log(x)))
+          vjp=(lambda g, out, x, y: _pow_base(g, out, x, y), lambda g, out, x, y: _pow_exponent(g, out, x, y)))
 primitive("neg", 1, sympy=operator.neg, op=ast.USub, vjp=lambda g, out, x: -g)
 primitive("pos", 1, sympy=operator.pos, op=ast.UAdd, vjp=lambda g, out, x: g)
 primitive("mod", 2, sympy=lambda x, y: x - y * sympy.floor(x / y), op=ast.Mod,
@@ -148,7 +186,7 @@ primitive("atan", spellings=["math.atan", "numpy.arctan"], sympy=sympy.atan, vjp
 primitive("atan2", 2, spellings=["math.atan2", "numpy.arctan2"], sympy=sympy.atan2,
           vjp=(lambda g, out, y, x: g * x / (x**2 + y**2), lambda g, out, y, x: -g * y / (x**2 + y**2)))
 primitive("hypot", None, spellings=["math.hypot", "numpy.hypot"], sympy=lambda *xs: sympy.sqrt(sum(x**2 for x in xs)),
-          vjp=lambda i: lambda g, out, *xs: g * xs[i] / out)
+          vjp=lambda i: lambda g, out, *xs: _over_norm(g, xs[i], out))
 primitive("sinh", spellings=["math.sinh", "numpy.sinh"], sympy=sympy.sinh, vjp=lambda g, out, x: g * F.cosh(x))
 primitive("cosh", spellings=["math.cosh", "numpy.cosh"], sympy=sympy.cosh, vjp=lambda g, out, x: g * F.sinh(x))
 primitive("tanh", spellings=["math.tanh", "numpy.tanh"], sympy=sympy.tanh,
@@ -253,7 +291,7 @@ primitive("amin", spellings=["numpy.min", "numpy.amin"], keywords=REDUCE, method
           vjp=lambda g, out, x, **p: _extreme(g, out, x, p))
 primitive("cumsum", spellings=["numpy.cumsum"], keywords=("axis",), method=True, sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: _reversed_cumsum(g, out, x, p.get("axis")))
-primitive("norm", spellings=["numpy.linalg.norm"], sympy=lambda x: abs(x), vjp=lambda g, out, x: g * x / out,
+primitive("norm", spellings=["numpy.linalg.norm"], sympy=lambda x: abs(x), vjp=lambda g, out, x: _over_norm(g, x, out),
           elementwise=False)
 primitive("sum_list", None, spellings=[], sympy=lambda *xs: sum(xs), min_args=1,
           vjp=lambda i: lambda g, out, *xs: _spread(g, xs[i]), elementwise=False)
