@@ -361,4 +361,6 @@ def expressions(s):
         return [s.test]
     if isinstance(s, For):
         return [s.iter]
+    if isinstance(s, IndexAdd):  # target[index] += value
+        return [s.value, *s.index]
     return []

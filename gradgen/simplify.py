@@ -195,6 +195,7 @@ def dead_code(stmts, live):
                 kept.append(replace(stmt, body=body))
         else:
             kept.append(stmt)
+            live.update(v.name for e in expressions(stmt) for v in variables(e))
     kept.reverse()
     return kept
 
