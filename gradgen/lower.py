@@ -67,7 +67,7 @@ class Scope:
 
 
 MAX_INLINE_DEPTH = 50  # same-file helpers inlined inside one another (bounds the recursion)
-MAX_INLINED_NODES = 200_000  # syntax nodes copied by inlining into one function (bounds the work)
+MAX_INLINED_NODES = 100_000  # syntax nodes copied by inlining into one function (bounds the work)
 
 
 class Lowerer:

@@ -210,24 +210,25 @@ def _check_nesting(module):
     """Refuse an expression nested more than MAX_NESTING deep (the text of its gradient
     grows with the square of the nesting, and black's time faster) or holding more than
     MAX_OPERATIONS nested operations (each stage recurses over them)."""
-    stack = [(module.tree, 0, 0)]
+    stack = [(module.tree, 0, 0, None)]
     while stack:
-        node, depth, nesting = stack.pop()
+        node, depth, nesting, outermost = stack.pop()
         if not isinstance(node, (ast.stmt, ast.mod)) and hasattr(node, "lineno"):
             if nesting > MAX_NESTING:
                 raise module.error(node, f"expression nested more than {MAX_NESTING} levels deep; "
                                          "split it into several assignments")
             if depth > MAX_OPERATIONS:
-                raise module.error(node, f"expression too long: more than {MAX_OPERATIONS} operations in "
-                                         "one expression; split it into several assignments")
+                raise module.error(outermost, f"expression too long: more than {MAX_OPERATIONS} operations "
+                                              "in one expression; split it into several assignments")
         for name, value in ast.iter_fields(node):
             for child in value if isinstance(value, list) else [value]:
                 if isinstance(child, ast.stmt):
-                    stack.append((child, 0, 0))
+                    stack.append((child, 0, 0, None))
                 elif isinstance(child, ast.AST):
                     chained = (type(node), name) in _CHAIN and (
                         name != "left" or not isinstance(node, ast.BinOp) or _same_level(node, child))
-                    stack.append((child, depth + 1, nesting + (0 if chained else 1)))
+                    top = outermost if outermost is not None or not hasattr(child, "lineno") else child
+                    stack.append((child, depth + 1, nesting + (0 if chained else 1), top))
 
 
 def _same_level(node, child):

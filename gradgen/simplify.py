@@ -153,11 +153,11 @@ def cond(test, body, orelse):
     return Cond(test, body, orelse)
 
 
-_NEGATED = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
+_NEGATED = {"eq": "ne", "ne": "eq"}  # not `x > y` is no `x <= y` when either is nan
 
 
 def negate(test):
-    """`not test`, written as the opposite comparison where there is one."""
+    """`not test`, written as the opposite comparison where that is the same (== and !=)."""
     if isinstance(test, Call) and test.prim in _NEGATED:
         return Call(_NEGATED[test.prim], test.args, test.ns, test.loc)
     if isinstance(test, Call) and test.prim == "not":
