@@ -225,7 +225,10 @@ def locate_nonfinite(module, f, value_and_grad, point, generated_text=None, exc=
                         f"{_at(module, line)[1]}")
     if generated_text is None:
         return messages
-    layout = _GeneratedLayout(generated_text, value_and_grad.__code__)
+    try:
+        layout = _GeneratedLayout(generated_text, value_and_grad.__code__)
+    except (StopIteration, SyntaxError):  # not the text of this function: say what is known
+        return messages + [f"{name}: the gradient is not finite (the generated code could not be followed)"]
     if exc is not None:
         line = _raising_line(exc, value_and_grad.__code__)
         target = layout.target(line) if line is not None else None

@@ -135,6 +135,8 @@ def test_abs_spellings_agree_at_zero():
 def test_min_ties_go_to_the_first_argument_as_python_returns_it():
     assert value_and_grad("min(x, y, z)", {"x": 1.0, "y": 0.0, "z": 0.0})[1] == (0.0, 1.0, 0.0)
     assert value_and_grad("np.minimum(x, y)", {"x": f64(1), "y": f64(1)})[1] == (0.5, 0.5)
+    assert _same(value_and_grad("np.amax(x)", {"x": np.array([2.0, 2.0, 2.0])})[1], [1 / 3] * 3)
+    assert _same(value_and_grad("np.min(x)", {"x": np.array([0.0, 1.0, 0.0])})[1], [0.5, 0.0, 0.5])
     assert _same(value_and_grad("np.sum(np.min(x, axis=1))", {"x": np.array([[1.0, 1.0], [0.0, 2.0]])})[1],
                  [[0.5, 0.5], [1.0, 0.0]])  # JAX and PyTorch (torch.amin) alike
 
@@ -155,6 +157,8 @@ def test_python_floats_raise_where_numpy_gives_inf():
     with pytest.raises(ZeroDivisionError):
         value_and_grad("x ** 0.5", {"x": 0.0})
     assert value_and_grad("np.sqrt(x)", {"x": f64(0)})[1] == inf
+    assert value_and_grad("x ** 0.5", {"x": f64(0)})[1] == inf
+    assert value_and_grad("np.log(x)", {"x": f64(0)})[1] == inf
 
 
 def test_a_literal_zero_factor_is_folded_away_before_any_nan():
@@ -335,6 +339,21 @@ def test_a_loop_with_a_non_finite_forward_value_in_a_later_iteration():
     (point,) = report.points
     assert point.nonfinite == ["loss.py:8: r became nan in the forward pass: r = np.sqrt(x)",
                                "loss.py:8: ds_dx became nan in the backward pass of: r = np.sqrt(x)"]
+
+
+def test_without_the_generated_text_the_forward_line_is_still_named():
+    source = "import numpy as np\n\n\ndef f(x):\n    y = np.log(x)\n    return y\n"
+    compiled = compile_source(source, "loss.py")
+    generated = load_module(compiled.text, "loss_grad")
+    namespace = {}
+    exec(compile(source, "loss.py", "exec"), namespace)
+    args = (compiled.module, namespace["f"], generated.f_value_and_grad, {"x": np.float64(0.0)})
+    forward = "loss.py:5: y became -inf in the forward pass: y = np.log(x)"
+    assert verify.locate_nonfinite(*args) == [forward]
+    assert verify.locate_nonfinite(*args, "x = 1\n") == [
+        forward, "loss.py: the gradient is not finite (the generated code could not be followed)"]
+    assert verify.locate_nonfinite(*args, compiled.text) == [
+        forward, "loss.py:5: dy_dx became inf in the backward pass of: y = np.log(x)"]
 
 
 def test_a_finite_point_is_never_traced(monkeypatch):
