@@ -102,6 +102,7 @@ class _Reverser:
         self.cited = None
         self.reads = {}  # id(forward statement) -> forward names its backward code reads
         self.owned = set()  # adjoint arrays made fresh here, which may be written into
+        self.mutable = set()  # adjoints of numbers that may hold a 0-d array (np.ones_like of a number)
         self.locals = {}  # id(loop) -> its temporaries (see loop_temporaries)
 
     def adj_name(self, v):
@@ -171,6 +172,7 @@ class _Reverser:
             for item in contributions:
                 if isinstance(item, Temporary):
                     self.adj_set.add(item.name)
+                    self.note_mutable(item.name, item.expr)
                     body.append(Assign(item.name, item.expr))
                 elif item[0] != v:
                     body += self.add(*item)
@@ -205,7 +207,7 @@ class _Reverser:
             return []
         adj = self.adj_name(name)
         self.state[name] = Var(adj)
-        if isinstance(current, Var) and name in self.arrays:
+        if isinstance(current, Var) and (name in self.arrays or adj in self.mutable):
             # never `+=` on an array: the adjoint may share memory with another one
             return self.define(adj, simplify.add(current, contribution))
         if isinstance(current, Var):
@@ -220,7 +222,18 @@ class _Reverser:
             self.owned.add(adj)
         else:
             self.owned.discard(adj)
+        self.note_mutable(adj, value)
         return [Assign(adj, value)]
+
+    def note_mutable(self, adj, value):
+        """Whether `adj = value` may hold a writable array even where the analysis says the
+        value is a number (a 0-d array, as `np.ones_like(s)` or `np.where(...)` of numbers):
+        then `+=` on it would write through to every adjoint sharing it."""
+        makes = isinstance(value, Call) and value.prim in _ARRAY_MAKERS
+        if makes or (isinstance(value, Var) and value.name in self.mutable):
+            self.mutable.add(adj)
+        else:
+            self.mutable.discard(adj)
 
     def scatter(self, name, contribution, guard):
         """x[index] read forward: add g at `index` of an array of x's shape, in place."""
@@ -271,6 +284,8 @@ class _Reverser:
             name = Var(self.adj_name(v))
             for code, st in ((then_code, a), (else_code, b)):
                 if st != name:
+                    if isinstance(st, Var) and st.name in self.mutable:
+                        self.mutable.add(name.name)
                     code.append(Assign(name.name, st if st is not None else self.zero(v)))
             self.state[v] = name
         self.cited = None
@@ -290,6 +305,8 @@ class _Reverser:
             name = Var(self.adj_name(v))
             if self.state.get(v) != name:
                 current = self.state.get(v)
+                if isinstance(current, Var) and current.name in self.mutable:
+                    self.mutable.add(name.name)
                 pre.append(Assign(name.name, as_float(current) if current is not None else self.zero(v)))
                 self.state[v] = name
         entry = dict(self.state)
@@ -485,6 +502,11 @@ def _has_code(stmts):
 
 def _is_scatter(expr):
     return isinstance(expr, Call) and expr.prim == "scatter"
+
+
+# Primitives whose result is an array even of a number (a 0-d array), or may be a view.
+_ARRAY_MAKERS = {"zeros_like", "ones_like", "array", "where", "reshape", "squeeze", "expand_dims", "broadcast_to",
+                 "ravel", "transpose", "T", "flip", "getitem", "unbroadcast", "concatenate_grad"}
 
 
 def _allocates(expr):

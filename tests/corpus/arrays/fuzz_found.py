@@ -31,3 +31,16 @@ def mean_of_a_slice(b):
 
 def inputs_mean_of_a_slice():
     return {"b": np.array([[0.65], [-1.15], [1.11], [-0.15]])}
+
+
+def inner_used_three_times(b):
+    # np.sum of a number seeds its adjoint with np.ones_like(z), a 0-d array; the adjoint
+    # passed through (df_dh = df_dz) and then `df_dh += df_dz` wrote into both: 4h, not 3h
+    u = b[1:]
+    h = np.inner(u, u)
+    z = h + h + h
+    return np.sum(z)
+
+
+def inputs_inner_used_three_times():
+    return {"b": np.array([0.006, 0.648])}
