@@ -8,11 +8,23 @@ unexpected failure inside gradgen is reported as an internal error (status 2).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import signal
 import sys
+import threading
 
 from gradgen import __version__
 from gradgen.errors import CompileError
+
+
+# Every stage's work is bounded by the input's size (see gradgen.parse); this is the
+# backstop: a compile that still runs this long is stopped, and nothing is written.
+COMPILE_SECONDS = 300
+
+
+class _OutOfTime(BaseException):
+    """Raised by the alarm inside whatever gradgen was doing (never caught on the way up)."""
 
 
 def main(argv=None) -> int:
@@ -21,6 +33,10 @@ def main(argv=None) -> int:
         return args.run(args)
     except CompileError as exc:
         print(exc.format(), file=sys.stderr)
+        return 1
+    except _OutOfTime:
+        print(CompileError(f"compiling took longer than {COMPILE_SECONDS:g} s, so gradgen stopped; nothing "
+                           "was written", args.file).format(), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("gradgen: interrupted; nothing was written", file=sys.stderr)
@@ -78,21 +94,40 @@ def _point(text):
 def _compile(args):
     from gradgen.api import compile_file
 
-    target, compiled = compile_file(args.file, args.out_dir, args.function, args.wrt, args.force)
+    with _time_limit(COMPILE_SECONDS):
+        target, compiled = compile_file(args.file, args.out_dir, args.function, args.wrt, args.force)
     names = ", ".join(f"{f.grad_name}, {f.value_and_grad_name}" for f in compiled.functions)
     print(f"wrote {target} ({names})")
     return _check(args) if args.check else 0
 
 
-def _check(args):
-    from pathlib import Path
+@contextlib.contextmanager
+def _time_limit(seconds):
+    """Raise _OutOfTime after `seconds` (SIGALRM: the main thread of a POSIX process only,
+    and only when no other timer is running; elsewhere there is no limit)."""
+    usable = (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+              and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
+    if not usable:
+        yield
+        return
 
+    def out_of_time(signum, frame):
+        raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, out_of_time)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _check(args):
+    from gradgen.api import read_source
     from gradgen.verify import check_source
 
-    try:
-        data = Path(args.file).read_bytes()
-    except OSError as exc:
-        raise CompileError(f"cannot read: {exc.strerror}", args.file) from None
+    data = read_source(args.file)
     at = args.at
     if args.inputs:
         at = {**_inputs(args.inputs), **(args.at or {})}

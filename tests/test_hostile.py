@@ -468,6 +468,12 @@ REFUSED = [
      "def f(x, reversed=1.0):\n    for i in range(3):\n        x = x * x\n    return x * reversed\n",
      ":1:10: parameter 'reversed' would hide the function 'reversed' the generated code calls; rename the "
      "parameter\n    def f(x, reversed=1.0):\n             ^\n"),
+    ("a default that is a call", "def f(x=float('nan')):\n    return x\n",
+     ":1:9: the default value of 'x' must be a number\n    def f(x=float('nan')):\n            ^\n"),
+    ("a constant replacing a generated helper", "import numpy as np\nunbroadcast = 2.0\n\n\n"
+     "def f(w, b):\n    return np.sum((w + b) * unbroadcast)\n",
+     ":2:1: module-level 'unbroadcast' would replace the helper 'unbroadcast' gradgen writes into the generated "
+     "module; rename it\n    unbroadcast = 2.0\n    ^\n"),
     ("a constant replacing numpy in the generated module", "import numpy\nnp = 2.0\n"
      "def f(x):\n    return numpy.sin(x) * np\n",
      ":2:1: module-level 'np' would replace NumPy (the generated code imports numpy as np); rename it\n"
