@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gradgen import activity, emit, lower, parse, reverse, shapes, simplify
-from gradgen.errors import CompileError
+from gradgen.errors import CompileError, error_at
 from gradgen.ir import Assign, Call, Const, For, If, Init, Save, Spelled, Var, While, assigned, expressions, variables, walk
 from gradgen.naming import ModuleNamer, identifiers
 
@@ -226,6 +226,7 @@ def _compile_function(module, fname, names, wrt, namer, emitter, sigmoid_name):
     chosen = activity.choose_wrt(fn, wrt)
     act = activity.analyse(fn, chosen, module)
     arrays = shapes.array_values(fn, module)
+    _refuse_shared_updates(fn, arrays, module)
     adjoints = reverse.backward(fn, act, fnamer, fn.result_name, arrays)
     grads = [_gradient(adjoints.get(p), p, arrays) for p in chosen]
     backward = adjoints.statements
@@ -285,11 +286,45 @@ def _with_saves(stmts, adjoints, params):
     return [Init(v, "None") for v in unbound] + out
 
 
+# Primitives whose result may be a view of (share memory with) their first argument.
+_VIEWS = {"getitem", "reshape", "T", "transpose", "ravel", "squeeze", "expand_dims", "broadcast_to", "flip",
+          "float", "pos", "array"}
+
+
+def _refuse_shared_updates(fn, arrays, module):
+    """`x += e` on an array mutates it in place in your code, so every name sharing x's
+    memory changes too: a parameter (your caller's array), a copy `y = x`, or a view
+    `y = x[1:]`. gradgen's gradient treats `x += e` as a new value of x, so where x may
+    share memory, it refuses rather than differentiate something else."""
+    params = {p.name for p in fn.params}
+    shared = set(params)
+    for s in walk(fn.body):
+        if isinstance(s, Assign) and not s.augmented:
+            e = s.expr
+            while isinstance(e, Call) and e.prim in _VIEWS and e.args:
+                e = e.args[0]
+            if isinstance(e, Var):  # s.target and e.name may be one array
+                shared |= {s.target, e.name}
+    for s in walk(fn.body):
+        in_place = isinstance(s, Assign) and s.augmented and isinstance(s.expr, Call) and \
+            s.expr.args[:1] == (Var(s.target),)  # (outside control flow, `x += e` is `x_1 = x + e`)
+        if in_place and s.target in arrays and s.target in shared:
+            where = types.SimpleNamespace(lineno=s.line, col_offset=s.col - 1)
+            raise error_at(where, f"'{s.target} {_AUG_OPS.get(s.expr.prim, '+')}= ...' would change an "
+                                        f"array that may share memory with another name (a parameter, a copy or "
+                                        f"a view); write '{s.target} = {s.target} {_AUG_OPS.get(s.expr.prim, '+')} ...'",
+                                 module)
+
+
+_AUG_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@"}
+
+
 def _insert_saves(stmts, adjoints):
     out = []
     for s in stmts:
         if id(s) in adjoints.saved:
             out.append(Save(s.target, adjoints.stacks[s.target]))
+            s = replace(s, augmented=False)  # `x += e` on a 0-d array would change the saved value too
         if isinstance(s, If):
             s = replace(s, body=_insert_saves(s.body, adjoints), orelse=_insert_saves(s.orelse, adjoints))
         elif isinstance(s, (For, While)):

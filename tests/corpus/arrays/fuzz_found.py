@@ -44,3 +44,15 @@ def inner_used_three_times(b):
 
 def inputs_inner_used_three_times():
     return {"b": np.array([0.006, 0.648])}
+
+
+def fresh_array_updated_in_place(a):
+    # not shared with any other name: `x += ...` stays in place, its old values saved
+    x = a * 2.0
+    for i in range(3):
+        x += np.sin(x) * a
+    return np.sum(x * x)
+
+
+def inputs_fresh_array_updated_in_place():
+    return {"a": np.array([[0.3, -0.4], [0.8, 0.1]])}
