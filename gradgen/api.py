@@ -293,27 +293,80 @@ _VIEWS = {"getitem", "reshape", "T", "transpose", "ravel", "squeeze", "expand_di
 
 def _refuse_shared_updates(fn, arrays, module):
     """`x += e` on an array mutates it in place in your code, so every name sharing x's
-    memory changes too: a parameter (your caller's array), a copy `y = x`, or a view
-    `y = x[1:]`. gradgen's gradient treats `x += e` as a new value of x, so where x may
-    share memory, it refuses rather than differentiate something else."""
-    params = {p.name for p in fn.params}
-    shared = set(params)
+    memory changes too: a copy `y = x`, or a view `y = x[1:]`. gradgen's gradient treats
+    `x += e` as a new value of x, so where another name that may share x's memory is read
+    after the update, it refuses rather than differentiate something else. A parameter
+    updated in place is fine: the gradient is of the function of its inputs as they were
+    at the call (the generated code updates your array in place exactly where yours does)."""
+    order, loops = _positions(fn.body)
+    groups = _sharing(fn.body, arrays)
+    bound = {p.name for p in fn.params} | set(module.constants)  # bound before the body runs
     for s in walk(fn.body):
-        if isinstance(s, Assign) and not s.augmented:
+        if not (isinstance(s, Assign) and s.augmented and isinstance(s.expr, Call) and s.expr.args
+                and isinstance(s.expr.args[0], Var) and s.expr.args[0].name in arrays):
+            continue
+        changed = s.expr.args[0].name  # the array `x` names before `x += e`
+        at, around = order[id(s)], [span for span in loops if span[0] <= order[id(s)] < span[1]]
+        # after `x_1 = x + e` only another name can still read the array as `x` (a helper's
+        # argument passed straight through); inside control flow `x += e` keeps the name x
+        others = groups.get(changed, {changed}) - {s.target}
+        if any((n == changed or n in bound or _bound_before(n, at, around, order, fn.body))
+               and _read_after(n, at, around, order, fn) for n in others):
+            op, name = _AUG_OPS.get(s.expr.prim, "+"), _user_name(s)
+            where = types.SimpleNamespace(lineno=s.line, col_offset=s.col - 1)
+            raise error_at(where, f"'{name} {op}= ...' would change an array that may share memory "
+                                  f"with another name (a copy or a view); write "
+                                  f"'{name} = {name} {op} ...'", module)
+
+
+def _user_name(stmt):
+    """The name as you wrote it in `x += e` (the IR's may be a renamed `x_1`)."""
+    try:
+        node = ast.parse(stmt.source or "").body[0]
+        return node.target.id
+    except (SyntaxError, IndexError, AttributeError):
+        return stmt.target
+
+
+def _sharing(stmts, arrays):
+    """Name -> the names that may share its memory: joined by `y = x` and `y = view(x)`."""
+    groups = {}
+    for s in walk(stmts):
+        if isinstance(s, Assign) and not s.augmented and s.target in arrays:
             e = s.expr
             while isinstance(e, Call) and e.prim in _VIEWS and e.args:
                 e = e.args[0]
-            if isinstance(e, Var):  # s.target and e.name may be one array
-                shared |= {s.target, e.name}
-    for s in walk(fn.body):
-        in_place = isinstance(s, Assign) and s.augmented and isinstance(s.expr, Call) and \
-            s.expr.args[:1] == (Var(s.target),)  # (outside control flow, `x += e` is `x_1 = x + e`)
-        if in_place and s.target in arrays and s.target in shared:
-            where = types.SimpleNamespace(lineno=s.line, col_offset=s.col - 1)
-            raise error_at(where, f"'{s.target} {_AUG_OPS.get(s.expr.prim, '+')}= ...' would change an "
-                                        f"array that may share memory with another name (a parameter, a copy or "
-                                        f"a view); write '{s.target} = {s.target} {_AUG_OPS.get(s.expr.prim, '+')} ...'",
-                                 module)
+            if isinstance(e, Var) and e.name in arrays:
+                joined = groups.get(s.target, {s.target}) | groups.get(e.name, {e.name})
+                for n in joined:
+                    groups[n] = joined
+    return groups
+
+
+def _positions(stmts):
+    """Each statement's place in source order, and the (start, end) places of each loop."""
+    order, loops = {}, []
+    for s in walk(stmts):
+        order[id(s)] = len(order)
+    for s in walk(stmts):
+        if isinstance(s, (For, While)):
+            inside = [order[id(t)] for t in walk(s.body)]
+            loops.append((order[id(s)], max(inside, default=order[id(s)]) + 1))
+    return order, loops
+
+
+def _bound_before(name, at, around, order, body):
+    """Is `name` bound before place `at`, or anywhere in a loop around it (a later iteration)?"""
+    return any(isinstance(t, Assign) and t.target == name and
+               (order[id(t)] < at or any(a <= order[id(t)] < b for a, b in around)) for t in walk(body))
+
+
+def _read_after(name, at, around, order, fn):
+    """Is `name` read after place `at`, or anywhere in a loop around it, or returned?"""
+    if any(v.name == name for v in variables(fn.result)):
+        return True
+    return any(any(v.name == name for e in expressions(t) for v in variables(e)) and
+               (order[id(t)] > at or any(a <= order[id(t)] < b for a, b in around)) for t in walk(fn.body))
 
 
 _AUG_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@"}

@@ -142,7 +142,7 @@ class Assign:
     overwrites: bool = False  # inside control flow: the target may hold an earlier value
     fresh_in_loop: bool = False  # first assigned inside a loop (unbound before it)
     counter: bool = False  # a loop's iteration counter (`n += 1`): never saved
-    augmented: bool = False  # written `x += e` by the user (emitted so where the name is reused)
+    augmented: bool = False  # written `x += e` by the user: changes an array in place (emitted so if the name is reused)
 
     def __str__(self):
         op = "+=" if self.accumulate else "="
@@ -293,6 +293,7 @@ class Param:
     default: object = None
     has_default: bool = False
     keyword_only: bool = False  # after `*`: data, not differentiated unless named in --wrt
+    number: bool = False  # annotated `float` or `int`: never an array
 
 
 @dataclass

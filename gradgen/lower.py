@@ -117,12 +117,12 @@ class Lowerer:
                 raise self.m.error(bad, f"{what} parameters are not supported")
         if args.posonlyargs:
             raise self.m.error(args.posonlyargs[0], "positional-only parameters are not supported")
-        params = [Param(a.arg) for a in args.args]
+        params = [Param(a.arg, number=_names_a_number(a.annotation)) for a in args.args]
         for param, default in zip(params[len(params) - len(args.defaults):], args.defaults):
             param.default = self._default(default, param.name)
             param.has_default = True
         for a, default in zip(args.kwonlyargs, args.kw_defaults):  # data: see choose_wrt
-            param = Param(a.arg, keyword_only=True)
+            param = Param(a.arg, keyword_only=True, number=_names_a_number(a.annotation))
             if default is not None:
                 param.default, param.has_default = self._default(default, a.arg), True
             params.append(param)
@@ -317,7 +317,7 @@ class Lowerer:
             self._emit(current.name, value, stmt, overwrites=overwrites, augmented=augmented)
             return
         ssa = self.namer.define(name)
-        self._emit(ssa, value, stmt, overwrites=self.loop_depth > 0)
+        self._emit(ssa, value, stmt, overwrites=self.loop_depth > 0, augmented=augmented)
         scope.env[name] = Var(ssa)
 
     def _emit(self, ssa, value, stmt, overwrites=False, augmented=False, counter=False):
@@ -803,3 +803,8 @@ def sigmoid_helper_name(module):
         if sigmoid_pattern(node, module) is not None:
             return name
     return "expit"
+
+
+def _names_a_number(annotation):
+    """`x: float` (or int) says a parameter is a number, never an array (see shapes)."""
+    return isinstance(annotation, ast.Name) and annotation.id in ("float", "int")

@@ -4,7 +4,8 @@ The backward pass must undo broadcasting: when `x * w` multiplies an array by a 
 `dL_dw` is a sum, not an array. Shapes are only known when the code runs, so the compiler
 asks the weaker, static question "may this be an array?" and writes `np.sum(...)` or the
 generated `unbroadcast(...)` helper only where the answer is yes. A purely scalar function
-(numbers for defaults, or a file that never imports numpy) gets none of it.
+(numbers for defaults, parameters annotated `float`, or a file that never imports numpy)
+gets none of it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def array_values(fn, module) -> set:
     uses_numpy = any(q.split(".")[0] == "numpy" for q in module.imports.values())
     arrays = {c for c, v in module.constants.items() if _is_array_constant(v)}
     for p in fn.params:
-        if p.keyword_only or (uses_numpy and not p.has_default):
+        if not p.number and (p.keyword_only or (uses_numpy and not p.has_default)):
             arrays.add(p.name)
     size = -1
     while size != len(arrays):  # loops carry arrays from one iteration to the next

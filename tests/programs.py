@@ -602,11 +602,24 @@ def build_program(choices, max_statements: int = 8, integer_param: bool = False)
     body.append(b.result())
     if choices.integer(0, 9) == 9:
         body.insert(0, '"""A generated program."""')
-    signature = ", ".join(params)
+    signature = ", ".join(parameters(params, b.int_params, body))
     if choices.integer(0, 4) == 4:  # defaults (the sample point) on the trailing parameters
         k = choices.integer(1, len(params))
-        signature = ", ".join(params[:-k] + [f"{p}={point[p]!r}" for p in params[-k:]])
+        signature = ", ".join(parameters(params[:-k], b.int_params, body)
+                              + [f"{p}={point[p]!r}" for p in params[-k:]])
     return Program(b.module(signature, constants, body), point, wrt)
+
+
+_IN_PLACE = re.compile(r"^\s*(?!_)\w+ (\+|-|\*|/|\*\*)= ", re.MULTILINE)
+
+
+def parameters(params: list[str], ints: list[str], body: list[str]) -> list[str]:
+    """`f`'s parameter list. Where the body updates a value in place (`u += e`), the float
+    parameters are annotated `float`: without a default or an annotation a parameter may be
+    an array, and `u = a; u += e` on an array would change `a` too (gradgen refuses that)."""
+    if not any(_IN_PLACE.search(line) for line in body):
+        return list(params)
+    return [p if p in ints else f"{p}: float" for p in params]
 
 
 @st.composite
@@ -1221,7 +1234,7 @@ def build_control_program(choices, max_statements: int = 3) -> Program:
     body.append(b.result())
     b.verify(", ".join(params), constants, body, point)
     body = [b.render(line) for line in body]
-    return Program(b.module(", ".join(params), constants, body), point, wrt)
+    return Program(b.module(", ".join(parameters(params, b.int_params, body)), constants, body), point, wrt)
 
 
 @st.composite

@@ -131,12 +131,12 @@ CASES = [
      "        return x\n               ^"),
     ("in-place update of a copy", "import numpy as np\n\ndef f(a):\n    x = a * 1.0\n    y = x\n"
      "    for i in range(2):\n        x += np.cos(x)\n    return np.sum(x * y)\n", {},
-     "bad.py:7:9: 'x += ...' would change an array that may share memory with another name (a parameter, a copy "
-     "or a view); write 'x = x + ...'\n            x += np.cos(x)\n            ^"),
-    ("in-place update of a parameter", "import numpy as np\n\ndef f(a):\n    for i in range(2):\n"
-     "        a += np.cos(a)\n    return np.sum(a)\n", {},
-     "bad.py:5:9: 'a += ...' would change an array that may share memory with another name (a parameter, a copy "
-     "or a view); write 'a = a + ...'\n            a += np.cos(a)\n            ^"),
+     "bad.py:7:9: 'x += ...' would change an array that may share memory with another name (a copy or a "
+     "view); write 'x = x + ...'\n            x += np.cos(x)\n            ^"),
+    ("in-place update of a view", "import numpy as np\n\ndef f(a):\n    x = a * 1.0\n    y = x[1:]\n"
+     "    x *= 2.0\n    return np.sum(y)\n", {},
+     "bad.py:6:5: 'x *= ...' would change an array that may share memory with another name (a copy or a view); "
+     "write 'x = x * ...'\n        x *= 2.0\n        ^"),
 ]
 
 

@@ -56,3 +56,15 @@ def fresh_array_updated_in_place(a):
 
 def inputs_fresh_array_updated_in_place():
     return {"a": np.array([[0.3, -0.4], [0.8, 0.1]])}
+
+
+def parameter_updated_in_place(a):
+    # your array changes in place, as in your function; the gradient is of the inputs at the call
+    for i in range(2):
+        a += np.cos(a)
+    a *= 2.0
+    return np.sum(a * a)
+
+
+def inputs_parameter_updated_in_place():
+    return {"a": np.array([0.3, -0.7, 1.1])}

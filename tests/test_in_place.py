@@ -1,0 +1,110 @@
+"""In-place updates and shared memory: `x += e` on an array changes every name that shares
+its memory (a copy `y = x`, a view `y = x[1:]`, a helper's argument). gradgen's gradient
+treats `x += e` as a new value of `x`, so it must refuse exactly where that would
+differentiate a different program, and compile (with a right gradient) everywhere else.
+
+The oracle is the program itself: run once as written (NumPy's in-place semantics) and once
+with every `x op= e` spelled `x = x op e` (value semantics). Where the two differ on an
+array, sharing matters and gradgen must refuse; where it compiles, its gradient must match
+central finite differences of the program as written.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import numpy as np
+import pytest
+
+from gradgen import CompileError, compile_source, load_module
+
+# (how `y` comes from `x`, whether it may share x's memory)
+ALIASES = ["y = x", "y = x[1:]", "y = x.T", "y = x.reshape(-1)", "y = x * 1.0", "y = np.flip(x)"]
+UPDATES = ["x += np.sin(x)", "y *= 0.5", "x -= y[:1]",
+           "for i in range(2):\n        x += np.cos(x)", "for i in range(2):\n        y *= 0.9"]
+USES = ["np.sum(x * x)", "np.sum(y * y)", "np.sum(x) + np.sum(y * y)", "np.sum(a * x)"]
+STARTS = ["x = a * 2.0", "x = a"]  # a fresh array, or the caller's
+HELPERS = [("bump(x)", "def bump(v):\n    v += 1.0\n    return v * 2.0\n\n\n"),
+           ("scaled(x)", "def scaled(v):\n    w = v * 3.0\n    w += 1.0\n    return w\n\n\n")]
+
+
+def program(start, alias, update, use, helper=""):
+    return (f"import numpy as np\n\n\n{helper}def f(a):\n    {start}\n    {alias}\n    {update}\n"
+            f"    return {use}\n")
+
+
+def cases():
+    for start, alias, update, use in itertools.product(STARTS, ALIASES, UPDATES, USES):
+        yield program(start, alias, update, use)
+    for start, (call, helper), use in itertools.product(STARTS, HELPERS, USES):
+        yield program(start, f"y = {call}", "z = 1.0", use, helper)
+
+
+def as_values(source):
+    """The same program with every `x op= e` written `x = x op e`."""
+    return re.sub(r"^(\s*)(\w+) (\+|-|\*|/)= (.*)$", r"\1\2 = \2 \3 (\4)", source, flags=re.MULTILINE)
+
+
+def run(source, a):
+    namespace = {}
+    exec(compile(source, "prog.py", "exec"), namespace)
+    return namespace["f"](a.copy())
+
+
+POINT = np.array([[0.3, -0.7], [1.1, 0.4]])
+
+
+@pytest.mark.parametrize("source", list(cases()))
+def test_refused_exactly_where_sharing_changes_the_result(source):
+    shared = not np.isclose(run(source, POINT), run(as_values(source), POINT), rtol=1e-12)
+    try:
+        text = compile_source(source, filename="prog.py").text
+    except CompileError as error:
+        assert shared, f"refused a program sharing does not affect:\n{source}\n{error}"
+        assert "would change an array that may share memory with another name (a copy or a view)" in str(error)
+        return
+    assert not shared, f"compiled a program whose arrays share memory:\n{source}"
+    grad = load_module(text, "prog_grad").f_grad(POINT.copy())
+    for index in np.ndindex(POINT.shape):
+        step = np.zeros_like(POINT)
+        step[index] = 1e-6
+        fd = (run(source, POINT + step) - run(source, POINT - step)) / 2e-6
+        assert grad[index] == pytest.approx(fd, rel=1e-6, abs=1e-8), (source, index)
+
+
+def test_the_cases_include_both_answers():
+    """The oracle splits the cases: some share memory that matters, most do not."""
+    shared = [not np.isclose(run(s, POINT), run(as_values(s), POINT)) for s in cases()]
+    assert 10 <= sum(shared) <= len(shared) - 10
+
+
+def test_a_parameter_updated_in_place_compiles_and_changes_the_callers_array_as_yours_does():
+    source = "import numpy as np\n\n\ndef f(a):\n    for i in range(2):\n        a += np.cos(a)\n    return np.sum(a * a)\n"
+    module = load_module(compile_source(source, filename="prog.py").text, "prog_grad")
+    a = POINT.copy()
+    mine = POINT.copy()
+    run(source, mine)
+    module.f_value_and_grad(a)
+    np.testing.assert_array_equal(a, mine)
+
+
+def test_float_annotation_says_a_parameter_is_a_number():
+    """Without a default or an annotation a parameter may be an array, and `u = a; u += e`
+    is refused; `a: float` says it is a number, so the same program compiles."""
+    body = "    u = a\n    for i in range(3):\n        u += 0.5 * np.sin(u)\n    return u * a\n"
+    with pytest.raises(CompileError) as caught:
+        compile_source(f"import numpy as np\n\n\ndef f(a):\n{body}", filename="prog.py")
+    assert str(caught.value) == ("prog.py:7:9: 'u += ...' would change an array that may share memory with another "
+                                 "name (a copy or a view); write 'u = u + ...'\n"
+                                 "            u += 0.5 * np.sin(u)\n            ^")
+    text = compile_source(f"import numpy as np\n\n\ndef f(a: float):\n{body}", filename="prog.py").text
+    value, grad = load_module(text, "prog_grad").f_value_and_grad(0.7)
+    u = 0.7
+    du = 1.0
+    for _ in range(3):
+        du = du * (1 + 0.5 * np.cos(u))
+        u = u + 0.5 * np.sin(u)
+    assert value == u * 0.7
+    assert grad == pytest.approx(du * 0.7 + u, rel=1e-14)
+    assert "unbroadcast" not in text
