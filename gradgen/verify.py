@@ -88,13 +88,19 @@ def check_source(source, filename="<string>", functions=None, wrt=None, at=None,
         for point in sample_points(cf, f, at, n_points, seed, filename):
             try:
                 with np.errstate(all="ignore"):
-                    f(**point)
+                    f(**_fresh(point))
             except Exception as exc:  # noqa: BLE001 - the user's own function failed there
                 raise CompileError(f"'{cf.name}' itself raised {type(exc).__name__} at the sample point ({exc}); "
                                    "give a point where it runs with --at or --inputs", filename) from None
             report.points.append(check_point(cf, compiled.module, f, value_and_grad, point, compiled.text))
         reports.append(report)
     return reports
+
+
+def _fresh(point):
+    """The point with every array copied: a function that updates a parameter in place
+    (`a += e`) changes its argument, and each run must start from the same point."""
+    return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in point.items()}
 
 
 def _run_original(source, filename):
@@ -109,11 +115,11 @@ def check_point(cf, module, f, value_and_grad, point, generated_text=None):
     finite, also where (which line of the user's file) it first became nan or inf."""
     try:
         with np.errstate(all="ignore"):
-            value, grads = value_and_grad(**point)
+            value, grads = value_and_grad(**_fresh(point))
     except Exception as exc:  # noqa: BLE001 - e.g. log of a negative base in d(x**n)/dn: reported, not hidden
         note = f"the generated code raised {type(exc).__name__}: {exc}"
         with np.errstate(all="ignore"):
-            report = PointReport(dict(point), math.nan, float(f(**point)))
+            report = PointReport(dict(point), math.nan, float(f(**_fresh(point))))
         report.rows = [Row(name, math.nan, None, None, math.inf, False, note) for name in cf.wrt]
         report.nonfinite = locate_nonfinite(module, f, value_and_grad, point, generated_text, exc)
         return report
@@ -126,7 +132,7 @@ def check_point(cf, module, f, value_and_grad, point, generated_text=None):
     symbolic = [None] * len(cf.wrt) if arrays else sympy_gradient(cf.ir, module, point, cf.wrt)
     by_element = sympy_array_gradient(cf.ir, module, point, cf.wrt) if arrays else {}
     with np.errstate(all="ignore"):
-        report = PointReport(dict(point), float(value), float(f(**point)), nonfinite=nonfinite)
+        report = PointReport(dict(point), float(value), float(f(**_fresh(point))), nonfinite=nonfinite)
     for name, gen, sym in zip(cf.wrt, grads, symbolic):
         if name in by_element and np.ndim(point[name]) == 0:
             sym = float(by_element[name])
@@ -336,7 +342,7 @@ def _first_nonfinite_forward(f, point, filename):
 
     try:
         with _tracing(call), np.errstate(all="ignore"):
-            f(**point)
+            f(**_fresh(point))
     except Exception:  # noqa: BLE001 - what was found before it raised still stands
         pass
     return found[0] if found else None
@@ -366,7 +372,7 @@ def _first_nonfinite_backward(value_and_grad, point, layout):
 
     try:
         with _tracing(call), np.errstate(all="ignore"):
-            value_and_grad(**point)
+            value_and_grad(**_fresh(point))
     except Exception:  # noqa: BLE001
         pass
     return found[0] if found else None
@@ -824,7 +830,7 @@ def finite_difference(f, point, name, direction=None):
 
     def at(dx):
         with np.errstate(all="ignore"):  # a step outside the domain shows up as nan below
-            return float(f(**{**point, name: x + dx * step}))
+            return float(f(**_fresh({**point, name: x + dx * step})))
 
     def stencil(h):
         return (at(-2 * h) - 8 * at(-h) + 8 * at(h) - at(2 * h)) / (12 * h)
@@ -901,7 +907,7 @@ def _usable(point, cf, f):
     """
     try:
         with _time_limit(2.0), np.errstate(all="ignore"):
-            if not math.isfinite(float(f(**point))):
+            if not math.isfinite(float(f(**_fresh(point)))):
                 return False
             for name in cf.wrt:
                 fd, kink = finite_difference(f, point, name)
