@@ -8,14 +8,12 @@ unexpected failure inside gradgen is reported as an internal error (status 2).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
-import signal
 import sys
-import threading
 
 from gradgen import __version__
 from gradgen.errors import CompileError
+from gradgen.limits import time_limit
 
 
 # Every stage's work is bounded by the input's size (see gradgen.parse); this is the
@@ -94,33 +92,11 @@ def _point(text):
 def _compile(args):
     from gradgen.api import compile_file
 
-    with _time_limit(COMPILE_SECONDS):
+    with time_limit(COMPILE_SECONDS, _OutOfTime):
         target, compiled = compile_file(args.file, args.out_dir, args.function, args.wrt, args.force)
     names = ", ".join(f"{f.grad_name}, {f.value_and_grad_name}" for f in compiled.functions)
     print(f"wrote {target} ({names})")
     return _check(args) if args.check else 0
-
-
-@contextlib.contextmanager
-def _time_limit(seconds):
-    """Raise _OutOfTime after `seconds` (SIGALRM: the main thread of a POSIX process only,
-    and only when no other timer is running; elsewhere there is no limit)."""
-    usable = (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-              and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
-    if not usable:
-        yield
-        return
-
-    def out_of_time(signum, frame):
-        raise _OutOfTime
-
-    previous = signal.signal(signal.SIGALRM, out_of_time)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _check(args):

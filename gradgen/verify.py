@@ -17,9 +17,7 @@ import contextlib
 import math
 import random
 import re
-import signal
 import sys
-import threading
 import types
 from dataclasses import dataclass, field
 
@@ -29,6 +27,7 @@ import sympy
 
 from gradgen.api import compile_source, load_module
 from gradgen.errors import CompileError
+from gradgen.limits import time_limit
 from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While
 from gradgen.emit import Emitter
 from gradgen.primitives import TABLE
@@ -646,7 +645,7 @@ def sympy_array_gradient(fn, module, point, wrt):
         for sym, value in zip(np.ravel(np.asarray(symbols[w], dtype=object)), np.ravel(point[w])):
             numbers[sym] = sympy.Float(float(value), 30)
     try:
-        with _time_limit(5.0):
+        with time_limit(5.0, _Timeout):
             return _sympy_array_gradient(fn, module, point, wrt, symbols, numbers)
     except _Timeout:
         return {}
@@ -906,7 +905,7 @@ def _usable(point, cf, f):
     never skipped: it is reported.
     """
     try:
-        with _time_limit(2.0), np.errstate(all="ignore"):
+        with time_limit(2.0, _Timeout), np.errstate(all="ignore"):
             if not math.isfinite(float(f(**_fresh(point)))):
                 return False
             for name in cf.wrt:
@@ -919,26 +918,4 @@ def _usable(point, cf, f):
 
 
 class _Timeout(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def _time_limit(seconds):
-    """Give up on a random point where the user's function runs too long (a `while` whose
-    condition never fails there). Only the main thread of a Unix process can be interrupted;
-    elsewhere there is no limit."""
-    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable:
-        yield
-        return
-
-    def expire(signum, frame):
-        raise _Timeout
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    """The user's function ran past its time at a point (the point is skipped)."""

@@ -15,7 +15,6 @@ good programs, and a list of the cases that broke gradgen once (each with its me
 from __future__ import annotations
 
 import ast
-import contextlib
 import inspect
 import math
 import os
@@ -36,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from gradgen import cli, parse
+from gradgen import cli, limits, parse
 from gradgen.api import HEADER_MARK, compile_source, load_module
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,18 +45,9 @@ SECONDS_PER_INPUT = 15  # far above any input's compile time: a hang fails the t
 
 # ---- the harness ---------------------------------------------------------------------------
 
-@contextlib.contextmanager
 def time_limit(seconds, what):
-    def expired(signum, frame):
-        raise AssertionError(f"gradgen took more than {seconds} s on:\n{what!r}"[:3000])
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    """Fail, naming the input, when gradgen works on it longer than `seconds`."""
+    return limits.time_limit(seconds, lambda: AssertionError(f"gradgen took more than {seconds} s on:\n{what!r}"[:3000]))
 
 
 LOCATED = re.compile(r"(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): (?P<message>.+)")
@@ -139,26 +129,18 @@ def _in_function(snippet):
 
 
 @needs_hypothesmith
-def test_random_python_from_the_grammar(tmp_path, capsys):
-    @fast(60)
-    @given(hypothesmith.from_grammar(), st.booleans())
+@pytest.mark.parametrize("kind,count", [("grammar", 60), ("nodes", 25)])
+def test_random_python_from_hypothesmith(kind, count, tmp_path, capsys):
+    """Random Python from the grammar and from syntax trees, alone or as a function body."""
+    strategy = hypothesmith.from_grammar() if kind == "grammar" else hypothesmith.from_node()
+
+    @fast(count)
+    @given(strategy, st.booleans())
     def run(source, wrapped):
-        compile_hostile(_in_function(source) if wrapped else source, tmp_path, capsys, "hypothesmith grammar")
+        compile_hostile(_in_function(source) if wrapped else source, tmp_path, capsys, f"hypothesmith {kind}")
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ast.parse inside hypothesmith warns about `1()` and such
-        run()
-
-
-@needs_hypothesmith
-def test_random_python_from_the_syntax_tree(tmp_path, capsys):
-    @fast(25)
-    @given(hypothesmith.from_node(), st.booleans())
-    def run(source, wrapped):
-        compile_hostile(_in_function(source) if wrapped else source, tmp_path, capsys, "hypothesmith nodes")
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
         run()
 
 
