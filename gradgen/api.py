@@ -298,6 +298,7 @@ def _refuse_shared_updates(fn, arrays, module):
     after the update, it refuses rather than differentiate something else. A parameter
     updated in place is fine: the gradient is of the function of its inputs as they were
     at the call (the generated code updates your array in place exactly where yours does)."""
+    arrays = _mutable(fn.body, arrays)
     order, loops = _positions(fn.body)
     groups = _sharing(fn.body, arrays)
     bound = {p.name for p in fn.params} | set(module.constants)  # bound before the body runs
@@ -326,6 +327,33 @@ def _user_name(stmt):
         return node.target.id
     except (SyntaxError, IndexError, AttributeError):
         return stmt.target
+
+
+# NumPy functions that make a 0-d array of a number: a mutable object, unlike the number
+# `np.sin(x)` gives (np.where(c, 1.0, 2.0) += 1 changes it in place)
+_ZERO_D = {"where", "ones_like", "zeros_like", "array", "squeeze", "transpose", "ravel"}
+
+
+def _mutable(stmts, arrays):
+    """The values that may be NumPy arrays, 0-d ones included: `arrays`, whatever a
+    function of `_ZERO_D` makes, its copies and views, and `+=` in place on any of them."""
+    mutable, size = set(arrays), -1
+    while size != len(mutable):
+        size = len(mutable)
+        for s in walk(stmts):
+            if not isinstance(s, Assign):
+                continue
+            e = s.expr
+            if s.augmented and isinstance(e, Call) and e.args and isinstance(e.args[0], Var):
+                if e.args[0].name in mutable:
+                    mutable.add(s.target)
+                continue
+            made = False
+            while isinstance(e, Call) and (e.prim in _VIEWS or e.prim in _ZERO_D) and e.args:
+                made, e = made or e.prim in _ZERO_D, e.args[0]
+            if made or isinstance(e, Var) and e.name in mutable:
+                mutable.add(s.target)
+    return mutable
 
 
 def _sharing(stmts, arrays):

@@ -835,9 +835,13 @@ def finite_difference(f, point, name, direction=None):
         return (at(-2 * h) - 8 * at(-h) + 8 * at(h) - at(2 * h)) / (12 * h)
 
     try:
-        estimates = [stencil(h) for h in (1e-3 * scale, 5e-4 * scale)]
-        if _rel(*estimates) > FD_TOL / 10:  # a large fifth derivative, or a kink: smaller steps
-            estimates = [estimates[1], stencil(2.5e-4 * scale)]  # (the error of a smooth one shrinks 16x)
+        h = 1e-3 * scale
+        estimates = [stencil(h), stencil(h / 2)]
+        for _ in range(3):  # a large fifth derivative, or a kink: smaller steps
+            if _rel(*estimates) <= FD_TOL / 10:
+                break
+            h /= 2
+            estimates = [estimates[1], stencil(h / 2)]  # (the error of a smooth one shrinks 16x)
         h = 1e-7 * scale
         centre = at(0.0)
         left, right = (centre - at(-h)) / h, (at(h) - centre) / h

@@ -7,8 +7,9 @@ expressions built from broadcasting arithmetic, elementwise functions, reduction
 random `axis`/`keepdims` (`np.sum`, `np.mean`, their method forms, `np.prod`, `np.cumsum`),
 `@`/`np.dot`/`np.matmul` between operands whose shapes fit, `np.outer`, `.T`,
 `np.transpose`, `.reshape(-1)`, slices and `[:, None]`, `np.expand_dims`, `np.concatenate`,
-`np.stack`, `np.sum` over a list and `np.linalg.norm`, and returns a number (`np.sum`,
-`np.mean` or a method form of either) that depends on both `a` and `b`.
+`np.stack`, `np.sum` over a list and `np.linalg.norm`, sometimes updates a local in place
+(`u += e`, `u *= e`), also in a `for` loop, and returns a number (`np.sum`, `np.mean` or a
+method form of either) that depends on both `a` and `b`.
 
 Every program is correct input: each expression carries its exact shape (so broadcasting
 and `@` always fit) and a bound on its magnitude that holds for inputs in [-BOX, BOX]; only
@@ -79,6 +80,8 @@ class _ArrayBuilder:
         self.scope = {name: (shape, BOX) for name, shape in shapes.items()}
         self.recent: list[str] = []
         self.deps = {"a": {"a"}, "b": {"b"}, "X": set()}  # differentiated parameters read
+        self.owned: set[str] = set()  # locals holding a new array no other name shares
+        self.viewed: set[str] = set()  # of those, the ones a later expression took a view of
 
     def depends(self, e: AExpr) -> set[str]:
         names = re.findall(r"(?<![.\w])([A-Za-z_]\w*)", e.text)
@@ -358,12 +361,57 @@ class _ArrayBuilder:
 
     # -- statements ----------------------------------------------------------------------
 
+    def statements(self) -> list[str]:
+        """One statement: mostly an assignment; sometimes an in-place update of a fresh
+        local (`u += e`), or a `for` loop updating one (`u += np.tanh(...)` per trip)."""
+        owned = sorted(self.owned - self.viewed)
+        if owned and self.chance(0.15):
+            return [self.update(self.choice(owned), self.choice(["+=", "-=", "*="]))]
+        if owned and self.chance(0.15):
+            return self.loop(self.choice(owned))
+        return [self.statement()]
+
+    def update(self, name: str, op: str, trips: int = 1) -> str:
+        """`name op= e`, e of a shape that broadcasts into name's (the array keeps its shape)."""
+        shape, bound = self.scope[name]
+        e = self.squash(self.expr(self.choice([1, 2])))
+        if broadcast(shape, e.shape) != shape:
+            e = self.squash(self.leaf_of_shape(shape))
+        self.note_views(e.text)
+        grown = bound * e.bound ** trips if op == "*=" else bound + trips * e.bound
+        self.scope[name] = (shape, grown)
+        self.deps[name] = self.deps[name] | self.depends(e)
+        self.recent = [n for n in self.recent if n != name] + [name]
+        return f"{name} {op} {e.text}"
+
+    def loop(self, name: str) -> list[str]:
+        """`for i in range(k):` updating `name` in place; the update may read `i`."""
+        trips = self.integer(1, 3)
+        op = self.choice(["+=", "-=", "*="])
+        line = self.update(name, op, trips)
+        if op != "*=" and self.chance(0.4):
+            line += " / (i + 1)"
+        return [f"for i in range({trips}):", f"    {line}"]
+
+    def note_views(self, text: str) -> None:
+        """Names that `text` may take a view of (`u.T`, `u[1:]`, `np.squeeze(u)`, ...): an
+        in-place update of one would change the view too, which gradgen refuses."""
+        for name in list(self.owned):
+            if re.search(rf"(?<![\w.]){name}(\.T\b|\[|\.reshape\(|\.ravel\()", text) or \
+                    re.search(rf"np\.(transpose|squeeze|ravel|flip|broadcast_to|expand_dims|reshape)\({name}\b", text):
+                self.viewed.add(name)
+
     def statement(self) -> str:
         e = self.expr(self.choice([1, 2, 2, 3]))
         if e.prec == ATOM and e.text in self.scope or e.text.replace(".", "").isdigit():
             e = self.gen_binary(1)  # not a plain copy of a variable or a constant
             e = self.squash(e) if e.bound > LIMIT else e
         name = self.choice(LOCALS)
+        self.note_views(e.text)
+        self.owned.discard(name)
+        self.viewed.discard(name)
+        if e.prec != ATOM or _fresh_call(e.text):  # a new array, shared with no other name
+            self.owned.add(name)
         self.scope[name] = (e.shape, e.bound)
         self.deps[name] = self.depends(e)
         if name in self.recent:
@@ -400,6 +448,22 @@ class _ArrayBuilder:
         return f"{form}({e.text})"
 
 
+_VIEW_CALLS = {"transpose", "squeeze", "ravel", "flip", "broadcast_to", "expand_dims", "reshape"}
+
+
+def _fresh_call(text: str) -> bool:
+    """Is `text` one call `np.f(...)` of a function that returns a new array (not a view)?"""
+    match = re.match(r"np\.(\w+)\(", text)
+    if not match or match.group(1) in _VIEW_CALLS or not text.endswith(")"):
+        return False
+    depth = 0
+    for k, c in enumerate(text):
+        depth += (c == "(") - (c == ")")
+        if depth == 0 and c == ")":
+            return k == len(text) - 1
+    return False
+
+
 def build_array_program(choices, max_statements: int = 5) -> ArrayProgram:
     """A random array program and its inputs (see the module docstring), from `choices`
     (`HypothesisChoices` or `SeededChoices` of `programs.py`)."""
@@ -408,7 +472,7 @@ def build_array_program(choices, max_statements: int = 5) -> ArrayProgram:
     x_shape = choices.choice([(n, d), (d, m), (m, n), (d,)])
     shapes = {"a": (n, d), "b": b_shape, "X": x_shape}
     builder = _ArrayBuilder(choices, shapes)
-    body = [builder.statement() for _ in range(choices.integer(1, max_statements))]
+    body = [line for _ in range(choices.integer(1, max_statements)) for line in builder.statements()]
     body.append(builder.result())
     source = "import numpy as np\n\n\ndef f(a, b, *, X):\n" + "".join(f"    {line}\n" for line in body)
     seed = choices.integer(0, 2**32 - 1)

@@ -406,3 +406,17 @@ def test_readme_numerical_conventions_table_is_this_table():
     section = text.split("## Numerical conventions\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `") or line.startswith("| builtin")]
     assert rows[:len(EDGES)] == [readme_row(e) for e in EDGES]
+
+
+@pytest.mark.parametrize("k", [100, 200, 300])
+def test_finite_differences_of_a_steep_smooth_function_are_no_kink(k):
+    """sin(k x) has a fifth derivative of k**5: the stencils agree only at steps of 1e-4 or
+    less, which `finite_difference` reaches before it would call the point a kink."""
+    estimate, kink = verify.finite_difference(lambda x: math.sin(k * x), {"x": 0.3}, "x")
+    assert kink is None
+    assert estimate == pytest.approx(k * math.cos(k * 0.3), rel=1e-7)
+
+
+def test_finite_differences_at_a_kink_say_so():
+    estimate, kink = verify.finite_difference(lambda x: abs(x - 0.3) + x, {"x": 0.3}, "x")
+    assert kink == pytest.approx((0.0, 2.0), abs=1e-6)

@@ -49,7 +49,7 @@ def as_values(source):
 def run(source, a):
     namespace = {}
     exec(compile(source, "prog.py", "exec"), namespace)
-    return namespace["f"](a.copy())
+    return namespace["f"](a.copy() if isinstance(a, np.ndarray) else a)
 
 
 POINT = np.array([[0.3, -0.7], [1.1, 0.4]])
@@ -76,6 +76,8 @@ def test_refused_exactly_where_sharing_changes_the_result(source):
 def test_the_cases_include_both_answers():
     """The oracle splits the cases: some share memory that matters, most do not."""
     shared = [not np.isclose(run(s, POINT), run(as_values(s), POINT)) for s in cases()]
+    assert 10 <= sum(shared) <= len(shared) - 10
+    shared = [not np.isclose(run(s, 0.7), run(as_values(s), 0.7)) for s in cases_0d()]
     assert 10 <= sum(shared) <= len(shared) - 10
 
 
@@ -108,3 +110,30 @@ def test_float_annotation_says_a_parameter_is_a_number():
     assert value == u * 0.7
     assert grad == pytest.approx(du * 0.7 + u, rel=1e-14)
     assert "unbroadcast" not in text
+
+
+# NumPy makes a 0-d array of a number in np.where, np.ones_like, np.squeeze...: mutable
+# like any array, though the function is otherwise scalar
+STARTS_0D = ["x = np.where(a > 0.0, a, 2.0 * a)", "x = np.squeeze(a * 2.0)", "x = np.sin(a)"]
+ALIASES_0D = ["y = x", "y = x.T", "y = x * 1.0"]
+UPDATES_0D = ["x += np.sin(x)", "y *= 0.5", "for i in range(2):\n        x += np.cos(x)"]
+USES_0D = ["x * x", "y * y", "x + y * y", "a * x"]
+
+
+def cases_0d():
+    for start, alias, update, use in itertools.product(STARTS_0D, ALIASES_0D, UPDATES_0D, USES_0D):
+        yield program(start, alias, update, use).replace("def f(a):", "def f(a=0.7):")
+
+
+@pytest.mark.parametrize("source", list(cases_0d()))
+def test_zero_d_arrays_are_arrays_too(source):
+    shared = not np.isclose(run(source, 0.7), run(as_values(source), 0.7), rtol=1e-12)  # the default, a float
+    try:
+        text = compile_source(source, filename="prog.py").text
+    except CompileError as error:
+        assert shared, f"refused a program sharing does not affect:\n{source}\n{error}"
+        return
+    assert not shared, f"compiled a program whose arrays share memory:\n{source}"
+    grad = load_module(text, "prog_grad").f_grad(0.7)
+    fd = (run(source, 0.7 + 1e-6) - run(source, 0.7 - 1e-6)) / 2e-6
+    assert grad == pytest.approx(fd, rel=1e-6, abs=1e-8), source

@@ -68,3 +68,33 @@ def parameter_updated_in_place(a):
 
 def inputs_parameter_updated_in_place():
     return {"a": np.array([0.3, -0.7, 1.1])}
+
+
+def lazy_zero_adjoint_in_a_loop(a, b, *, X):
+    # z's last value is never read: its adjoint is a plain 0.0 when the loop's backward sweep
+    # sums it back to z's shape (unbroadcast of a number to a (1, 1) array raised IndexError)
+    z = np.mean(b, axis=0, keepdims=True) + 1.5
+    y = np.arctan(3.0 * b) + np.sum(z, axis=-2)
+    for i in range(1):
+        z -= np.arctan(b + b)
+    return np.sum(a) + np.sum(np.tanh(y))
+
+
+def inputs_lazy_zero_adjoint_in_a_loop():
+    return {"a": np.array([[0.3, -0.2, 0.9, 0.1]]), "b": np.array([[0.4]]), "X": np.array([[0.5], [1.0]])}
+
+
+def steep_outer_updated_in_a_loop(a, b, *, X):
+    # large higher derivatives: the finite differences need steps down to 1.25e-4 to agree
+    v = np.outer(-(b + b), X[1] / np.cosh(np.sin(b * X)))
+    v -= np.arctan(-b)
+    for i in range(2):
+        v += np.sin(np.sin(np.arctan(v) @ np.tanh(v.T)).reshape(-1)) / (i + 1)
+    return np.sum(np.arctan(v) / np.sqrt(1 + v * v) + np.arctan(v)) + np.sum(a)
+
+
+def inputs_steep_outer_updated_in_a_loop():
+    return {"a": np.array([[-1.092], [-0.223], [0.113], [-0.501]]), "b": np.array([[-0.32319847593260853]]),
+            "X": np.array([[0.6205673643721172, 0.2547926943785823, -0.08720473180646993, 1.2786417634770837],
+                           [-1.1343301739968585, -1.1290875052638212, 0.31006191129381877, -1.2751117595491839],
+                           [0.6886443535490891, -0.8199743743900529, 0.9896029174559318, -1.0366937330053132]])}
