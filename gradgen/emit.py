@@ -278,6 +278,23 @@ HELPERS = {
     np.add.at(out, index, g)
     return out
 '''),
+    "prod_grad": ((), '''def prod_grad(g, x, axis=None, keepdims=False):
+    """Gradient of np.prod(x, axis) given g, the gradient of the product: g times the
+    product of the other elements (exact where x holds zeros, unlike prod / x)."""
+    x = np.asarray(x, dtype=float)
+    axes = range(x.ndim) if axis is None else np.atleast_1d(axis)
+    axes = [int(a) % x.ndim for a in axes]
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, tuple(axes))
+    order = [i for i in range(x.ndim) if i not in axes] + axes  # the reduced axes last
+    moved = np.transpose(x, order)
+    rows = moved.reshape(moved.shape[: x.ndim - len(axes)] + (-1,))
+    ones = np.ones(rows.shape[:-1] + (1,))
+    before = np.cumprod(np.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.concatenate([ones, rows[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    others = (before * after).reshape(moved.shape)
+    return g * np.transpose(others, np.argsort(order))
+'''),
     "concatenate_grad": ((), '''def concatenate_grad(g, parts, i, axis):
     """The piece of g that part i of np.concatenate(parts, axis) became."""
     sizes = [np.shape(part)[axis] for part in parts]

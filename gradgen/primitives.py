@@ -284,7 +284,7 @@ primitive("sum", spellings=["numpy.sum"], keywords=REDUCE, method=True, sympy=la
 primitive("mean", spellings=["numpy.mean"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: _spread(_kept(g, p), x) / (F.size(x) / F.size(out)))
 primitive("prod", spellings=["numpy.prod"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
-          vjp=lambda g, out, x, **p: _kept(g, p) * _kept(out, p) / x)
+          vjp=lambda g, out, x, **p: F.prod_grad(g, x, **p))  # not out / x: nan where x holds a 0
 primitive("amax", spellings=["numpy.max", "numpy.amax"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: _extreme(g, out, x, p))
 primitive("amin", spellings=["numpy.min", "numpy.amin"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
@@ -349,7 +349,7 @@ primitive("array", spellings=["numpy.array", "numpy.asarray"], keywords=("dtype"
           vjp=lambda g, out, x, **p: g)
 
 # --- helpers the backward pass calls; written into the generated module when used -------
-for _name in ("unbroadcast", "matmul_grad_a", "matmul_grad_b", "concatenate_grad"):
+for _name in ("unbroadcast", "matmul_grad_a", "matmul_grad_b", "concatenate_grad", "prod_grad"):
     primitive(_name, None, sympy=None, kind="helper")
 
 

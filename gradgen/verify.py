@@ -493,7 +493,11 @@ def _real(value):
 
 
 def _number(value):
+    """A constant for sympy; a whole float is an Integer, as sympy differentiates x**2.0 to
+    2.0*x**2.0/x, which is nan at x = 0 (x**2 gives 2*x)."""
     if isinstance(value, (bool, int, np.integer, np.bool_)):
+        return sympy.Integer(int(value))
+    if float(value).is_integer() and abs(value) < 2**53:
         return sympy.Integer(int(value))
     return sympy.Float(float(value), 30)
 

@@ -126,7 +126,7 @@ class _ArrayBuilder:
         if depth <= 0 or self.chance(0.2):
             return self.leaf()
         kind = self.choice(["binary", "binary", "binary", "unary", "unary", "divide", "reduce",
-                            "matmul", "shape", "neg", "other"])
+                            "matmul", "shape", "neg", "other", "other"])
         e = getattr(self, f"gen_{kind}")(depth - 1)
         return self.squash(e) if e.bound > LIMIT else e
 
@@ -304,8 +304,8 @@ class _ArrayBuilder:
         """np.dot, np.outer, np.concatenate, np.stack, np.expand_dims, np.transpose,
         np.cumsum, np.prod, np.linalg.norm, np.sum over a list."""
         x = self.small(depth)
-        kind = self.choice(["dot", "outer", "concatenate", "stack", "expand_dims", "transpose",
-                            "cumsum", "prod", "norm", "sum_list", "inner", "count"])
+        kind = self.choice(["dot", "dot", "outer", "concatenate", "stack", "expand_dims", "transpose",
+                            "cumsum", "prod", "norm", "sum_list", "inner", "count", "count"])
         if kind == "inner" and len(x.shape) == 1:  # np.inner of two vectors of the same length
             same = [n for n in sorted(self.scope) if self.scope[n][0] == x.shape]
             y = x

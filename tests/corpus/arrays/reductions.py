@@ -1,6 +1,7 @@
 """Array corpus: reductions with axis= (int, negative, tuple) and keepdims=, as functions
 and as methods; np.cumsum; np.linalg.norm. Inputs for max/min have well separated values
-(no ties), inputs for prod stay away from zero."""
+(no ties); prod is checked away from zero and with zeros in the input (the gradient at a
+zero element is the product of the others, not prod / x)."""
 
 import numpy as np
 
@@ -67,6 +68,15 @@ def prod_all(x):
 def inputs_prod_all():
     rng = np.random.default_rng(307)
     return {"x": rng.choice([-1.0, 1.0], 6) * rng.uniform(0.5, 1.5, 6)}
+
+
+def prod_with_zeros(X):
+    # one zero in a row: its element gets the product of the others; two zeros: all get 0
+    return np.sum(np.prod(X, axis=1) * np.arange(1.0, 4.0)) + np.prod(X[0])
+
+
+def inputs_prod_with_zeros():
+    return {"X": np.array([[0.0, 1.5, -0.5], [2.0, 0.0, 0.0], [0.7, -1.2, 0.9]])}
 
 
 def prod_axis_keepdims(X):
