@@ -96,6 +96,10 @@ EDGES = [
     Edge("`np.arctan2(y, x)`", "y = x = 0", "np.arctan2(y, x)", {"y": f64(0), "x": f64(0)},
          (nan, nan), (nan, nan), (0.0, 0.0), "jax",
          why="atan2 has no limit at the origin, so no derivative or subgradient: nan says so"),
+    Edge("`np.prod(x)`", "x = [2, 0, 3]", "np.prod(x)", {"x": np.array([2.0, 0.0, 3.0])},
+         [0.0, 6.0, 0.0], [0.0, 6.0, 0.0], [0.0, 6.0, 0.0]),
+    Edge("`np.prod(x)`", "x = [0, 0, 3]", "np.prod(x)", {"x": np.array([0.0, 0.0, 3.0])},
+         [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]),
 ]
 
 
