@@ -9,6 +9,7 @@ file handling (read bytes, write atomically, never clobber a file gradgen did no
 from __future__ import annotations
 
 import ast
+import bisect
 import contextlib
 import math
 import os
@@ -301,18 +302,21 @@ def _refuse_shared_updates(fn, arrays, module):
     arrays = _mutable(fn.body, arrays)
     order, loops = _positions(fn.body)
     groups = _sharing(fn.body, arrays)
-    bound = {p.name for p in fn.params} | set(module.constants)  # bound before the body runs
+    binds, reads = _binds_and_reads(fn, order)
+    for name in {p.name for p in fn.params} | set(module.constants):  # bound before the body runs
+        binds.setdefault(name, []).insert(0, -1)
     for s in walk(fn.body):
         if not (isinstance(s, Assign) and s.augmented and isinstance(s.expr, Call) and s.expr.args
                 and isinstance(s.expr.args[0], Var) and s.expr.args[0].name in arrays):
             continue
         changed = s.expr.args[0].name  # the array `x` names before `x += e`
-        at, around = order[id(s)], [span for span in loops if span[0] <= order[id(s)] < span[1]]
+        at = order[id(s)]
+        around = [span for span in loops if span[0] <= at < span[1]]
         # after `x_1 = x + e` only another name can still read the array as `x` (a helper's
         # argument passed straight through); inside control flow `x += e` keeps the name x
         others = groups.get(changed, {changed}) - {s.target}
-        if any((n == changed or n in bound or _bound_before(n, at, around, order, fn.body))
-               and _read_after(n, at, around, order, fn) for n in others):
+        if any((n == changed or _any_in(binds.get(n, []), -1, at - 1, around))
+               and _any_in(reads.get(n, []), at + 1, math.inf, around) for n in others):
             op, name = _AUG_OPS.get(s.expr.prim, "+"), _user_name(s)
             where = types.SimpleNamespace(lineno=s.line, col_offset=s.col - 1)
             raise error_at(where, f"'{name} {op}= ...' would change an array that may share memory "
@@ -383,18 +387,26 @@ def _positions(stmts):
     return order, loops
 
 
-def _bound_before(name, at, around, order, body):
-    """Is `name` bound before place `at`, or anywhere in a loop around it (a later iteration)?"""
-    return any(isinstance(t, Assign) and t.target == name and
-               (order[id(t)] < at or any(a <= order[id(t)] < b for a, b in around)) for t in walk(body))
+def _binds_and_reads(fn, order):
+    """Name -> the sorted places of the statements that bind it, and of those that read it
+    (the returned value is read last, at infinity)."""
+    binds, reads = {}, {}
+    for t in walk(fn.body):
+        if isinstance(t, Assign):
+            binds.setdefault(t.target, []).append(order[id(t)])
+        for name in {v.name for e in expressions(t) for v in variables(e)}:
+            reads.setdefault(name, []).append(order[id(t)])
+    for v in variables(fn.result):
+        reads.setdefault(v.name, []).append(math.inf)
+    return binds, reads
 
 
-def _read_after(name, at, around, order, fn):
-    """Is `name` read after place `at`, or anywhere in a loop around it, or returned?"""
-    if any(v.name == name for v in variables(fn.result)):
-        return True
-    return any(any(v.name == name for e in expressions(t) for v in variables(e)) and
-               (order[id(t)] > at or any(a <= order[id(t)] < b for a, b in around)) for t in walk(fn.body))
+def _any_in(places, lo, hi, spans):
+    """Is one of the sorted `places` in [lo, hi], or inside one of the loop `spans` (there,
+    every place comes again on the next iteration)?"""
+    ranges = [(lo, hi)] + [(a, b - 1) for a, b in spans]
+    return any(bisect.bisect_left(places, a) < len(places) and places[bisect.bisect_left(places, a)] <= b
+               for a, b in ranges)
 
 
 _AUG_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@"}
