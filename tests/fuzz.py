@@ -35,6 +35,7 @@ import math
 import multiprocessing
 import os
 import random
+import re
 import sys
 import time
 import traceback
@@ -223,7 +224,10 @@ def _same_failure(new: Outcome, old: Outcome) -> bool:
 
 
 def _signature(text: str) -> str:
+    """A refusal's message (without its place, which cuts move), or an exception's type."""
     lines = [line for line in text.strip().splitlines() if line.strip()]
+    if lines and lines[0].startswith("refused: "):
+        return re.sub(r"^refused: .*?:\d+:\d+: ", "", lines[0])
     return lines[-1].split(":")[0] if lines else ""
 
 

@@ -63,6 +63,7 @@ class Expr:
     lo: float
     hi: float
     prec: int = ATOM
+    shared: bool = False  # may be a 0-d array (np.where of numbers): a mutable object
 
     @property
     def bound(self) -> float:
@@ -129,6 +130,7 @@ class _Builder:
         self.readonly: set[str] = set()  # module constants and integer parameters
         self.int_params: list[str] = []  # integer parameters, used only as exponents
         self.recent: list[str] = []  # assigned names, latest last
+        self.zero_d: set[str] = set()  # names that may hold a 0-d array: never updated in place
         self.sigmoid = False  # the program calls a same-file `sigmoid` helper
 
     # -- helpers ---------------------------------------------------------------------
@@ -181,7 +183,7 @@ class _Builder:
         else:
             name = self.choice(sorted(set(self.env) - set(self.int_params)))
         lo, hi = self.box[name]
-        return Expr(name, lo, hi)
+        return Expr(name, lo, hi, shared=name in self.zero_d)
 
     def const(self) -> Expr:
         c = self.choice([0.5, 2.0, 3.0, 1.5, 0.25, 2, 3, 0.1, 1.25, "pi", "e"])
@@ -416,9 +418,9 @@ class _Builder:
         then, orelse = self.expr(depth), self.expr(depth)
         if self.style == "numpy" and kind in ("compare", "chained") and self.chance(0.4):
             return Expr(f"np.where({test}, {then.text}, {orelse.text})", min(then.lo, orelse.lo),
-                        max(then.hi, orelse.hi))
+                        max(then.hi, orelse.hi), shared=True)
         text = f"{wrap(then, IFEXP)} if {test} else {wrap(orelse, IFEXP)}"
-        return Expr(text, min(then.lo, orelse.lo), max(then.hi, orelse.hi), IFEXP)
+        return Expr(text, min(then.lo, orelse.lo), max(then.hi, orelse.hi), IFEXP, then.shared or orelse.shared)
 
     def compare(self, depth: int, n_ops: int) -> str:
         """`x < y`, or a chain `x < y >= z` for n_ops=2, with neighbours apart at the point."""
@@ -510,11 +512,21 @@ class _Builder:
         return self.choice(locals_pool)
 
     def bind(self, name: str, e: Expr, value: float) -> None:
+        if e.shared:  # (for good: a later path may still see the array)
+            self.zero_d.add(name)
         self.env[name] = value
         self.box[name] = (e.lo, e.hi)
         if name in self.recent:
             self.recent.remove(name)
         self.recent.append(name)
+
+    def in_place(self, name: str, op: str, e: Expr) -> str:
+        """`name op= e`, or `name = name op (e)` where name may hold a 0-d array: updated in
+        place, the array would change under every other name sharing it, which gradgen
+        refuses (and a generated program stays inside the subset)."""
+        if name in self.zero_d:
+            return f"{name} = {name} {op[:-1]} ({e.text})"
+        return f"{name} {op} {e.text}"
 
     def augassign(self, depth: int) -> str:
         name = self.choice(self.assignable())
@@ -540,7 +552,7 @@ class _Builder:
                 new = Expr("", lo + e.lo, hi + e.hi)
             else:
                 new = Expr("", lo - e.hi, hi - e.lo)
-        statement = f"{name} {op} {e.text}"
+        statement = self.in_place(name, op, e)
         scope = dict(self.env)
         self.run(statement, scope)
         self.bind(name, new, float(scope[name]))
@@ -1025,7 +1037,7 @@ class _ControlBuilder(_Builder):
             else:
                 e = self.fit(self.expr(depth), 0.0, 0.0)
             form = self.choice(["*=", "p * e", "e * p"])
-            statement = (f"{name} *= {e.text}" if form == "*=" else f"{name} = {name} * {wrap(e, MUL)}"
+            statement = (self.in_place(name, "*=", e) if form == "*=" else f"{name} = {name} * {wrap(e, MUL)}"
                          if form == "p * e" else f"{name} = {wrap(e, MUL - 1)} * {name}")
             scope = dict(self.env)
             self.run(statement, scope)
@@ -1179,7 +1191,7 @@ class _ControlBuilder(_Builder):
         e = self.bounded(self.depth(), step)
         form = self.choice(["+=", "-=", "s + e", "s - e", "e + s"])
         if form in ("+=", "-="):
-            statement = f"{name} {form} {e.text}"
+            statement = self.in_place(name, form, e)
         elif form == "s + e":
             statement = f"{name} = {name} + {wrap(e, ADD)}"
         elif form == "s - e":

@@ -124,3 +124,13 @@ def test_soak_command_prints_one_summary_line(tmp_path):
     assert done.stdout == "6 programs, 0 mismatches, 0 internal errors\n"
     assert "6/6" in done.stderr and "0 mismatches" in done.stderr  # the progress bar
     assert not any(tmp_path.iterdir())
+
+
+def test_a_refusal_shrinks_only_to_the_same_refusal():
+    """Cuts move a refusal's place, not its message; another refusal is another failure."""
+    one = "refused: fuzz.py:11:5: 'v *= ...' would change an array\n        v *= K\n        ^"
+    moved = "refused: fuzz.py:6:5: 'v *= ...' would change an array\n    v *= K\n    ^"
+    other = "refused: fuzz.py:6:5: 'v' is read before it is assigned\n    v *= K\n    ^"
+    assert fuzz._signature(one) == fuzz._signature(moved) == "'v *= ...' would change an array"
+    assert fuzz._signature(other) != fuzz._signature(one)
+    assert fuzz._signature("Traceback ...\nIndexError: tuple index out of range") == "IndexError"

@@ -125,7 +125,23 @@ def cases_0d():
         yield program(start, alias, update, use).replace("def f(a):", "def f(a=0.7):")
 
 
-@pytest.mark.parametrize("source", list(cases_0d()))
+FLOW = {  # where the sharing is depends on the path: branches, a conditional expression, break
+    "fresh in the other branch": "    if a > 0.9:\n        b = c\n    else:\n        b = a * 1.0\n        b += a\n",
+    "shared in this branch": "    if a > 0.9:\n        b = a * 1.0\n    else:\n        b = c\n        b += a\n",
+    "shared by a conditional expression": "    b = c if a > 0.0 else a\n    b += a\n",
+    "fresh by a conditional expression": "    b = c * 1.0 if a > 0.0 else a\n    b += a\n",
+    "shared at a break": "    b = a * 1.0\n    for i in range(3):\n        if i == 1:\n            b = c\n            break\n"
+                         "    b += a\n",
+    "rebound after the loop": "    b = c\n    for i in range(2):\n        b = c\n    b = a * 2.0\n    b += a\n",
+}
+
+
+def flow_program(body):
+    return f"import numpy as np\n\n\ndef f(a=0.7):\n    c = np.where(a > 0.0, a, 2.0 * a)\n{body}    return b * c\n"
+
+
+@pytest.mark.parametrize("source", list(cases_0d()) + [flow_program(b) for b in FLOW.values()],
+                         ids=[f"0d-{i}" for i in range(len(list(cases_0d())))] + list(FLOW))
 def test_zero_d_arrays_are_arrays_too(source):
     shared = not np.isclose(run(source, 0.7), run(as_values(source), 0.7), rtol=1e-12)  # the default, a float
     try:
@@ -137,3 +153,19 @@ def test_zero_d_arrays_are_arrays_too(source):
     grad = load_module(text, "prog_grad").f_grad(0.7)
     fd = (run(source, 0.7 + 1e-6) - run(source, 0.7 - 1e-6)) / 2e-6
     assert grad == pytest.approx(fd, rel=1e-6, abs=1e-8), source
+
+
+def test_the_flow_cases_include_both_answers():
+    shared = {name: not np.isclose(run(flow_program(b), 0.7), run(as_values(flow_program(b)), 0.7))
+              for name, b in FLOW.items()}
+    assert shared == {"fresh in the other branch": False, "shared in this branch": True,
+                      "shared by a conditional expression": True, "fresh by a conditional expression": False,
+                      "shared at a break": True, "rebound after the loop": False}
+
+
+def test_a_module_constant_updated_through_a_copy_is_refused():
+    source = ("import numpy as np\n\nK = np.array([1.0, 2.0])\n\n\ndef f(a):\n    y = K\n    y += a\n"
+              "    return np.sum(K * a)\n")
+    with pytest.raises(CompileError) as caught:
+        compile_source(source, filename="prog.py")
+    assert str(caught.value).startswith("prog.py:8:5: 'y += ...' would change an array that may share memory")
