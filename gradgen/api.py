@@ -352,6 +352,13 @@ class _Sharing:
         while True:
             before, inner = dict(env), []
             body = dict(env)
+            if isinstance(s, For):  # `for row in X`: each row is a view of X
+                rows = _points_to(s.iter.args[0], env)[0] if isinstance(s.iter, Call) and s.iter.prim == "iterate" \
+                    else set()
+                if rows:
+                    body[s.target] = frozenset(rows)
+                else:
+                    body.pop(s.target, None)
             self.block(s.body, body, inner)
             for state in [body] + inner:
                 _join(env, state)

@@ -169,3 +169,18 @@ def test_a_module_constant_updated_through_a_copy_is_refused():
     with pytest.raises(CompileError) as caught:
         compile_source(source, filename="prog.py")
     assert str(caught.value).startswith("prog.py:8:5: 'y += ...' would change an array that may share memory")
+
+
+@pytest.mark.parametrize("copy, refused", [("row", True), ("row * 1.0", False)])
+def test_a_row_of_a_loop_over_an_array_is_a_view_of_it(copy, refused):
+    """`for row in X` gives views of X: updating one in place changes X (a fresh copy does not)."""
+    source = ("import numpy as np\n\n\ndef f(w, *, X):\n    s = 0.0\n    for row in X:\n"
+              f"        r = {copy}\n        r *= w\n        s = s + np.sum(r)\n    return s + np.sum(X * w)\n")
+    if refused:
+        with pytest.raises(CompileError) as caught:
+            compile_source(source, filename="prog.py")
+        assert str(caught.value).startswith("prog.py:8:9: 'r *= ...' would change an array that may share memory")
+        return
+    X, w = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([0.5, -1.0])
+    grad = load_module(compile_source(source, filename="prog.py").text, "prog_grad").f_grad(w.copy(), X=X.copy())
+    np.testing.assert_allclose(grad, 2 * X.sum(axis=0), rtol=1e-14)
