@@ -302,7 +302,7 @@ def _refuse_shared_updates(fn, arrays, module):
     at the call (the generated code updates your array in place exactly where yours does)."""
     order, loops = _positions(fn.body)
     reads = _reads(fn, order)
-    sharers = _Sharing(fn, _mutable(fn.body, arrays), set(module.constants)).at_updates()
+    sharers = _Sharing(fn, arrays, shapes.arrays_on_entry(fn, module)).at_updates()
     for s in walk(fn.body):
         if id(s) not in sharers:
             continue
@@ -324,13 +324,12 @@ class _Sharing:
     object; `x += e` changes x's object in place. Branches join, loops run to a fixed point,
     and `break`/`continue` carry their state to the loop's exit and head."""
 
-    def __init__(self, fn, mutable, constants):
-        self.fn, self.mutable, self.constants, self.found = fn, mutable, constants, {}
+    def __init__(self, fn, arrays, on_entry):
+        self.fn, self.arrays, self.on_entry, self.found = fn, arrays, on_entry, {}
 
     def at_updates(self):
         """id(`x += e` statement) -> the other names that may share the array it changes."""
-        outside = [p.name for p in self.fn.params] + sorted(self.constants)  # bound before the body runs
-        env = {name: frozenset([("outside", name)]) for name in outside if name in self.mutable}
+        env = {name: frozenset([("outside", name)]) for name in self.on_entry}  # parameters, constants
         self.block(self.fn.body, env, [])
         return self.found
 
@@ -353,7 +352,7 @@ class _Sharing:
             before, inner = dict(env), []
             body = dict(env)
             if isinstance(s, For):  # `for row in X`: each row is a view of X
-                rows = _points_to(s.iter.args[0], env)[0] if isinstance(s.iter, Call) and s.iter.prim == "iterate" \
+                rows = _points_to(s.iter.args[0], env) if isinstance(s.iter, Call) and s.iter.prim == "iterate" \
                     else set()
                 if rows:
                     body[s.target] = frozenset(rows)
@@ -374,8 +373,8 @@ class _Sharing:
             self.found[id(s)] = self.found.get(id(s), set()) | others
             env[s.target] = objects  # the same array, changed
             return
-        objects, fresh = _points_to(e, env)
-        if fresh and s.target in self.mutable:
+        objects = _points_to(e, env)
+        if _new_array(e, self.arrays):
             objects |= {("made", id(s))}
         if objects:
             env[s.target] = frozenset(objects)
@@ -384,15 +383,28 @@ class _Sharing:
 
 
 def _points_to(e, env):
-    """(the arrays `e` may be, as a reference to a name's, and whether it may be a new one)."""
+    """The arrays `e` may be as a reference to (or a view of) a name's."""
     while isinstance(e, Call) and e.prim in _VIEWS and e.args:
         e = e.args[0]
     if isinstance(e, Var):
-        return set(env.get(e.name, ())), e.name not in env
+        return set(env.get(e.name, ()))
     if isinstance(e, Cond):  # `x if c else y`: either
-        body, orelse = _points_to(e.body, env), _points_to(e.orelse, env)
-        return body[0] | orelse[0], body[1] or orelse[1]
-    return set(), True
+        return _points_to(e.body, env) | _points_to(e.orelse, env)
+    return set()
+
+
+def _new_array(e, arrays):
+    """Whether `e` may make a new array: arithmetic on arrays, or a 0-d array `_ZERO_D`
+    makes of numbers (not a reference to a name's, not a number)."""
+    if isinstance(e, Cond):
+        return _new_array(e.body, arrays) or _new_array(e.orelse, arrays)
+    if not isinstance(e, Call):
+        return False
+    if e.prim in _ZERO_D:
+        return True
+    if e.prim in _VIEWS and e.prim not in ("float", "pos") and e.args:
+        return _new_array(e.args[0], arrays)
+    return shapes.may_be_array(e, arrays)
 
 
 def _join(env, other):
@@ -413,36 +425,6 @@ def _user_name(stmt):
 # NumPy functions that make a 0-d array of a number: a mutable object, unlike the number
 # `np.sin(x)` gives (np.where(c, 1.0, 2.0) += 1 changes it in place)
 _ZERO_D = {"where", "ones_like", "zeros_like", "array", "squeeze", "transpose", "ravel"}
-
-
-def _mutable(stmts, arrays):
-    """The values that may be NumPy arrays, 0-d ones included: `arrays`, whatever a
-    function of `_ZERO_D` makes, its copies and views, and `+=` in place on any of them."""
-    mutable, size = set(arrays), -1
-    while size != len(mutable):
-        size = len(mutable)
-        for s in walk(stmts):
-            if not isinstance(s, Assign):
-                continue
-            e = s.expr
-            if s.augmented and isinstance(e, Call) and e.args and isinstance(e.args[0], Var):
-                if e.args[0].name in mutable:
-                    mutable.add(s.target)
-                continue
-            if _may_be_mutable(e, mutable):
-                mutable.add(s.target)
-    return mutable
-
-
-def _may_be_mutable(e, mutable):
-    """Whether `e` may be an array: one of `mutable`, what `_ZERO_D` makes, or a view of one."""
-    while isinstance(e, Call) and e.prim in _VIEWS and e.args:
-        if e.prim in _ZERO_D:
-            return True
-        e = e.args[0]
-    if isinstance(e, Cond):
-        return _may_be_mutable(e.body, mutable) or _may_be_mutable(e.orelse, mutable)
-    return isinstance(e, Var) and e.name in mutable or isinstance(e, Call) and e.prim in _ZERO_D
 
 
 def _positions(stmts):

@@ -23,17 +23,25 @@ _ARRAY_RESULTS = {"zeros", "ones", "eye", "arange", "linspace", "full", "stack",
 
 def array_values(fn, module) -> set:
     """Names (parameters, constants, SSA values) that may hold arrays when `fn` runs."""
-    uses_numpy = any(q.split(".")[0] == "numpy" for q in module.imports.values())
-    arrays = {c for c, v in module.constants.items() if _is_array_constant(v)}
-    for p in fn.params:
-        if not p.number and (p.keyword_only or (uses_numpy and not p.has_default)):
-            arrays.add(p.name)
+    arrays = arrays_on_entry(fn, module)
     size = -1
     while size != len(arrays):  # loops carry arrays from one iteration to the next
         size = len(arrays)
         _flow(fn.body, arrays)
     if isinstance(fn.result, Var):  # the function returns one number: that value is no array
         arrays.discard(fn.result.name)
+    return arrays
+
+
+def arrays_on_entry(fn, module) -> set:
+    """The parameters and module constants that may be arrays when `fn` is called: array
+    constants, and parameters with neither a number default nor a `float`/`int` annotation
+    (in a file that imports numpy; keyword-only data even without)."""
+    uses_numpy = any(q.split(".")[0] == "numpy" for q in module.imports.values())
+    arrays = {c for c, v in module.constants.items() if _is_array_constant(v)}
+    for p in fn.params:
+        if not p.number and (p.keyword_only or (uses_numpy and not p.has_default)):
+            arrays.add(p.name)
     return arrays
 
 
