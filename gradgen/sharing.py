@@ -1,0 +1,185 @@
+"""Analysis: may an in-place update change an array another name still reads?
+
+`x += e` on a NumPy array changes the array itself, so a copy `y = x`, a view `y = x[1:]`,
+the row of `for row in X` or a helper's argument changes with it. gradgen differentiates
+`x += e` as a new value of x (as JAX does), which is the same program only where no other
+name reads the old array afterwards. This pass finds the names each update may reach (a
+points-to analysis over the lowered function) and refuses, with a located error, where one
+of them is read later; everywhere else the update compiles, in place as you wrote it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import types
+
+from gradgen import shapes
+from gradgen.errors import error_at
+from gradgen.ir import Assign, Break, Call, Cond, Continue, For, If, Var, While, expressions, variables, walk
+
+
+# Primitives whose result may be a view of (share memory with) their first argument.
+_VIEWS = {"getitem", "reshape", "T", "transpose", "ravel", "squeeze", "expand_dims", "broadcast_to", "flip",
+          "float", "pos", "array"}
+
+
+def refuse_shared_updates(fn, arrays, module):
+    """`x += e` on an array mutates it in place in your code, so every name sharing x's
+    memory changes too: a copy `y = x`, or a view `y = x[1:]`. gradgen's gradient treats
+    `x += e` as a new value of x, so where another name that may share x's memory there is
+    read after the update, it refuses rather than differentiate something else. A parameter
+    updated in place is fine: the gradient is of the function of its inputs as they were
+    at the call (the generated code updates your array in place exactly where yours does)."""
+    sharers = _Sharing(fn, arrays, shapes.arrays_on_entry(fn, module)).at_updates()
+    if not any(sharers.values()):  # no update any other name may see: nothing to place
+        return
+    order, loops = _positions(fn.body)
+    reads = _reads(fn, order)
+    for s in walk(fn.body):
+        if id(s) not in sharers:
+            continue
+        at = order[id(s)]
+        around = [span for span in loops if span[0] <= at < span[1]]
+        if any(_any_in(reads.get(n, []), at + 1, math.inf, around) for n in sharers[id(s)]):
+            op, name = _AUG_OPS.get(s.expr.prim, "+"), fn.display.get(s.target, s.target)  # as you wrote it
+            where = types.SimpleNamespace(lineno=s.line, col_offset=s.col - 1)
+            raise error_at(where, f"'{name} {op}= ...' would change an array that may share memory "
+                                  f"with another name (a copy or a view); write "
+                                  f"'{name} = {name} {op} ...'", module)
+
+
+class _Sharing:
+    """Which names may hold the same array, statement by statement (a points-to analysis:
+    an array is named by the statement that made it, or by the parameter it came in as).
+
+    `y = x` and `y = x[1:]` make y point where x does; any other array value is a new
+    object; `x += e` changes x's object in place. Branches join, loops run to a fixed point,
+    and `break`/`continue` carry their state to the loop's exit and head."""
+
+    def __init__(self, fn, arrays, on_entry):
+        self.fn, self.arrays, self.on_entry, self.found = fn, arrays, on_entry, {}
+
+    def at_updates(self):
+        """id(`x += e` statement) -> the other names that may share the array it changes."""
+        env = {name: frozenset([("outside", name)]) for name in self.on_entry}  # parameters, constants
+        self.block(self.fn.body, env, [])
+        return self.found
+
+    def block(self, stmts, env, exits):
+        for s in stmts:
+            if isinstance(s, Assign):
+                self.assign(s, env)
+            elif isinstance(s, If):
+                other = dict(env)
+                self.block(s.body, env, exits)
+                self.block(s.orelse, other, exits)
+                _join(env, other)
+            elif isinstance(s, (For, While)):
+                self.loop(s, env, exits)
+            elif isinstance(s, (Break, Continue)):
+                exits.append(dict(env))
+
+    def loop(self, s, env, exits):
+        while True:
+            before, inner = dict(env), []
+            body = dict(env)
+            if isinstance(s, For):  # `for row in X`: each row is a view of X
+                rows = _points_to(s.iter.args[0], env) if isinstance(s.iter, Call) and s.iter.prim == "iterate" \
+                    else set()
+                if rows:
+                    body[s.target] = frozenset(rows)
+                else:
+                    body.pop(s.target, None)
+            self.block(s.body, body, inner)
+            for state in [body] + inner:
+                _join(env, state)
+            if env == before:
+                return
+
+    def assign(self, s, env):
+        e = s.expr
+        if s.augmented and isinstance(e, Call) and e.args and isinstance(e.args[0], Var) \
+                and e.args[0].name in env:
+            objects = env[e.args[0].name]
+            others = {n for n, o in env.items() if o & objects and n != s.target}
+            self.found[id(s)] = self.found.get(id(s), set()) | others
+            env[s.target] = objects  # the same array, changed
+            return
+        objects = _points_to(e, env)
+        if _new_array(e, self.arrays):
+            objects |= {("made", id(s))}
+        if objects:
+            env[s.target] = frozenset(objects)
+        else:
+            env.pop(s.target, None)  # a number: nothing to share
+
+
+def _points_to(e, env):
+    """The arrays `e` may be as a reference to (or a view of) a name's."""
+    while isinstance(e, Call) and e.prim in _VIEWS and e.args:
+        e = e.args[0]
+    if isinstance(e, Var):
+        return set(env.get(e.name, ()))
+    if isinstance(e, Cond):  # `x if c else y`: either
+        return _points_to(e.body, env) | _points_to(e.orelse, env)
+    return set()
+
+
+def _new_array(e, arrays):
+    """Whether `e` may make a new array: arithmetic on arrays, or a 0-d array `_ZERO_D`
+    makes of numbers (not a reference to a name's, not a number)."""
+    if isinstance(e, Cond):
+        return _new_array(e.body, arrays) or _new_array(e.orelse, arrays)
+    if not isinstance(e, Call):
+        return False
+    if e.prim in _ZERO_D:
+        return True
+    if e.prim in _VIEWS and e.prim not in ("float", "pos") and e.args:
+        return _new_array(e.args[0], arrays)
+    return shapes.may_be_array(e, arrays)
+
+
+def _join(env, other):
+    """Into `env`, the state where control may come from `env` or from `other`."""
+    for name, objects in other.items():
+        env[name] = env.get(name, frozenset()) | objects
+
+
+# NumPy functions that make a 0-d array of a number: a mutable object, unlike the number
+# `np.sin(x)` gives (np.where(c, 1.0, 2.0) += 1 changes it in place)
+_ZERO_D = {"where", "ones_like", "zeros_like", "array", "squeeze", "transpose", "ravel"}
+
+
+def _positions(stmts):
+    """Each statement's place in source order, and the (start, end) places of each loop."""
+    order, loops = {}, []
+    for s in walk(stmts):
+        order[id(s)] = len(order)
+    for s in walk(stmts):
+        if isinstance(s, (For, While)):
+            inside = [order[id(t)] for t in walk(s.body)]
+            loops.append((order[id(s)], max(inside, default=order[id(s)]) + 1))
+    return order, loops
+
+
+def _reads(fn, order):
+    """Name -> the sorted places of the statements that read it (the result: at infinity)."""
+    reads = {}
+    for t in walk(fn.body):
+        for name in {v.name for e in expressions(t) for v in variables(e)}:
+            reads.setdefault(name, []).append(order[id(t)])
+    for v in variables(fn.result):
+        reads.setdefault(v.name, []).append(math.inf)
+    return reads
+
+
+def _any_in(places, lo, hi, spans):
+    """Is one of the sorted `places` in [lo, hi], or inside one of the loop `spans` (there,
+    every place comes again on the next iteration)?"""
+    ranges = [(lo, hi)] + [(a, b - 1) for a, b in spans]
+    return any(bisect.bisect_left(places, a) < len(places) and places[bisect.bisect_left(places, a)] <= b
+               for a, b in ranges)
+
+
+_AUG_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@"}
