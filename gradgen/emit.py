@@ -46,7 +46,11 @@ class Emitter:
 
     def _const(self, value):
         if hasattr(value, "tolist"):  # an array constant: np.array([...]) with its dtype
-            keywords = [] if value.dtype.kind == "f" else [ast.keyword("dtype", self._attr("numpy", value.dtype.name))]
+            # spelled as every NumPy the package supports spells it: `bool` (np.bool is NumPy 2's
+            # alone), np.int64, np.uint64; float64 is np.array's own default
+            kind = value.dtype.kind
+            dtype = ast.Name("bool") if kind == "b" else None if kind == "f" else self._attr("numpy", value.dtype.name)
+            keywords = [] if dtype is None else [ast.keyword("dtype", dtype)]
             return ast.Call(self._attr("numpy", "array"), [ast.parse(repr(value.tolist()), mode="eval").body],
                             keywords)
         if isinstance(value, tuple):
