@@ -121,27 +121,11 @@ def _check(args):
 
 
 def _inputs(spec):
-    """Run FUNC from FILE (the user's own input builder) and return its dict."""
-    import types
-    from pathlib import Path
+    """The point `--inputs FILE:FUNC` builds: FUNC() in FILE, the user's own code (what it
+    raises is reported at its line of FILE, status 1)."""
+    from gradgen.usercode import load_inputs
 
-    path, sep, func = spec.rpartition(":")
-    if not sep or not path or not func:
-        raise CompileError(f"--inputs needs FILE:FUNC, got '{spec}'", "--inputs")
-    try:
-        source = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CompileError(f"cannot read: {exc.strerror}", path) from None
-    module = types.ModuleType("gradgen_inputs")
-    module.__file__ = path
-    exec(compile(source, path, "exec"), module.__dict__)
-    builder = getattr(module, func, None)
-    if not callable(builder):
-        raise CompileError(f"no function '{func}' in {path} (from --inputs)", path)
-    inputs = builder()
-    if not isinstance(inputs, dict):
-        raise CompileError(f"{func}() must return a dict of parameter values, not {type(inputs).__name__}", path)
-    return inputs
+    return load_inputs(spec)
 
 
 def format_report(report):

@@ -46,7 +46,7 @@ def finite_difference(f, point, name, direction=None):
         h = 1e-7 * scale
         centre = at(0.0)
         left, right = (centre - at(-h)) / h, (at(h) - centre) / h
-    except (ArithmeticError, ValueError):
+    except Exception:  # noqa: BLE001 - a step left the function's domain (the user's code raised there)
         return None, None
     if not all(map(math.isfinite, estimates + [left, right])):
         return None, None
@@ -117,10 +117,11 @@ def _usable(point, cf, f):
                 fd, kink = finite_difference(f, point, name)
                 if fd is None or kink is not None:
                     return False
-    except (ArithmeticError, ValueError, TypeError, RecursionError, _Timeout):
+    except (Exception, _Timeout):  # noqa: BLE001 - the user's function raised at a point gradgen chose
         return False
     return True
 
 
-class _Timeout(Exception):
-    """The user's function ran past its time at a point (the point is skipped)."""
+class _Timeout(BaseException):
+    """The user's function ran past its time at a point (the point is skipped); not an
+    Exception, so that neither the user's code nor a step's handler can swallow it."""

@@ -18,12 +18,11 @@ import math
 import numpy as np
 
 from gradgen.api import compile_source, load_module
-from gradgen.errors import CompileError
 from gradgen.finite import finite_difference, sample_points
 from gradgen.nonfinite import all_finite, locate_nonfinite
 from gradgen.report import FD_TOL, SYMPY_TOL, FunctionReport, PointReport, Row, judge
 from gradgen.symbolic import _Symbolic, sympy_array_gradient, sympy_gradient
-from gradgen.usercode import fresh, run_original
+from gradgen.usercode import call, describe, expect_number, fresh, run_original
 
 __all__ = ["check_source", "check_point", "finite_difference", "sample_points", "locate_nonfinite",
            "sympy_gradient", "sympy_array_gradient", "FunctionReport", "PointReport", "Row",
@@ -41,12 +40,8 @@ def check_source(source, filename="<string>", functions=None, wrt=None, at=None,
         value_and_grad = getattr(generated, cf.value_and_grad_name)
         report = FunctionReport(cf.name, cf.wrt)
         for point in sample_points(cf, f, at, n_points, seed, filename):
-            try:
-                with np.errstate(all="ignore"):
-                    f(**fresh(point))
-            except Exception as exc:  # noqa: BLE001 - the user's own function failed there
-                raise CompileError(f"'{cf.name}' itself raised {type(exc).__name__} at the sample point ({exc}); "
-                                   "give a point where it runs with --at or --inputs", filename) from None
+            where = f"{cf.name} at {describe(point)}"
+            expect_number(call(f, point, filename, compiled.module.source, where), compiled.module, cf.name, where)
             report.points.append(check_point(cf, compiled.module, f, value_and_grad, point, compiled.text))
         reports.append(report)
     return reports
