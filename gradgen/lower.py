@@ -64,6 +64,16 @@ class Scope:
     helper: str | None = None  # name of the helper being inlined, None at top level
     result: str | None = None  # the variable every `return` assigns, when there are several
     unpacked: int | None = None  # `a, b = helper(...)`: the helper returns a tuple of this many
+    owned: set | None = None  # SSA names this body may overwrite in place (None: all, at top level)
+
+    def owns(self, name):
+        """Whether `name` is this body's own variable. An inlined helper's parameters are the
+        caller's values: a helper that rebinds one gets a variable of its own (hygiene)."""
+        return self.owned is None or name in self.owned
+
+    def own(self, name):
+        if self.owned is not None:
+            self.owned.add(name)
 
 
 MAX_INLINE_DEPTH = 50  # same-file helpers inlined inside one another (bounds the recursion)
@@ -158,6 +168,7 @@ class Lowerer:
                 self._statement(scope, stmt)
             return self._return(scope, stmts[-1])
         scope.result = self.namer.define(scope.node.name)
+        scope.own(scope.result)
         for stmt in stmts:
             self._statement(scope, stmt)
         return Var(scope.result), scope.node.name
@@ -310,7 +321,7 @@ class Lowerer:
         current = scope.env.get(name)
         if isinstance(current, _LoopVariable):
             current = None
-        if self.depth > 0 and isinstance(current, Var):
+        if self.depth > 0 and isinstance(current, Var) and scope.owns(current.name):
             if current.name in self.loop_targets:
                 raise self.m.error(stmt, f"assigning to the loop variable '{name}' inside its loop is not supported")
             overwrites = self.loop_depth > 0 or current.name in self.bound
@@ -319,6 +330,7 @@ class Lowerer:
         ssa = self.namer.define(name)
         self._emit(ssa, value, stmt, overwrites=self.loop_depth > 0, augmented=augmented)
         scope.env[name] = Var(ssa)
+        scope.own(ssa)
 
     def _emit(self, ssa, value, stmt, overwrites=False, augmented=False, counter=False):
         self.body.append(Assign(ssa, value, stmt.lineno, self._text(stmt), col=stmt.col_offset + 1,
@@ -336,12 +348,20 @@ class Lowerer:
         return self.m.segment(stmt)
 
     # ---- control flow ----------------------------------------------------------------
-    def _prebind(self, scope, stmts):
+    def _prebind(self, scope, stmts, stmt):
         """Give every name assigned inside a compound statement its name before entering it,
-        so that all branches and iterations write the same variable."""
+        so that all branches and iterations write the same variable. A helper's parameter it
+        rebinds there is first copied into a variable of the helper's own (`a_1 = a`): the
+        caller's variable must keep its value."""
         for name in _stored_names(stmts):
-            if not isinstance(scope.env.get(name), Var):
-                scope.env[name] = Var(self.namer.define(name))
+            current = scope.env.get(name)
+            if isinstance(current, Var) and scope.owns(current.name):
+                continue
+            ssa = self.namer.define(name)
+            if isinstance(current, (Var, Const)):
+                self._emit(ssa, current, stmt, overwrites=self.loop_depth > 0)
+            scope.env[name] = Var(ssa)
+            scope.own(ssa)
 
     def _block(self, scope, stmts, loop=False):
         outer, self.body = self.body, []
@@ -356,7 +376,7 @@ class Lowerer:
 
     def _if(self, scope, stmt):
         test = self.expr(scope, stmt.test, test=True)
-        self._prebind(scope, stmt.body + stmt.orelse)
+        self._prebind(scope, stmt.body + stmt.orelse, stmt)
         entry = set(self.bound)
         body = self._block(scope, stmt.body)
         after_body, self.bound = self.bound, set(entry)
@@ -372,9 +392,10 @@ class Lowerer:
         iterable = self._iterable(scope, stmt.iter)
         target = self.namer.define(stmt.target.id)
         scope.env[stmt.target.id] = Var(target)
+        scope.own(target)
         self.loop_targets.add(target)
         self.bound.add(target)
-        self._prebind(scope, stmt.body)
+        self._prebind(scope, stmt.body, stmt)
         count = self._counter(stmt) if _exits(stmt.body, ast.Break) else None
         body = self._loop_body(scope, stmt, count)
         self.body.append(For(target, iterable, body, stmt.lineno, self._text(stmt), count))
@@ -383,7 +404,7 @@ class Lowerer:
     def _while(self, scope, stmt):
         if stmt.orelse:
             raise self.m.error(stmt, "'else' on a loop is not supported")
-        self._prebind(scope, stmt.body)
+        self._prebind(scope, stmt.body, stmt)
         test = self.expr(scope, stmt.test, test=True)
         count = self._counter(stmt)
         body = self._loop_body(scope, stmt, count)
@@ -666,7 +687,7 @@ class Lowerer:
                 value = Var(ssa)
             env[name] = value
         self.stack.append(hnode.name)
-        inner = Scope(hnode, env, _assigned_names(hnode), hnode.name, unpacked=unpacked)
+        inner = Scope(hnode, env, _assigned_names(hnode), hnode.name, unpacked=unpacked, owned=set())
         result, _ = self._body(inner, hnode.body)
         self.stack.pop()
         return result

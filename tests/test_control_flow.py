@@ -260,6 +260,9 @@ POINTS = {
         {"x": 0.2, "y": 2.0},  # the for branch at i = 3
     ],
     # --- helpers_in_loops.py
+    ("helper_hygiene.py", "decay"): [{"a": 0.1, "n": 2}, {"a": -1.2, "n": 4}],  # a <= 0.5 after the loop
+    ("helper_hygiene.py", "same_names_in_branch"): [{"h": -0.3, "s": 0.5}],  # the else branch
+    ("helper_hygiene.py", "nested_rebinding"): [{"a": -0.4, "x": 2.1}],
     ("helpers_in_loops.py", "relu"): [{"t": -0.4}],
     ("helpers_in_loops.py", "soft_clip"): [{"t": 1.7}, {"t": -2.2}],
     ("helpers_in_loops.py", "power"): [{"t": -1.1, "n": 5}, {"t": 0.5, "n": 0}],
@@ -309,7 +312,12 @@ POINTS = {
 
 def function_nodes(file_name):
     tree = ast.parse(source_of(file_name), filename=str(CORPUS / file_name))
-    return [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    return [n for n in tree.body if isinstance(n, ast.FunctionDef) and not _returns_tuple(n)]
+
+
+def _returns_tuple(node):
+    """A helper whose call is unpacked (`return a, b`) has no gradient of its own."""
+    return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple) for n in ast.walk(node))
 
 
 def source_of(file_name):
