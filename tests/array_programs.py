@@ -21,6 +21,7 @@ reuse. Nothing has a kink, so central finite differences are reliable everywhere
 
 from __future__ import annotations
 
+import random
 import re
 from dataclasses import dataclass
 
@@ -82,6 +83,11 @@ class _ArrayBuilder:
         self.deps = {"a": {"a"}, "b": {"b"}, "X": set()}  # differentiated parameters read
         self.owned: set[str] = set()  # locals holding a new array no other name shares
         self.viewed: set[str] = set()  # of those, the ones a later expression took a view of
+        self.helpers: dict[str, list[str]] = {}  # same-file helpers used: name -> lines
+        self.helper_rate = 0.0  # how often an expression calls an array-valued helper
+        self.loop_rate = 0.0  # how often a statement is one of the loops below
+        self.shapes = {}
+        self.loops = 0  # loops over a's first axis or calling `predict` so far
 
     def depends(self, e: AExpr) -> set[str]:
         names = re.findall(r"(?<![.\w])([A-Za-z_]\w*)", e.text)
@@ -102,7 +108,8 @@ class _ArrayBuilder:
         if self.recent and self.chance(0.4):
             name = self.choice(self.recent[-2:])
         else:  # the parameters more often than other variables, the data less
-            name = self.choice(["a", "a", "b", "b", "X"] + sorted(set(self.scope) - {"a", "b", "X"}))
+            name = self.choice([n for n in ["a", "a", "b", "b", "X"] if n in self.scope]
+                               + sorted(set(self.scope) - {"a", "b", "X"}))
         shape, bound = self.scope[name]
         return AExpr(name, shape, bound)
 
@@ -127,6 +134,8 @@ class _ArrayBuilder:
             return self.leaf()
         kind = self.choice(["binary", "binary", "binary", "unary", "unary", "divide", "reduce",
                             "matmul", "shape", "neg", "other", "other"])
+        if self.helper_rate and self.chance(self.helper_rate):
+            kind = "helper"
         e = getattr(self, f"gen_{kind}")(depth - 1)
         return self.squash(e) if e.bound > LIMIT else e
 
@@ -359,11 +368,161 @@ class _ArrayBuilder:
                          3.6 * float(np.sqrt(np.prod(x.shape) if x.shape else 1)))
         return x
 
+    # -- array-valued helpers ------------------------------------------------------------
+    #
+    # Same-file helpers that return an array (`center`, `log_softmax`, ...), called by the
+    # scalar loss: gradgen inlines them; on their own they get no `_grad` (only `f` returns
+    # a number, and only `f` is checked).
+
+    def gen_helper(self, depth: int) -> AExpr:
+        x = self.small(depth)
+        if not x.shape:
+            return x
+        kind = self.choice(sorted(ARRAY_HELPERS))
+        name, lines, bound = ARRAY_HELPERS[kind](x)
+        self.helpers[name] = lines
+        return AExpr(f"{name}({x.text})", x.shape, bound)
+
+    def bind_local(self, name: str, shape: tuple, bound: float, deps: set, owned: bool = False) -> None:
+        self.owned.discard(name)
+        self.viewed.discard(name)
+        if owned:
+            self.owned.add(name)
+        self.scope[name] = (shape, bound)
+        self.deps[name] = deps
+        if name in self.recent:
+            self.recent.remove(name)
+        self.recent.append(name)
+
+    def fresh_local(self, avoid=()) -> str:
+        return self.choice([n for n in LOCALS if n not in avoid])
+
+    # -- loops over a's first axis, and the `predict` idiom ---------------------------------
+
+    def rows_loop(self) -> list[str]:
+        """`s = 0.0; for row in a: s = s + np.sum(<e of row>)`, or a vector accumulator
+        `s = s + np.tanh(<e of row>)`: a's gradient is scattered back row by row."""
+        (n, d), _ = self.scope["a"]
+        row = self.choice(["row", "r", "x_i"])
+        saved = dict(self.scope), dict(self.deps), list(self.recent)
+        self.scope[row], self.deps[row] = ((d,), BOX), {"a"}
+        self.recent = [row]
+        e = self.small(self.choice([1, 2]))
+        if row not in re.findall(r"\w+", e.text):
+            shape = broadcast(e.shape, (d,))
+            if shape is None or len(shape) > 2:
+                e = AExpr(f"np.tanh({row})", (d,), 1.0)
+            else:
+                e = AExpr(f"{wrap(e, MUL - 1)} * {row}", shape, e.bound * BOX, MUL)
+        deps = self.depends(e) | {"a"}
+        self.scope, self.deps, self.recent = saved
+        acc = self.fresh_local(avoid=re.findall(r"\w+", e.text))  # (not a name the term reads)
+        if self.chance(0.5):
+            term, shape, bound = f"np.sum({self.squash(e).text})", (), float(np.prod(e.shape or (1,)))
+        else:
+            term, shape, bound = self.squash(e).text, e.shape, 1.0
+        update = self.choice([f"{acc} = {acc} + {term}", f"{acc} += {term}", f"{acc} = {term} + {acc}"])
+        lines = [f"{acc} = 0.0", f"for {row} in a:", f"    {update}"]
+        self.bind_local(acc, shape, bound * n, deps)
+        return lines
+
+    def predict_loop(self) -> list[str]:
+        """`for i in range(k): h = predict(h, W)` with the neural-net helper
+        `def predict(inputs, W): outputs = inputs @ W; inputs = np.tanh(outputs); return inputs`
+        (its names drawn to collide with the caller's, its parameter rebound)."""
+        if "a" not in self.scope:  # (the stack variant: a is (k, d, d))
+            return self.stack_loop()
+        (n, d), _ = self.scope["a"]
+        if n == d and self.chance(0.5):
+            w = self.choice(["a", "a.T"])
+        else:
+            w = self.choice(["np.tanh(a.T @ a)", "np.sin(a.T @ a) / n_rows"]).replace("n_rows", str(n))
+        start = self.start_vector(d)
+        h = self.choice([n for n in LOCALS + ("inputs", "outputs") if n not in ("a", "b", "X")])
+        name, lines, bias = self.predict_helper(h, start)
+        self.helpers[name] = lines
+        trips = self.integer(1, 3)
+        call = f"{name}({h}, {w}{', b' if bias else ''})"
+        out = [f"{h} = {start[0]}", f"for i in range({trips}):", f"    {h} = {call}"]
+        deps = {"a"} | start[2] | ({"b"} if bias else set())
+        self.bind_local(h, start[1], 1.0 if trips else start[3], deps)
+        return out
+
+    def start_vector(self, d: int):
+        """(text, shape, deps, bound) of a start value whose last axis is d."""
+        options = [(n, self.scope[n][0], self.deps.get(n, set()), self.scope[n][1]) for n in sorted(self.scope)
+                   if self.scope[n][0] and self.scope[n][0][-1] == d and len(self.scope[n][0]) <= 2
+                   and n not in ("a",)]
+        options.append((f"np.tanh(np.ones({d}))", (d,), set(), 1.0))
+        text, shape, deps, bound = self.choice(options)
+        if text in self.scope and self.chance(0.5):
+            text = f"np.tanh({text})"
+        return text, shape, deps, bound
+
+    def predict_helper(self, h: str, start):
+        """The `predict` helper: names collide with the caller's; the input is rebound."""
+        taken = sorted(set(self.scope) | {h})
+        inputs = self.choice(["inputs", "inputs", h] + [n for n in taken if n != "X"][:3])
+        weight = self.choice(["W", "W", "a", "w"])
+        if weight == inputs:
+            weight = "W"
+        local = self.choice(["outputs", "outputs"] + [n for n in taken if n not in (inputs, weight)])
+        bias = broadcast(start[1], self.scope["b"][0]) == start[1] and self.chance(0.4)
+        plus = " + bias" if bias else ""
+        form = self.choice(["two", "one", "twice"])
+        if form == "two":
+            body = [f"{local} = {inputs} @ {weight}{plus}", f"{inputs} = np.tanh({local})"]
+        elif form == "one":
+            body = [f"{inputs} = np.tanh({inputs} @ {weight}{plus})"]
+        else:
+            body = [f"{inputs} = {inputs} @ {weight}{plus}", f"{inputs} = np.tanh({inputs})"]
+        name = f"predict{len(self.helpers) + 1}"
+        params = f"{inputs}, {weight}{', bias' if bias else ''}"
+        return name, [f"def {name}({params}):", *(f"    {line}" for line in body), f"    return {inputs}"], bias
+
+    def stack_loop(self) -> list[str]:
+        """`for W in a:` over a stack of (d, d) weights, a of shape (k, d, d):
+        `h = np.tanh(h @ W + b)`, or `h = predict(h, W)`."""
+        k, d, _ = self.shapes["a"]
+        start = self.start_vector(d)
+        h = self.fresh_local()
+        reads = re.findall(r"\w+", start[0])
+        weight = self.choice(["W", "W", "Wk", "layer"])  # (never a local's name: not read after)
+        bias = broadcast(start[1], self.scope["b"][0]) == start[1]
+        form = self.choice(["tanh", "tanh", "predict", "residual"])
+        deps = {"a"} | start[2]
+        if form == "predict":
+            name, lines, with_b = self.predict_helper(h, start)
+            self.helpers[name] = lines
+            update = f"{h} = {name}({h}, {weight}{', b' if with_b else ''})"
+            deps |= {"b"} if with_b else set()
+            bound = 1.0
+        elif form == "residual":  # h + 0.5 * tanh(h @ W): grows by 0.5 a layer
+            update = f"{h} = {h} + 0.5 * np.tanh({h} @ {weight})"
+            bound = start[3] + 0.5 * k
+        else:
+            update = f"{h} = np.tanh({h} @ {weight}{' + b' if bias else ''})"
+            deps |= {"b"} if bias else set()
+            bound = 1.0
+        lines = [f"{h} = {start[0]}", f"for {weight} in a:", f"    {update}"]
+        if self.chance(0.3):  # and something else of each W
+            acc = self.fresh_local(avoid=[h] + reads)
+            lines.insert(0, f"{acc} = 0.0")
+            lines.append(f"    {acc} = {acc} + np.sum(np.sin({weight}))")
+            self.bind_local(acc, (), float(k * d * d), {"a"})
+        self.bind_local(h, start[1], bound, deps)
+        return lines
+
     # -- statements ----------------------------------------------------------------------
 
     def statements(self) -> list[str]:
         """One statement: mostly an assignment; sometimes an in-place update of a fresh
         local (`u += e`), or a `for` loop updating one (`u += np.tanh(...)` per trip)."""
+        if self.loop_rate and self.loops < 2 and self.chance(self.loop_rate):
+            self.loops += 1
+            kinds = ["rows"] * ("a" in self.scope and len(self.scope["a"][0]) == 2) + ["predict"] * 2
+            kinds += ["stack", "stack"] * ("a" not in self.scope)
+            return getattr(self, f"{self.choice(kinds)}_loop")()
         owned = sorted(self.owned - self.viewed)
         if owned and self.chance(0.15):
             return [self.update(self.choice(owned), self.choice(["+=", "-=", "*="]))]
@@ -448,6 +607,38 @@ class _ArrayBuilder:
         return f"{form}({e.text})"
 
 
+def _center(x: AExpr):
+    return "center", ["def center(x):", "    return x - np.mean(x)"], 2 * x.bound
+
+
+def _center_rows(x: AExpr):
+    return "center_rows", ["def center_rows(x):", "    mu = np.mean(x, axis=-1, keepdims=True)",
+                           "    x = x - mu", "    return x"], 2 * x.bound
+
+
+def _log_softmax(x: AExpr):
+    lines = ["def log_softmax(z):", "    m = np.max(z, axis=-1, keepdims=True)", "    z = z - m",
+             "    return z - np.log(np.sum(np.exp(z), axis=-1, keepdims=True))"]
+    return "log_softmax", lines, 2 * x.bound + float(np.log(x.shape[-1])) + 1
+
+
+def _normalize(x: AExpr):
+    return "normalize", ["def normalize(v):", "    s = np.sqrt(np.sum(v * v) + 1.0)", "    return v / s"], x.bound
+
+
+def _softplus(x: AExpr):
+    return "softplus", ["def softplus(z):", "    return np.log1p(np.exp(z))"], x.bound + 1.0
+
+
+def _standardize(x: AExpr):
+    lines = ["def standardize(x):", "    mu = np.mean(x, axis=0)", "    x = x - mu",
+             "    s = np.sqrt(np.mean(x * x, axis=0) + 1.0)", "    return x / s"]
+    return "standardize", lines, 2 * x.bound
+
+
+ARRAY_HELPERS = {"center": _center, "center_rows": _center_rows, "log_softmax": _log_softmax,
+                 "normalize": _normalize, "softplus": _softplus, "standardize": _standardize}
+
 _VIEW_CALLS = {"transpose", "squeeze", "ravel", "flip", "broadcast_to", "expand_dims", "reshape"}
 
 
@@ -464,17 +655,44 @@ def _fresh_call(text: str) -> bool:
     return False
 
 
+VARIANTS = ["plain"] * 6 + ["helpers", "loops", "loops", "stack"]
+
+
 def build_array_program(choices, max_statements: int = 5) -> ArrayProgram:
     """A random array program and its inputs (see the module docstring), from `choices`
-    (`HypothesisChoices` or `SeededChoices` of `programs.py`)."""
+    (`HypothesisChoices` or `SeededChoices` of `programs.py`).
+
+    One program in ten calls array-valued helpers (`center`, `log_softmax`, ...), two loop
+    over a's rows (`for row in a:`) or call `h = predict(h, W)` in a loop, one has `a` of
+    shape (n, d, d) and loops over it (`for W in a: h = np.tanh(h @ W + b)`). The variant is
+    a function of the plain program's draws, so a plain program is exactly the one drawn
+    before the variants existed; another variant is drawn after it."""
+    program = _build_array_program(choices, max_statements, "plain")
+    variant = random.Random(program.seed).choice(VARIANTS)
+    if variant == "plain":
+        return program
+    return _build_array_program(choices, max_statements, variant)
+
+
+def _build_array_program(choices, max_statements: int, variant: str) -> ArrayProgram:
     n, d, m = (choices.integer(1, 4) for _ in range(3))
     b_shape = choices.choice([(d,), (1, d), (n, 1), (n, d), ()])
     x_shape = choices.choice([(n, d), (d, m), (m, n), (d,)])
-    shapes = {"a": (n, d), "b": b_shape, "X": x_shape}
+    if variant == "stack":  # a is a stack of n (d, d) weights, iterated by `for W in a:`
+        b_shape = choices.choice([(d,), (1, d), ()])
+        x_shape = choices.choice([(m, d), (d,)])
+    shapes = {"a": (n, d, d) if variant == "stack" else (n, d), "b": b_shape, "X": x_shape}
     builder = _ArrayBuilder(choices, shapes)
+    builder.shapes = shapes
+    builder.loop_rate = {"loops": 0.5, "stack": 1.0}.get(variant, 0.0)
+    builder.helper_rate = {"helpers": 0.15, "loops": 0.03}.get(variant, 0.0)
+    if variant == "stack":
+        del builder.scope["a"]  # (read only by the loop over its first axis)
     body = [line for _ in range(choices.integer(1, max_statements)) for line in builder.statements()]
     body.append(builder.result())
-    source = "import numpy as np\n\n\ndef f(a, b, *, X):\n" + "".join(f"    {line}\n" for line in body)
+    helpers = "".join("\n\n" + "\n".join(lines) + "\n" for lines in builder.helpers.values())
+    source = ("import numpy as np\n" + helpers + "\n\ndef f(a, b, *, X):\n"
+              + "".join(f"    {line}\n" for line in body))
     seed = choices.integer(0, 2**32 - 1)
     rng = np.random.default_rng(seed)
     point = {name: rng.uniform(-BOX, BOX, shape) if shape else float(rng.uniform(-BOX, BOX))
