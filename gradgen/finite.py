@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,42 +17,117 @@ from gradgen.report import FD_TOL, rel_error
 from gradgen.usercode import fresh
 
 
-def finite_difference(f, point, name, direction=None):
-    """Central difference of `f` in `name` at `point` (along `direction` for an array):
-    (estimate, kink) or (None, None).
+KINK_MARGIN = 10  # a kink: the slopes differ by this many times what curvature and rounding explain,
+KINK_REL = 1e-3  # and by this much relative to their size (absolute below 1e-3, as rel_error)
+ROUNDING = 32  # a value of the user's function is taken to be off by up to this many ulps of itself
 
-    The estimate is a five-point stencil at two step sizes; when those disagree, or the
-    one-sided slopes on either side differ, the point sits on (or a step crosses) a kink or
-    a branch boundary, and `kink` is the pair of one-sided slopes (left, right).
+
+@dataclass(frozen=True)
+class Difference:
+    """What finite differences say about one direction at a point.
+
+    `verdict` is "smooth" (the stencils agree: `estimate` is the derivative), "kink" (the
+    one-sided slopes `left` and `right` differ far beyond what a smooth function's
+    curvature gives: no derivative there), "undecided" (no kink, but the stencils do not
+    agree to FD_TOL at any step tried: rounding or steepness) or "none" (a step left the
+    function's domain: no estimate at all).
     """
-    x = point[name]
-    scale = max(1.0, float(np.max(np.abs(x))) if np.ndim(x) else abs(x))
-    step = 1.0 if direction is None else direction
 
-    def at(dx):
-        with np.errstate(all="ignore"):  # a step outside the domain shows up as nan below
-            return float(f(**fresh({**point, name: x + dx * step})))
+    estimate: float | None
+    left: float | None = None
+    right: float | None = None
+    verdict: str = "none"
+    estimates: tuple = ()
 
-    def stencil(h):
-        return (at(-2 * h) - 8 * at(-h) + 8 * at(h) - at(2 * h)) / (12 * h)
 
+def difference(f, point, name, direction=None) -> Difference:
+    """Finite differences of `f` in `name` at `point` (along `direction` for an array).
+
+    Five-point central stencils at a step H, halved while two successive ones disagree; the
+    one-sided slopes at a much smaller step h tell a kink at the point itself (where the
+    central stencils are blind to it, being symmetric) from curvature: on a smooth
+    function they differ by h·f'' (f'' from the stencil at H), at a kink by the jump.
+    """
+    line = _Line(f, point, name, direction)
     try:
-        h = 1e-3 * scale
-        estimates = [stencil(h), stencil(h / 2)]
-        for _ in range(3):  # a large fifth derivative, or a kink: smaller steps
-            if rel_error(*estimates) <= FD_TOL / 10:
-                break
-            h /= 2
-            estimates = [estimates[1], stencil(h / 2)]  # (the error of a smooth one shrinks 16x)
-        h = 1e-7 * scale
-        centre = at(0.0)
-        left, right = (centre - at(-h)) / h, (at(h) - centre) / h
+        estimates, wide = _central(line)
+        h = 1e-7 * line.scale
+        left, right = (line(0.0) - line(-h)) / h, (line(h) - line(0.0)) / h
+        curvature = (-line(2 * wide) + 16 * line(wide) - 30 * line(0.0) + 16 * line(-wide)
+                     - line(-2 * wide)) / (12 * wide * wide)
     except Exception:  # noqa: BLE001 - a step left the function's domain (the user's code raised there)
+        return Difference(None)
+    if not all(map(math.isfinite, [*estimates, left, right, curvature])):
+        return Difference(None)
+    noise = 4 * ROUNDING * np.finfo(float).eps * max(abs(line(v)) for v in (-h, 0.0, h)) / h
+    if is_kink(left, right, h, curvature, noise):
+        verdict = "kink"
+    else:
+        verdict = "smooth" if _agree(*estimates) else "undecided"
+    return Difference(estimates[1], left, right, verdict, tuple(estimates))
+
+
+def is_kink(left, right, h, curvature, noise=0.0):
+    """Whether one-sided slopes at step `h` show a kink rather than curvature.
+
+    On a smooth function (f(h) - f(0))/h - (f(0) - f(-h))/h = h·f'' + O(h³), so slopes
+    that differ by 0.1% can be perfectly smooth where f'' is large next to f' (a fuzz
+    soak's arctan(prod(arctan(a))) had f' = -0.0016 and f'' = -12.5). A kink is a gap that
+    does not shrink with the step: far beyond h·|f''| plus the rounding `noise`, and large
+    next to the slopes themselves.
+    """
+    gap = abs(right - left)
+    return gap > KINK_MARGIN * (h * abs(curvature) + noise) and rel_error(left, right) > KINK_REL
+
+
+def finite_difference(f, point, name, direction=None):
+    """(estimate, kink) or (None, None): `kink` is the pair of one-sided slopes (left,
+    right) where finite differences did not settle on a derivative (a kink, or undecided),
+    None where they did."""
+    d = difference(f, point, name, direction)
+    if d.verdict == "none":
         return None, None
-    if not all(map(math.isfinite, estimates + [left, right])):
-        return None, None
-    smooth = rel_error(*estimates) <= FD_TOL / 10 and rel_error(left, right) <= 1e-3
-    return estimates[1], (None if smooth else (left, right))
+    return d.estimate, (None if d.verdict == "smooth" else (d.left, d.right))
+
+
+class _Line:
+    """`f` along the line through the point in the parameter's direction, `dx` from it;
+    each value computed once (the stencils at successive steps share points)."""
+
+    def __init__(self, f, point, name, direction):
+        self.f, self.point, self.name = f, point, name
+        self.x = point[name]
+        self.scale = max(1.0, float(np.max(np.abs(self.x))) if np.ndim(self.x) else abs(self.x))
+        self.step = 1.0 if direction is None else direction
+        self.values = {}
+
+    def __call__(self, dx):
+        if dx not in self.values:
+            with np.errstate(all="ignore"):  # a step outside the domain shows up as nan
+                self.values[dx] = float(self.f(**fresh({**self.point, self.name: self.x + dx * self.step})))
+        return self.values[dx]
+
+
+def _central(line):
+    """Five-point stencils at H and H/2, halved up to three more times while they disagree
+    (a large fifth derivative: the error of a smooth function shrinks 16x per halving).
+    Returns the last two estimates and the step of the last."""
+    h = 1e-3 * line.scale
+    estimates = [_stencil(line, h), _stencil(line, h / 2)]
+    for _ in range(3):
+        if _agree(*estimates):
+            break
+        h /= 2
+        estimates = [estimates[1], _stencil(line, h / 2)]
+    return estimates, h / 2
+
+
+def _stencil(line, h):
+    return (line(-2 * h) - 8 * line(-h) + 8 * line(h) - line(2 * h)) / (12 * h)
+
+
+def _agree(a, b):
+    return rel_error(a, b) <= FD_TOL / 10
 
 
 # ---- sample points --------------------------------------------------------------------------
@@ -113,10 +189,8 @@ def _usable(point, cf, f):
         with time_limit(2.0, _Timeout), np.errstate(all="ignore"):
             if not math.isfinite(float(f(**fresh(point)))):
                 return False
-            for name in cf.wrt:
-                fd, kink = finite_difference(f, point, name)
-                if fd is None or kink is not None:
-                    return False
+            if any(difference(f, point, name).verdict != "smooth" for name in cf.wrt):
+                return False  # (another random point is drawn)
     except (Exception, _Timeout):  # noqa: BLE001 - the user's function raised at a point gradgen chose
         return False
     return True

@@ -18,13 +18,14 @@ import math
 import numpy as np
 
 from gradgen.api import compile_source, load_module
-from gradgen.finite import finite_difference, sample_points
+from gradgen.finite import Difference, difference, finite_difference, is_kink, sample_points
 from gradgen.nonfinite import all_finite, locate_nonfinite
 from gradgen.report import FD_TOL, SYMPY_TOL, FunctionReport, PointReport, Row, judge
 from gradgen.symbolic import _Symbolic, sympy_array_gradient, sympy_gradient
 from gradgen.usercode import call, describe, expect_number, fresh, run_original
 
-__all__ = ["check_source", "check_point", "finite_difference", "sample_points", "locate_nonfinite",
+__all__ = ["check_source", "check_point", "difference", "Difference", "finite_difference", "is_kink",
+           "sample_points", "locate_nonfinite",
            "sympy_gradient", "sympy_array_gradient", "FunctionReport", "PointReport", "Row",
            "SYMPY_TOL", "FD_TOL", "_Symbolic"]
 
@@ -74,8 +75,7 @@ def check_point(cf, module, f, value_and_grad, point, generated_text=None):
         if name in by_element and np.ndim(point[name]) == 0:
             sym = float(by_element[name])
         if np.ndim(point[name]) == 0:
-            fd, kink = finite_difference(f, point, name)
-            report.rows.append(judge(name, float(gen), sym, fd, kink))
+            report.rows.append(judge(name, float(gen), sym, difference(f, point, name)))
         else:
             report.rows.extend(_array_rows(name, gen, f, point, by_element.get(name)))
     return report
@@ -95,17 +95,16 @@ def _array_rows(name, gen, f, point, symbolic=None, directions=3):
     for k in range(directions):
         v = rng.standard_normal(x.shape)
         v /= np.linalg.norm(v) or 1.0
-        fd, kink = finite_difference(f, point, name, v)
         sym = None if symbolic is None else float(np.vdot(symbolic, v))
-        rows.append(judge(f"{name}.v{k + 1}", float(np.vdot(gen, v)), sym, fd, kink))
+        rows.append(judge(f"{name}.v{k + 1}", float(np.vdot(gen, v)), sym, difference(f, point, name, v)))
     if x.size <= 100:
         worst = None
         for index in np.ndindex(x.shape):
             e = np.zeros(x.shape)
             e[index] = 1.0
-            fd, kink = finite_difference(f, point, name, e)
             sym = None if symbolic is None else float(symbolic[index])
-            row = judge(f"{name}[{', '.join(map(str, index))}]", float(gen[index]), sym, fd, kink)
+            diff = difference(f, point, name, e)
+            row = judge(f"{name}[{', '.join(map(str, index))}]", float(gen[index]), sym, diff)
             if worst is None or not row.ok or row.rel_error > worst.rel_error:
                 worst = row if (worst is None or worst.ok) else worst
         worst.param = f"{name} (all {x.size}; worst {worst.param})"

@@ -21,10 +21,14 @@ Each program is compiled (every top-level function), imported, and its gradient 
 with sympy (scalar programs; 1e-8) and central finite differences (always; 1e-5), and its
 value with the original function's (1e-12). A *mismatch* is any disagreement; an *internal
 error* is any exception, including a CompileError (every program is inside the subset).
+A program is *undecided* where finite differences cannot decide a row (no derivative found:
+stencils that do not settle, slopes that show a kink, a step out of the domain) and sympy
+has no value for it: counted apart, never a mismatch, and no failure of the run.
 Each failure is shrunk (statements removed, branches and loops flattened while it still
 fails the same way) and saved to `--out` as a reproducer: a module whose defaults (or
 `inputs_f()`) are the failing point, ready for `gradgen check` and the regression corpus.
-The run ends with one line: `N programs, M mismatches, K internal errors`.
+The run ends with one line: `N programs, M mismatches, K internal errors` (and `, U
+undecided` when there are some).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import multiprocessing
 import os
 import random
 import re
+import shlex
 import sys
 import time
 import traceback
@@ -75,7 +80,7 @@ class Case:
 @dataclass(frozen=True)
 class Outcome:
     case: Case
-    status: str  # "ok", "mismatch" or "internal"
+    status: str  # "ok", "mismatch", "internal" or "undecided" (finite differences could not decide)
     problems: tuple = ()
 
 
@@ -102,14 +107,19 @@ def generate(seed: int, index: int) -> Case:
 # ---- checking ----------------------------------------------------------------------------
 
 def run(case: Case) -> Outcome:
-    """Compile, import and check one program; never raises."""
+    """Compile, import and check one program; never raises. A program whose only trouble
+    is a row no oracle could decide (no sympy value, and finite differences undecided) is
+    "undecided": neither a pass nor a mismatch."""
+    undecided = []
     try:
-        problems = array_problems(case) if case.kind == "array" else scalar_problems(case)
+        problems = array_problems(case, undecided) if case.kind == "array" else scalar_problems(case)
     except CompileError as exc:
         return Outcome(case, "internal", (f"refused: {exc.format()}",))
     except Exception:  # noqa: BLE001 - an internal error is exactly what we are looking for
         return Outcome(case, "internal", (traceback.format_exc(limit=-6),))
-    return Outcome(case, "mismatch" if problems else "ok", tuple(problems))
+    if problems:
+        return Outcome(case, "mismatch", tuple(problems))
+    return Outcome(case, "undecided", tuple(undecided)) if undecided else Outcome(case, "ok")
 
 
 def scalar_problems(case: Case) -> list[str]:
@@ -147,9 +157,10 @@ def scalar_problems(case: Case) -> list[str]:
     return problems
 
 
-def array_problems(case: Case) -> list[str]:
+def array_problems(case: Case, undecided: list | None = None) -> list[str]:
     """Every row ok against sympy (small instances) and finite differences; the gradient has
-    each parameter's shape and dtype float64; the value is the original's; inputs unchanged."""
+    each parameter's shape and dtype float64; the value is the original's; inputs unchanged.
+    A row neither oracle decides goes to `undecided` (if given), never to the problems."""
     [report] = check_source(case.source, functions=["f"], at=case.point, n_points=1)
     [point] = report.points
     problems = []
@@ -158,14 +169,10 @@ def array_problems(case: Case) -> list[str]:
     if not _close(point.value_generated, point.value_original, 1e-12, 1e-12):
         problems.append(f"value: generated {point.value_generated!r} != original {point.value_original!r}")
     for row in point.rows:
-        if row.fd is None or "kink" in row.note:
-            problems.append(f"{row.param}: no finite difference ({row.note})")
-        elif abs(row.generated - row.fd) > 1e-5 * max(abs(row.generated), abs(row.fd), 1e-3):
-            problems.append(f"{row.param}: generated {row.generated!r} != finite difference {row.fd!r}")
-        if row.sympy is not None and not _close(row.generated, row.sympy, 1e-8, 1e-10):
-            problems.append(f"{row.param}: generated {row.generated!r} != sympy {row.sympy!r}")
-        if not row.ok:
-            problems.append(f"{row.param}: not ok ({row.note})")
+        mismatches, unsure = _array_row(row)
+        problems.extend(mismatches)
+        if undecided is not None:
+            undecided.extend(unsure)
     inputs = {name: np.copy(x) for name, x in case.point.items()}
     generated = load_module(compile_source(case.source).text, "fuzz_array_generated")
     _, grads = generated.f_value_and_grad(**inputs)
@@ -178,6 +185,23 @@ def array_problems(case: Case) -> list[str]:
         if not np.array_equal(inputs[name], x):
             problems.append(f"the gradient modified its input {name}")
     return problems
+
+
+def _array_row(row) -> tuple[list[str], list[str]]:
+    """(mismatches, undecided) of one row. Where finite differences found no derivative (a
+    kink, undecided stencils, a step out of the domain) on a gradient that is finite, only
+    sympy can tell, and without it the row is undecided."""
+    mismatches = []
+    if row.sympy is not None and not _close(row.generated, row.sympy, 1e-8, 1e-10):
+        mismatches.append(f"{row.param}: generated {row.generated!r} != sympy {row.sympy!r}")
+    if row.fd_verdict in ("kink", "undecided", "none") and math.isfinite(row.generated):
+        undecided = [] if row.sympy is not None else [f"{row.param}: finite differences cannot decide ({row.note})"]
+        return mismatches, undecided
+    if row.fd is not None and abs(row.generated - row.fd) > 1e-5 * max(abs(row.generated), abs(row.fd), 1e-3):
+        mismatches.append(f"{row.param}: generated {row.generated!r} != finite difference {row.fd!r}")
+    if not row.ok:
+        mismatches.append(f"{row.param}: not ok ({row.note})")
+    return mismatches, []
 
 
 def fine_difference(f, point, name, h=1e-6):
@@ -334,15 +358,18 @@ def _without_unused_helpers(tree):
 
 # ---- reproducers -------------------------------------------------------------------------
 
-def reproducer(outcome: Outcome) -> str:
+def reproducer(outcome: Outcome, path: str = "THIS_FILE") -> str:
     """A module that reproduces `outcome`: `f` with the failing point as its defaults (or
-    `inputs_f()` for arrays), ready for `gradgen check` and for the regression corpus."""
+    `inputs_f()` for arrays), ready for `gradgen check` (its docstring gives the command,
+    naming the file as `path`) and for the regression corpus. The command checks `f`
+    alone: `inputs_f` builds a dict, which gradgen does not differentiate."""
     case = outcome.case
     tree = ast.parse(case.source)
     fnode = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "f")
     problems = "\n".join(f"    {line}" for p in outcome.problems for line in p.strip().splitlines())
+    problems = problems.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')  # (a traceback, in a docstring)
     if case.kind == "array":
-        check = "gradgen check THIS_FILE --function f --inputs THIS_FILE:inputs_f"
+        check = f"gradgen check {shlex.quote(path)} --function f --inputs {shlex.quote(path + ':inputs_f')}"
         items = ", ".join(f"{k!r}: np.array({v.tolist()!r})" if isinstance(v, np.ndarray) else f"{k!r}: {v!r}"
                           for k, v in case.point.items())
         extra = f"\n\ndef inputs_f():\n    return {{{items}}}\n"
@@ -350,7 +377,7 @@ def reproducer(outcome: Outcome) -> str:
         args = fnode.args.args
         fnode.args.defaults = [ast.Constant(case.point[a.arg]) for a in args]
         wrt = f" --wrt {','.join(case.wrt)}" if case.wrt else ""
-        check = f"gradgen check THIS_FILE --function f{wrt}"
+        check = f"gradgen check {shlex.quote(path)} --function f{wrt}"
         extra = ""
     header = (f'"""Fuzz reproducer: {outcome.status} ({case.kind} program {case.index} of seed '
               f"{case.seed}).\n\n{problems}\n\nCheck with: {check}\n\"\"\"\n\n")
@@ -360,7 +387,7 @@ def reproducer(outcome: Outcome) -> str:
 def save(outcome: Outcome, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{outcome.status}-seed{outcome.case.seed}-{outcome.case.index}.py"
-    path.write_text(reproducer(outcome), encoding="utf-8")
+    path.write_text(reproducer(outcome, str(path)), encoding="utf-8")
     return path
 
 
@@ -370,7 +397,7 @@ def _job(args):
     seed, index = args
     case = generate(seed, index)
     outcome = run(case)
-    if outcome.status != "ok":
+    if outcome.status in ("mismatch", "internal"):
         try:
             outcome = shrink(outcome)
         except Exception:  # noqa: BLE001 - (a program that does not parse cannot be shrunk)
@@ -379,7 +406,8 @@ def _job(args):
 
 
 def fuzz(programs: int, seed: int, jobs: int = 1, out_dir: Path | None = None, progress=None):
-    """Run `programs` programs; returns the failing outcomes (each saved to `out_dir`)."""
+    """Run `programs` programs; returns the outcomes that are not ok, failures and undecided
+    (each saved to `out_dir`)."""
     work = [(seed, i) for i in range(programs)]
     failures = []
     if jobs > 1:
@@ -421,9 +449,10 @@ class ProgressBar:
         rate = done / max(now - self.start, 1e-9)
         eta = int((total - done) / rate) if rate else 0
         filled = self.width * done // total
-        mismatches, internal = _counts(failures)
+        mismatches, internal, undecided = _counts(failures)
+        unsure = f"{undecided} undecided  " if undecided else ""
         self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total}  "
-                          f"{mismatches} mismatches  {internal} internal errors  {rate:.0f}/s  "
+                          f"{mismatches} mismatches  {internal} internal errors  {unsure}{rate:.0f}/s  "
                           f"ETA {eta // 60}:{eta % 60:02d} ")
         if done == total:
             self.stream.write("\n")
@@ -431,13 +460,17 @@ class ProgressBar:
 
 
 def _counts(failures):
-    mismatches = sum(o.status == "mismatch" for o in failures)
-    return mismatches, len(failures) - mismatches
+    """(mismatches, internal errors, undecided) among the outcomes that are not ok."""
+    statuses = [o.status for o in failures]
+    return statuses.count("mismatch"), statuses.count("internal"), statuses.count("undecided")
 
 
 def summary(programs: int, failures) -> str:
-    mismatches, internal = _counts(failures)
-    return f"{programs} programs, {mismatches} mismatches, {internal} internal errors"
+    """`N programs, M mismatches, K internal errors`, and `, U undecided` when finite
+    differences could not decide some program and sympy had no value for it."""
+    mismatches, internal, undecided = _counts(failures)
+    line = f"{programs} programs, {mismatches} mismatches, {internal} internal errors"
+    return line + (f", {undecided} undecided" if undecided else "")
 
 
 def main(argv=None) -> int:
@@ -455,7 +488,7 @@ def main(argv=None) -> int:
               f"{outcome.problems[0].strip().splitlines()[-1]}  -> "
               f"{args.out / f'{outcome.status}-seed{args.seed}-{outcome.case.index}.py'}")
     print(summary(args.programs, failures))
-    return 1 if failures else 0
+    return 1 if any(o.status != "undecided" for o in failures) else 0
 
 
 if __name__ == "__main__":

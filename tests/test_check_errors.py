@@ -98,19 +98,20 @@ def test_a_random_point_where_the_function_raises_is_skipped(folder, capsys):
     """Points gradgen draws itself (here the index i in 1..3 of a 2-element array) are
     skipped where the function raises; that is no fault of the user's."""
     (folder / "loss.py").write_text("import numpy as np\n\nX = np.array([1.0, 2.0])\n\n\n"
-                                    "def f(x, i):\n    return x * X[i]\n")
+                                    "def f(x, i) -> float:\n    return x * X[i]\n")
     status, out, err = check(capsys, "loss.py", "--wrt", "x")
     assert (status, err) == (0, "")
     assert out.count(", i=1: value") == 3 and out.endswith("all gradients match (3 point(s) checked)\n")
 
 
 def test_a_function_that_returns_an_array(folder, capsys):
-    (folder / "loss.py").write_text("import numpy as np\n\n\ndef f(a):\n    return np.sin(a)\n")
+    """Annotated as returning a number, so compile takes its word; at the point it does not."""
+    (folder / "loss.py").write_text("import numpy as np\n\n\ndef f(a) -> float:\n    return np.sin(a)\n")
     (folder / "inputs.py").write_text("import numpy as np\n\n\ndef make():\n    return {'a': np.ones(3)}\n")
     assert check(capsys, "loss.py", "--inputs", "inputs.py:make") == (1, "", located(
         "loss.py", 4, 1, "'f' returned an array of shape (3,), not a number (f at a=array(3,)); gradgen "
         "differentiates a function that returns a number",
-        "def f(a):"))
+        "def f(a) -> float:"))
 
 
 def test_the_inputs_builder_raising(folder, capsys):

@@ -4,7 +4,9 @@
 import ast
 import collections
 import dataclasses
+import math
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 
 import fuzz
 from gradgen import cli, primitives
+from gradgen.report import Row
 
 ROOT = Path(__file__).resolve().parent.parent
 CI_PROGRAMS = 1000
@@ -134,3 +137,59 @@ def test_a_refusal_shrinks_only_to_the_same_refusal():
     assert fuzz._signature(one) == fuzz._signature(moved) == "'v *= ...' would change an array"
     assert fuzz._signature(other) != fuzz._signature(one)
     assert fuzz._signature("Traceback ...\nIndexError: tuple index out of range") == "IndexError"
+
+
+def test_program_3517_of_seed_20261203_is_smooth_not_a_kink():
+    """A 5,000-program soak called this a mismatch: its one-sided slopes along a.v1 differ
+    by 0.1% (-0.00155299 and -0.00155123), which the kink test took for a kink; f'' is
+    -12.5 there, and h·f'' is exactly that gap. Program i of the run is generate(seed, i)."""
+    case = fuzz.generate(20261203, 3517)
+    assert case.kind == "array"
+    assert "w = a + np.arctan(np.prod(np.arctan(a), axis=1))" in case.source
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok")
+
+
+def test_undecided_is_counted_apart_and_is_no_failure():
+    case = fuzz.generate(0, 0)
+    outcomes = [fuzz.Outcome(case, "undecided", ("a.v1: finite differences cannot decide (...)",))] * 2
+    assert fuzz.summary(5000, outcomes) == "5000 programs, 0 mismatches, 0 internal errors, 2 undecided"
+    assert fuzz.summary(5000, outcomes + [fuzz.Outcome(case, "mismatch")]) == (
+        "5000 programs, 1 mismatches, 0 internal errors, 2 undecided")
+
+
+def row(generated, sympy, fd, verdict, ok=True, note=""):
+    return Row("a.v1", generated, sympy, fd, 0.0, ok, note, verdict)
+
+
+def test_an_array_row_finite_differences_cannot_decide():
+    """Without a sympy value it is undecided; sympy, where it has one, decides."""
+    note = "finite differences undecided: stencils give 1 and 1.0002"
+    assert fuzz._array_row(row(1.0, None, 1.0, "undecided", note=note)) == (
+        [], [f"a.v1: finite differences cannot decide ({note})"])
+    assert fuzz._array_row(row(1.0, None, None, "none", False, "no reference value")) == (
+        [], ["a.v1: finite differences cannot decide (no reference value)"])
+    assert fuzz._array_row(row(1.0, 1.0, 1.0, "kink")) == ([], [])
+    assert fuzz._array_row(row(1.0, 1.5, 1.0, "undecided", False)) == (
+        ["a.v1: generated 1.0 != sympy 1.5"], [])
+    assert fuzz._array_row(row(math.inf, None, 1.0, "undecided", False, "non-finite gradient")) == (
+        ["a.v1: not ok (non-finite gradient)"], [])
+    assert fuzz._array_row(row(1.0, None, 1.1, "smooth", False, "MISMATCH")) == (
+        ["a.v1: generated 1.0 != finite difference 1.1", "a.v1: not ok (MISMATCH)"], [])
+
+
+def test_a_saved_array_reproducer_runs_with_its_own_command(tmp_path, monkeypatch, capsys):
+    """The command in the reproducer's docstring checks f alone (inputs_f returns a dict,
+    which gradgen would refuse to differentiate): it fails with the bug, passes without."""
+    wrong = dataclasses.replace(primitives.TABLE["tanh"], vjp=(lambda g, out, x: g * (1 - out**2) * 1.001,))
+    monkeypatch.setitem(primitives.TABLE, "tanh", wrong)
+    outcome = fuzz.run(fuzz.generate(20261203, 3517))
+    assert outcome.status == "mismatch"
+    path = fuzz.save(outcome, tmp_path / "fuzz failures")
+    [command] = [line.removeprefix("Check with: ") for line in path.read_text().splitlines()
+                 if line.startswith("Check with: ")]
+    assert command == f"gradgen check '{path}' --function f --inputs '{path}:inputs_f'"
+    args = shlex.split(command)[1:]
+    assert cli.main(args) == 1
+    monkeypatch.undo()
+    assert cli.main(args) == 0
+    assert capsys.readouterr().out.endswith("all gradients match (1 point(s) checked)\n")
