@@ -29,7 +29,7 @@ class Difference:
     `verdict` is "smooth" (the stencils agree: `estimate` is the derivative), "kink" (the
     one-sided slopes `left` and `right` differ far beyond what a smooth function's
     curvature gives: no derivative there), "undecided" (no kink, but the stencils do not
-    agree to FD_TOL at any step tried: rounding or steepness) or "none" (a step left the
+    agree to FD_TOL / 10 at any step tried: rounding or steepness) or "none" (a step left the
     function's domain: no estimate at all).
     """
 
@@ -183,10 +183,11 @@ def _usable(point, cf, f):
     """Inside the function's domain and away from kinks, judged by the original alone.
 
     The generated gradient plays no part, so a point where it is wrong or not finite is
-    never skipped: it is reported.
+    never skipped: it is reported. A point that takes 2 s of processor time is skipped (a
+    hang); processor time, so that a loaded machine does not change which points are drawn.
     """
     try:
-        with time_limit(2.0, _Timeout), np.errstate(all="ignore"):
+        with time_limit(2.0, _Timeout, clock="cpu"), np.errstate(all="ignore"):
             if not math.isfinite(float(f(**fresh(point)))):
                 return False
             if any(difference(f, point, name).verdict != "smooth" for name in cf.wrt):
