@@ -176,7 +176,10 @@ def array_problems(case: Case, undecided: list | None = None) -> list[str]:
     inputs = {name: np.copy(x) for name, x in case.point.items()}
     generated = load_module(compile_source(case.source).text, "fuzz_array_generated")
     _, grads = generated.f_value_and_grad(**inputs)
-    for name, grad, again in zip(["a", "b"], grads, generated.f_grad(**inputs)):
+    again = generated.f_grad(**inputs)
+    if len(report.wrt) == 1:  # (the wrong wrt is the problem, already said: one gradient, not a tuple)
+        grads, again = (grads,), (again,)
+    for name, grad, again in zip(report.wrt, grads, again):
         if np.shape(grad) != np.shape(case.point[name]) or np.asarray(grad).dtype != np.float64:
             problems.append(f"{name}: gradient shape {np.shape(grad)} dtype {np.asarray(grad).dtype}")
         elif not np.array_equal(grad, again):
