@@ -1,8 +1,51 @@
-"""Test set-up: a SciPy stand-in where SciPy is not installed (see tests/stubs/scipy)."""
+"""Test set-up: a SciPy stand-in where SciPy is not installed (see tests/stubs/scipy); the
+`--soak` option (or GRADGEN_SOAK=1) for the long runs; the count of hostile inputs tried,
+summed over pytest-xdist's workers."""
 
 import importlib.util
+import json
+import os
 import sys
+from collections import Counter
 from pathlib import Path
+
+import pytest
 
 if importlib.util.find_spec("scipy") is None:
     sys.path.insert(0, str(Path(__file__).parent / "stubs"))
+
+SOAK_VARIABLE = "GRADGEN_SOAK"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--soak", action="store_true", default=False,
+                     help=f"the long soaks: many more random inputs per property (the same as {SOAK_VARIABLE}=1)")
+
+
+def pytest_configure(config):
+    if config.getoption("--soak"):
+        os.environ[SOAK_VARIABLE] = "1"  # read by the test modules, here and in every xdist worker
+    config._gradgen_hostile = Counter()
+
+
+def _tried_here():
+    module = sys.modules.get("test_hostile")
+    return Counter(getattr(module, "TRIED", {}))
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workeroutput"):  # an xdist worker: hand its count to the controller
+        session.config.workeroutput["gradgen_hostile"] = json.dumps(_tried_here())
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: there only when it is installed
+def pytest_testnodedown(node, error):
+    output = getattr(node, "workeroutput", None) or {}
+    node.config._gradgen_hostile.update(json.loads(output.get("gradgen_hostile", "{}")))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    tried = config._gradgen_hostile + _tried_here()
+    if tried:
+        terminalreporter.write_line(f"hostile inputs tried: {sum(tried.values())} "
+                                    f"({', '.join(f'{k}: {v}' for k, v in sorted(tried.items()))})")

@@ -9,7 +9,8 @@ never a hang, never the input run, never code injected into the output.
 The inputs: hypothesmith's random Python (grammar- and CST-based), a generator of valid but
 unsupported programs built from the constructs users try, random bytes and mutations of
 good programs, and a list of the cases that broke gradgen once (each with its message).
-`test_zz_count` prints how many hostile inputs one run tried.
+The run ends with a line saying how many hostile inputs it tried (tests/conftest.py sums
+them over pytest-xdist's workers); `--soak` (or GRADGEN_SOAK=1) tries ten times as many.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ TRIED = Counter()  # hostile inputs tried, by generator
 # them): a hang fails the test instead of stalling it, and a slow moment does not.
 SECONDS_PER_INPUT = 60
 WAIT_SECONDS = 60  # wall clock, where the hang to catch is a wait (a FIFO opened to read)
+SOAK = os.environ.get("GRADGEN_SOAK", "") not in ("", "0")  # `pytest --soak`: the long run
+SCALE = 10 if SOAK else 1  # how many times the default budget of random inputs
 
 
 # ---- the harness ---------------------------------------------------------------------------
@@ -136,7 +139,7 @@ def _in_function(snippet):
 
 
 @needs_hypothesmith
-@pytest.mark.parametrize("kind,count", [("grammar", 60), ("nodes", 25)])
+@pytest.mark.parametrize("kind,count", [("grammar", 60 * SCALE), ("nodes", 25 * SCALE)])
 def test_random_python_from_hypothesmith(kind, count, tmp_path, capsys):
     """Random Python from the grammar and from syntax trees, alone or as a function body."""
     strategy = hypothesmith.from_grammar() if kind == "grammar" else hypothesmith.from_node()
@@ -253,7 +256,7 @@ def test_valid_but_unsupported_programs(tmp_path, capsys):
     """Each compiles to a module that imports and agrees with the original, or is refused."""
     rng = random.Random(20240507)
     outcomes = Counter()
-    for _ in range(300):
+    for _ in range(300 * SCALE):
         source = unsupported_program(rng)
         text = compile_hostile(source, tmp_path, capsys, "unsupported programs")
         outcomes["compiled" if text else "refused"] += 1
@@ -351,10 +354,10 @@ def mutate(rng, data):
 def test_random_bytes_and_mutated_programs(tmp_path, capsys):
     rng = random.Random(7)
     inputs = [b"", b"\xef\xbb\xbf", b"\xef\xbb\xbf\xef\xbb\xbf", b"\x00" * 10, b"\xff\xfe" + "def f(x):\n".encode("utf-16-le")]
-    inputs += [bytes(rng.randrange(256) for _ in range(rng.randint(1, 300))) for _ in range(40)]
+    inputs += [bytes(rng.randrange(256) for _ in range(rng.randint(1, 300))) for _ in range(40 * SCALE)]
     inputs += [bytes(rng.choice(b"def f(x):\n return x*+-()[]=,.:1e9 \t") for _ in range(rng.randint(1, 200)))
-               for _ in range(40)]
-    inputs += [mutate(rng, rng.choice(GOOD)) for _ in range(220)]
+               for _ in range(40 * SCALE)]
+    inputs += [mutate(rng, rng.choice(GOOD)) for _ in range(220 * SCALE)]
     for data in inputs:
         compile_hostile(data, tmp_path, capsys, "random bytes and mutations")
 
@@ -1063,12 +1066,3 @@ def test_simultaneous_compiles_leave_one_complete_module(tmp_path):
     assert leftovers(tmp_path / "out") == []
     assert seen["PARTIAL"] == 0 and seen["complete"] > 0, seen
 
-
-# ---- how many -------------------------------------------------------------------------------
-
-def test_zz_count(capsys):
-    """Report the number of hostile inputs this run tried (run last: tests run in file order)."""
-    total = sum(TRIED.values())
-    with capsys.disabled():
-        print(f"\nhostile inputs tried: {total} ({', '.join(f'{k}: {v}' for k, v in sorted(TRIED.items()))})")
-    assert total > 0
