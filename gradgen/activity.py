@@ -57,9 +57,16 @@ def choose_wrt(fn, wrt):
     keyword-only ones (after `*`: data such as X, y); an unused parameter stays in (its
     gradient is an exact zero).
     """
+    left_out = left_out_parameters(fn, wrt)
+    return [p.name for p in fn.params if p.name not in left_out]
+
+
+def left_out_parameters(fn, wrt):
+    """{parameter: why it is not differentiated}, in parameter order: what `compile` prints,
+    so that a surprising default is seen at once."""
     names = [p.name for p in fn.params]
     if wrt is not None:  # each name belongs to some selected function (checked by the caller)
-        return [n for n in names if n in set(wrt)]
+        return {n: "not named in --wrt" for n in names if n not in set(wrt)}
     used, used_diff = set(), set()
     for expr, differentiable in _all_expressions(fn):
         used |= {v.name for v in variables(expr)}
@@ -67,7 +74,15 @@ def choose_wrt(fn, wrt):
             diff_vars(expr, used_diff)
     data = {p.name for p in fn.params if p.keyword_only}
     counts = _integer_parameters(fn, names)
-    return [n for n in names if (n in used_diff or n not in used) and n not in data | counts]
+    why = {}
+    for n in names:
+        if n in data:
+            why[n] = "keyword-only data"
+        elif n in counts:
+            why[n] = "a count or an index: it reaches range(), int() or an index"
+        elif n in used and n not in used_diff:
+            why[n] = "used only where no derivative exists (comparisons, floor, ...)"
+    return why
 
 
 def _integer_parameters(fn, names):
@@ -192,7 +207,7 @@ def _refuse(call, origin, module):
     for v in sorted(reached):
         if v in origin:
             line, col = call.loc or (None, None)
-            where = {"iterate": "a loop over it", "index": "an index"}.get(call.prim, f"{call.prim}()")
+            where = {"index": "an index"}.get(call.prim, f"{call.prim}()")
             raise CompileError(
                 f"'{origin[v]}' is differentiated, but reaches {where}, which has no "
                 f"derivative; leave it out with --wrt", module.filename, line, col, module.line_text(line))

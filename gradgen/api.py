@@ -35,6 +35,7 @@ class CompiledFunction:
     grad_name: str
     value_and_grad_name: str
     ir: object = None
+    left_out: dict = field(default_factory=dict)  # parameter -> why it is not differentiated
 
 
 @dataclass
@@ -43,6 +44,7 @@ class CompiledModule:
     text: str
     functions: list = field(default_factory=list)
     module: object = None
+    skipped: dict = field(default_factory=dict)  # function -> why it has no gradient
 
 
 def compile_source(source, filename="<string>", functions=None, wrt=None) -> CompiledModule:
@@ -66,13 +68,24 @@ def _compile_source(source, filename, functions, wrt):
         namer.taken.add(name)
     names = {f: (namer.grad_function(f), namer.value_and_grad_function(f)) for f in selected}
     emitter = emit.Emitter(_default_namespace(module), {})
-    results, texts, constants, sigmoid_ns = [], [], set(), {}
+    results, texts, constants, sigmoid_ns, skipped = [], [], set(), {}, {}
     for fname in selected:
-        compiled, text = _compile_function(module, fname, names[fname], wrt, namer, emitter, sigmoid_name)
+        fn, fnamer = _lower(module, fname, namer, sigmoid_name)
+        if not lower.returns_a_number(module.functions[fname]) and shapes.result_is_array(fn, module):
+            if functions:
+                raise module.error(module.functions[fname], _ARRAY_RESULT.format(name=fname))
+            skipped[fname] = "no gradient: its result is an array (it is inlined where a loss calls it)"
+            continue
+        compiled, text = _compile_function(module, fn, fnamer, names[fname], wrt, emitter)
         results.append(compiled)
         texts.extend(text)
         constants |= _constants_read(compiled.ir, module)
         sigmoid_ns.update(_sigmoid_namespaces(compiled.ir))
+    if not results:
+        raise CompileError("no function here returns a number, so none has a gradient: "
+                           + "; ".join(f"{f} returns an array" for f in skipped)
+                           + " (annotate '-> float' where a function returns a number)", module.filename)
+    compiled_names = [f.name for f in results]
     shown = display_name(filename)
     helpers = [emit.sigmoid_helper(name, sigmoid_ns.get(prim, "math"), shown)
                for prim, name in sorted(emitter.helpers.items()) if prim == "sigmoid"]
@@ -86,10 +99,15 @@ def _compile_source(source, filename, functions, wrt):
         imports.add("math")  # written math.inf / math.nan
     text = emit.module_text(
         emit.header_lines(shown, module.sha256),
-        f"Reverse-mode gradients of {', '.join(selected)}, compiled from {shown} by gradgen.",
+        f"Reverse-mode gradients of {', '.join(compiled_names)}, compiled from {shown} by gradgen.",
         carried, helpers, texts, imports)
     _check_generated(text, module, results, carried)
-    return CompiledModule(filename, text, results, module)
+    return CompiledModule(filename, text, results, module, skipped)
+
+
+_ARRAY_RESULT = ("'{name}' returns an array, and a gradient needs one number: return one (np.sum(...), "
+                 "np.mean(...)), or annotate 'def {name}(...) -> float' if it is one; a function whose result is "
+                 "an array is inlined where a loss calls it")
 
 
 def _not_finite(value):
@@ -217,13 +235,18 @@ def _default_namespace(module):
     return "numpy" if any(q.split(".")[0] == "numpy" for q in module.imports.values()) else "math"
 
 
-def _compile_function(module, fname, names, wrt, namer, emitter, sigmoid_name):
-    fnode = module.functions[fname]
-    fnamer = namer.function_namer(lower.parameter_names(fnode))
-    fn = lower.lower_function(module, fname, fnamer, sigmoid_name)
+def _lower(module, fname, namer, sigmoid_name):
+    """Function `fname` lowered to IR, with the names of its generated functions' locals."""
+    fnamer = namer.function_namer(lower.parameter_names(module.functions[fname]))
+    return lower.lower_function(module, fname, fnamer, sigmoid_name), fnamer
+
+
+def _compile_function(module, fn, fnamer, names, wrt, emitter):
+    fname = fn.name
     fn.body = reverse.record_decisions(fn.body, fnamer)
     emitter.helpers.update(fn.helpers)
-    chosen = activity.choose_wrt(fn, wrt)
+    left_out = activity.left_out_parameters(fn, wrt)
+    chosen = [p.name for p in fn.params if p.name not in left_out]
     act = activity.analyse(fn, chosen, module)
     arrays = shapes.array_values(fn, module)
     sharing.refuse_shared_updates(fn, arrays, module)
@@ -260,7 +283,7 @@ def _compile_function(module, fname, names, wrt, namer, emitter, sigmoid_name):
         emit.function_text(names[1], fn.params, doc_value, _nonempty(sections_value),
                            f"{value}, {_parenthesised(grad_text, len(chosen))}", emitter),
     ]
-    return CompiledFunction(fname, params, chosen, names[0], names[1], fn), texts
+    return CompiledFunction(fname, params, chosen, names[0], names[1], fn, left_out), texts
 
 
 def _with_saves(stmts, adjoints, params):

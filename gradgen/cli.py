@@ -96,7 +96,25 @@ def _compile(args):
         target, compiled = compile_file(args.file, args.out_dir, args.function, args.wrt, args.force)
     names = ", ".join(f"{f.grad_name}, {f.value_and_grad_name}" for f in compiled.functions)
     print(f"wrote {target} ({names})")
+    for line in summary_lines(compiled):
+        print(f"  {line}")
     return _check(args) if args.check else 0
+
+
+def summary_lines(compiled):
+    """Per function, what it is differentiated with respect to and why any parameter is not,
+    and which functions got no gradient: a surprising default is seen at once."""
+    lines = []
+    for f in compiled.functions:
+        line = f"{f.name}: d/d({', '.join(f.wrt)})" if f.wrt else f"{f.name}: no parameter differentiated"
+        reasons = {}
+        for p, why in f.left_out.items():
+            reasons.setdefault(why, []).append(p)
+        if reasons:
+            line += "; not " + "; ".join(f"{', '.join(ps)} ({why})" for why, ps in reasons.items())
+        lines.append(line)
+    lines.extend(f"{name}: {why}" for name, why in compiled.skipped.items())
+    return lines
 
 
 def _check(args):

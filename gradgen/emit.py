@@ -213,8 +213,6 @@ class Emitter:
             return f"range({self._text(it)})"
         if isinstance(it, Call) and it.prim == "range":
             text = f"range({', '.join(self._text(a) for a in it.args)})"
-        elif isinstance(it, Call) and it.prim == "iterate":
-            text = self._text(it.args[0])
         else:
             text = self._text(it)
         if loop.direction == "reversed":

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from gradgen import primitives
 from gradgen.ir import (Assign, Break, Call, Cond, Const, Continue, For, Function, If, Param, Spelled, Var, While,
                         variables)
-from gradgen.parse import constant_value
+from gradgen.parse import NAMED, constant_value
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
            ast.Mod: "mod", ast.FloorDiv: "floordiv", ast.MatMult: "matmul"}
@@ -31,10 +31,12 @@ _BUILTIN_CALLS = {"abs", "min", "max", "pow", "float", "int", "round", "len"}
 
 # Statements and expressions outside the subset, with what to tell the user.
 _UNSUPPORTED_STMT = {
-    ast.Try: "'try' is not supported",
+    ast.Try: "'try' is not supported: gradgen differentiates one path of straight code; check the "
+             "inputs before calling the function instead",
     ast.With: "'with' is not supported", ast.Global: "'global' is not supported",
     ast.Nonlocal: "'nonlocal' is not supported", ast.ClassDef: "classes are not supported",
-    ast.FunctionDef: "nested function definitions are not supported",
+    ast.FunctionDef: "nested functions (closures) are not supported yet: define it at the top level of "
+                     "the file and pass what it uses as parameters",
     ast.AsyncFunctionDef: "async functions are not supported", ast.Delete: "'del' is not supported",
     ast.Raise: "'raise' is not supported", ast.Assert: "'assert' is not supported",
     ast.Import: "imports inside functions are not supported",
@@ -124,7 +126,7 @@ class Lowerer:
             raise self.m.error(fnode.decorator_list[0], "decorators are not supported")
         for bad, what in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
             if bad is not None:
-                raise self.m.error(bad, f"{what} parameters are not supported")
+                raise self.m.error(bad, f"{what} parameters are not supported: name each parameter")
         if args.posonlyargs:
             raise self.m.error(args.posonlyargs[0], "positional-only parameters are not supported")
         params = [Param(a.arg, number=_names_a_number(a.annotation)) for a in args.args]
@@ -153,6 +155,7 @@ class Lowerer:
         Early returns are first restructured so that every path ends in one `return`
         (the statements after an `if` that may return move into its other branch).
         """
+        self._refuse_unsupported(_skip_docstring(stmts))
         stmts = self._close_returns(_skip_docstring(stmts))
         if not _always_returns(stmts):
             some = any(isinstance(n, ast.Return) for s in stmts for n in ast.walk(s))
@@ -172,6 +175,18 @@ class Lowerer:
         for stmt in stmts:
             self._statement(scope, stmt)
         return Var(scope.result), scope.node.name
+
+    def _refuse_unsupported(self, stmts):
+        """A statement outside the subset is named before anything else is said about the
+        body (a `try` is not "a path that does not return"; a nested def's `return` is not
+        this function's)."""
+        stack = list(stmts)
+        while stack:
+            stmt = stack.pop(0)
+            if type(stmt) in _UNSUPPORTED_STMT:
+                raise self.m.error(stmt, _UNSUPPORTED_STMT[type(stmt)])
+            for field in ("body", "orelse"):
+                stack.extend(getattr(stmt, field, []) if isinstance(stmt, (ast.If, ast.For, ast.While)) else [])
 
     def _close_returns(self, stmts):
         out = []
@@ -389,17 +404,42 @@ class Lowerer:
             raise self.m.error(stmt, "'else' on a loop is not supported")
         if not isinstance(stmt.target, ast.Name):
             raise self.m.error(stmt.target, "a loop variable must be a plain name")
-        iterable = self._iterable(scope, stmt.iter)
-        target = self.namer.define(stmt.target.id)
+        sequence = self._sequence(scope, stmt)
+        if sequence is not None:  # `for W in Ws`: `for i in range(len(Ws)): W = Ws[i]`
+            iterable = self._call("range", (self._call("len", (sequence,), "builtins", stmt.iter),), "builtins",
+                                  stmt.iter)
+            target = self.namer.define("i")
+        else:
+            iterable = self._iterable(scope, stmt.iter)
+            target = self.namer.define(stmt.target.id)
         scope.env[stmt.target.id] = Var(target)
         scope.own(target)
         self.loop_targets.add(target)
         self.bound.add(target)
+        first = None
+        if sequence is not None:
+            element = self.namer.define(stmt.target.id)
+            scope.env[stmt.target.id] = Var(element)
+            scope.own(element)
+            self.bound.add(element)
+            row = self._call("getitem", (sequence, Var(target)), "op", stmt.iter, (("index", ("i",)),))
+            first = Assign(element, row, stmt.lineno, self._text(stmt), col=stmt.col_offset + 1, overwrites=True)
         self._prebind(scope, stmt.body, stmt)
         count = self._counter(stmt) if _exits(stmt.body, ast.Break) else None
-        body = self._loop_body(scope, stmt, count)
+        body = self._loop_body(scope, stmt, count, first)
         self.body.append(For(target, iterable, body, stmt.lineno, self._text(stmt), count))
         scope.env[stmt.target.id] = _LoopVariable(stmt.target.id)
+
+    def _sequence(self, scope, stmt):
+        """The value a loop runs over the first axis of (`for W in Ws`), or None. The loop
+        reads it by index, so that the gradient flows back row by row (`dWs[i] += dW`)."""
+        node = stmt.iter
+        if not (isinstance(node, ast.Name) and isinstance(scope.env.get(node.id), Var)):
+            return None
+        if node.id in _stored_names(stmt.body):
+            raise self.m.error(node, f"the loop assigns to '{node.id}', the sequence it runs over; "
+                                     f"loop over a copy (`for ... in list_copy`) or give the new value another name")
+        return scope.env[node.id]
 
     def _while(self, scope, stmt):
         if stmt.orelse:
@@ -416,8 +456,10 @@ class Lowerer:
         self._emit(count, Const(0), stmt, overwrites=self.loop_depth > 0)
         return count
 
-    def _loop_body(self, scope, stmt, count):
-        body = self._block(scope, stmt.body, loop=True)
+    def _loop_body(self, scope, stmt, count, first=None):
+        outer, self.body = self.body, [first] if first is not None else []
+        body = self.body + self._block(scope, stmt.body, loop=True)
+        self.body = outer
         if count is not None:
             increment = Assign(count, Call("add", (Var(count), Const(1)), "op"), stmt.lineno, self._text(stmt),
                                overwrites=True, augmented=True, counter=True)
@@ -425,7 +467,7 @@ class Lowerer:
         return body
 
     def _iterable(self, scope, node):
-        """`range(...)`, a module-level tuple of numbers, or a parameter (its first axis)."""
+        """`range(...)` or a module-level tuple of numbers (a value's rows: see _sequence)."""
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range" \
                 and "range" not in scope.env and "range" not in self.m.functions:
             if node.keywords or not 1 <= len(node.args) <= 3:
@@ -433,8 +475,6 @@ class Lowerer:
             return self._call("range", tuple(self.expr(scope, a) for a in node.args), "builtins", node)
         if isinstance(node, ast.Name) and isinstance(self.m.constants.get(node.id), tuple):
             return Var(node.id)
-        if isinstance(node, ast.Name) and isinstance(scope.env.get(node.id), Var):
-            return self._call("iterate", (scope.env[node.id],), "builtins", node)
         raise self.m.error(node, "a loop must run over range(...), a module-level tuple of numbers, "
                                  "or a parameter")
 
@@ -486,7 +526,7 @@ class Lowerer:
                 parts = (item.lower, item.upper, item.step)
                 layout.append("s" + "".join("0" if p is None else "1" for p in parts))
                 args += [self.expr(scope, p) for p in parts if p is not None]
-            elif isinstance(item, ast.Constant) and item.value is None:
+            elif isinstance(item, ast.Constant) and item.value is None or self.m.qualified(item) == "numpy.newaxis":
                 layout.append("n")
             elif isinstance(item, ast.Constant) and item.value is Ellipsis:
                 layout.append("e")
@@ -544,8 +584,8 @@ class Lowerer:
         found = primitives.lookup(qualified) if qualified else None
         if found and primitives.TABLE[found[0]].kind == "attribute":
             return Call(found[0], (), found[1])
-        if qualified is not None and qualified in _NAMED_NUMBERS:
-            return Const(_NAMED_NUMBERS[qualified])
+        if qualified is not None and qualified in NAMED:
+            return Const(NAMED[qualified])
         if isinstance(node, ast.Attribute) and qualified is None and node.attr in _FACTS | {"T"}:
             return self._call(node.attr, (self.expr(scope, node.value),), "numpy", node)
         raise self.m.error(node, f"unknown name '{ast.unparse(node)}'")
@@ -572,8 +612,20 @@ class Lowerer:
             raise self.m.error(node, f"unknown function '{spelled}'")
         found = primitives.lookup(qualified)
         if found is None:
-            raise self.m.error(node, f"gradgen has no derivative rule for '{spelled}'")
+            raise self.m.error(node, self._no_rule(qualified, spelled, node))
         return self._primitive_call(scope, node, spelled, *found)
+
+    def _no_rule(self, qualified, spelled, node):
+        """What to say of a call gradgen has no rule for: a random draw, a function of the
+        user's other files, or a library function."""
+        library = qualified.split(".")[0]
+        if qualified.startswith("numpy.random.") or library == "random":
+            return _DRAW.format(call=ast.unparse(node))
+        if library not in _LIBRARIES:
+            return (f"'{spelled}' comes from '{qualified.rpartition('.')[0]}', which gradgen does not read: "
+                    "it differentiates functions of this file and known library functions; copy the "
+                    "function into this file")
+        return f"gradgen has no derivative rule for '{spelled}'"
 
     def _helper_node(self, scope, node):
         """The same-file function `node` calls, if it is such a call."""
@@ -589,6 +641,8 @@ class Lowerer:
         name = {"dot": "matmul", "max": "amax", "min": "amin", "flatten": "ravel"}.get(func.attr, func.attr)
         prim = primitives.TABLE.get(name)
         if prim is None or not (prim.method or name in ("matmul", "amax", "amin")):
+            if func.attr in _RANDOM_DRAWS:
+                raise self.m.error(node, _DRAW.format(call=ast.unparse(node)))
             raise self.m.error(node, f"gradgen has no derivative rule for the method '.{func.attr}()'")
         shape_args = node.args
         if name == "reshape" and not (len(node.args) == 1 and isinstance(node.args[0], ast.Tuple)):
@@ -673,6 +727,7 @@ class Lowerer:
         if self.inlined > MAX_INLINED_NODES:  # helpers calling a helper twice double at every level
             raise self.m.error(node, f"inlining the helpers '{self.fnode.name}' calls copies more than "
                                      f"{MAX_INLINED_NODES:,} syntax nodes; gradgen stops here")
+        self._params(hnode)  # `*args`, decorators, ...: said of the helper before its call is matched
         args = self._bind_arguments(scope, node, hnode)
         sigmoid_ns = sigmoid_pattern(hnode, self.m)
         if sigmoid_ns is not None and unpacked is None:
@@ -717,7 +772,14 @@ class Lowerer:
         return {name: bound[name] for name in names}
 
 
-_NAMED_NUMBERS = {"math.inf": float("inf"), "math.tau": 6.283185307179586, "numpy.inf": float("inf")}
+
+
+_LIBRARIES = {"math", "numpy", "scipy", "builtins"}
+_RANDOM_DRAWS = {"randn", "rand", "normal", "uniform", "standard_normal", "random", "random_sample", "choice",
+                 "permutation", "shuffle", "integers", "randint", "binomial", "poisson", "exponential", "gamma",
+                 "beta", "multivariate_normal", "laplace", "logistic", "lognormal", "standard_t"}
+_DRAW = ("'{call}' draws random numbers, and a draw has no derivative: make the noise data, drawn by the "
+         "caller and passed in as a keyword-only parameter (def f(..., *, eps))")
 
 
 def sigmoid_pattern(fnode, module):
@@ -824,6 +886,11 @@ def sigmoid_helper_name(module):
         if sigmoid_pattern(node, module) is not None:
             return name
     return "expit"
+
+
+def returns_a_number(fnode):
+    """`def f(x) -> float:` says the result is a number, even where it may look like an array."""
+    return _names_a_number(fnode.returns)
 
 
 def _names_a_number(annotation):

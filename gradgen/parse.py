@@ -24,8 +24,10 @@ from gradgen.errors import CompileError, error_at
 _ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
           ast.Div: operator.truediv, ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv,
           ast.Mod: operator.mod}
-_NAMED = {"math.pi": math.pi, "math.e": math.e, "math.tau": math.tau,
-          "numpy.pi": math.pi, "numpy.e": math.e}
+# named numbers of the libraries, wherever a constant may stand (inf is refused where a
+# module constant must be finite, and allowed as a default or inside a function)
+NAMED = {"math.pi": math.pi, "math.e": math.e, "math.tau": math.tau, "math.inf": math.inf,
+         "numpy.pi": math.pi, "numpy.e": math.e, "numpy.inf": math.inf}
 
 # Bounds on the work one input can cause (every stage is linear in the file, but the text of
 # a gradient grows with the square of an expression's nesting, and Python's own recursion is
@@ -258,7 +260,8 @@ def _read_top_level(module: Module, stmt):
             if stmt.level == 0:
                 module.imports[name] = f"{stmt.module}.{alias.name}"
             else:
-                module.not_constants[name] = (stmt, "is imported from a local module")
+                module.not_constants[name] = (stmt, f"is imported from '{'.' * stmt.level}{stmt.module or ''}', "
+                                                    "which gradgen does not read; copy it into this file")
     elif isinstance(stmt, ast.FunctionDef):
         _rebind(module, stmt.name, stmt)
         module.functions[stmt.name] = stmt
@@ -288,6 +291,11 @@ def _rebind(module, name, stmt):
 def _read_assignment(module, stmt):
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
     value = stmt.value
+    if len(targets) == 1 and isinstance(targets[0], ast.Tuple) and isinstance(value, ast.Tuple) \
+            and len(targets[0].elts) == len(value.elts) and all(isinstance(t, ast.Name) for t in targets[0].elts):
+        for target, part in zip(targets[0].elts, value.elts):  # `x1, x2 = 1.0, 2.0`
+            _read_assignment(module, ast.copy_location(ast.Assign(targets=[target], value=part), stmt))
+        return
     for target in targets:
         if isinstance(target, ast.Name) and value is not None:
             if target.id in module.constants or target.id in module.not_constants:
@@ -295,6 +303,10 @@ def _read_assignment(module, stmt):
                 module.not_constants[target.id] = (stmt, "is assigned more than once at module level")
                 continue
             _rebind(module, target.id, stmt)
+            if isinstance(value, ast.Lambda):
+                module.not_constants[target.id] = (stmt, "is a lambda, which gradgen does not inline yet; "
+                                                         "write it as a 'def' in this file")
+                continue
             try:
                 module.constants[target.id] = constant_value(value, module)
             except ValueError as exc:
@@ -380,6 +392,43 @@ def _array_constant(node, module):
     if value.dtype.kind == "f" and not np.isfinite(value).all():
         raise ValueError("not finite")
     return value
+
+
+def _library_call(node, module):
+    """`math.log(2 * math.pi)`, `np.sqrt(2.0)`: a function of the rule table (from math or
+    NumPy) applied to constants, folded now. It is the library's own function on numbers,
+    never the user's code; the result must be a finite number (or a small array)."""
+    from gradgen import primitives
+
+    qualified = module.qualified(node.func) or (node.func.id if isinstance(node.func, ast.Name) else None)
+    found = primitives.lookup(qualified) if qualified else None
+    if found is None or node.keywords or not node.args:
+        raise ValueError("not a numeric constant")
+    library, _, name = qualified.rpartition(".")
+    if library not in ("math", "numpy", ""):
+        raise ValueError("not a numeric constant")
+    import builtins
+    import numpy as np
+
+    function = getattr({"math": math, "numpy": np, "": builtins}[library], name, None)
+    args = [constant_value(a, module) for a in node.args]
+    if function is None or any(isinstance(a, tuple) for a in args):
+        raise ValueError("not a numeric constant")
+    try:
+        with warnings.catch_warnings(), np.errstate(all="raise"):
+            warnings.simplefilter("ignore")
+            value = function(*args)
+    except (ArithmeticError, ValueError, TypeError, FloatingPointError):
+        raise ValueError("arithmetic error") from None
+    if isinstance(value, np.ndarray) and value.ndim == 0 or isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("not finite")
+    if hasattr(value, "dtype") and (value.dtype.kind not in "biuf" or not np.isfinite(value).all()):
+        raise ValueError("not finite")
+    if type(value) not in (int, float, bool) and not hasattr(value, "dtype"):
+        raise ValueError("not a numeric constant")
+    return _bounded(value)
 
 
 def _planned_size(name, args):
@@ -499,8 +548,10 @@ def constant_value(node, module):
     if isinstance(node, ast.Name) and node.id in module.constants:
         return module.constants[node.id]
     if isinstance(node, ast.Call):
-        return _array_constant(node, module)
+        if module.qualified(node.func) in _ARRAY_BUILDERS:
+            return _array_constant(node, module)
+        return _library_call(node, module)
     qualified = module.qualified(node)
-    if qualified in _NAMED:
-        return _NAMED[qualified]
+    if qualified in NAMED:
+        return NAMED[qualified]
     raise ValueError("not a numeric constant")

@@ -203,6 +203,7 @@ primitive("min", None, spellings=["min"], sympy=sympy.Min, vjp=_maxlike("le"))
 # --- named constants --------------------------------------------------------------------
 primitive("pi", 0, spellings=["math.pi", "numpy.pi"], sympy=lambda: sympy.pi, kind="attribute")
 primitive("e", 0, spellings=["math.e", "numpy.e"], sympy=lambda: sympy.E, kind="attribute")
+primitive("tau", 0, spellings=["math.tau"], sympy=lambda: 2 * sympy.pi, kind="attribute")
 
 # --- piecewise constant: zero gradient almost everywhere (as JAX and PyTorch) -----------
 primitive("sign", spellings=["numpy.sign"], sympy=sympy.sign, kind="piecewise", expand=_sign_scalar)
@@ -228,7 +229,6 @@ primitive("factorial", spellings=["math.factorial"], sympy=sympy.factorial, kind
 primitive("len", spellings=["len"], sympy=len, kind="piecewise")
 primitive("invert", 1, sympy=operator.invert, kind="piecewise", op=ast.Invert)  # ~mask
 primitive("range", None, sympy=range, kind="integer", min_args=1)  # a loop's range (1 to 3 arguments)
-primitive("iterate", 1, sympy=iter, kind="integer")  # a loop over a parameter's first axis
 
 # --- conversions that do nothing to a derivative ----------------------------------------
 primitive("float", spellings=["float", "numpy.float64"], sympy=lambda x: x, vjp=lambda g, out, x: g)

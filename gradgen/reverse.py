@@ -295,7 +295,9 @@ class _Reverser:
 
     def loop(self, stmt):
         """A loop replayed backwards; adjoints it touches are variables across iterations,
-        except those of its own temporaries, which start afresh in every iteration."""
+        except those of its own temporaries, which start afresh in every iteration. An
+        adjoint array made fresh before the loop stays writable in it when the loop only
+        scatters into it (`dWs[i] += dW` for `W = Ws[i]`)."""
         before = dict(self.state)
         pre = []
         local = self.locals.get(id(stmt), set())
@@ -307,11 +309,12 @@ class _Reverser:
                 current = self.state.get(v)
                 if isinstance(current, Var) and current.name in self.mutable:
                     self.mutable.add(name.name)
-                pre.append(Assign(name.name, as_float(current) if current is not None else self.zero(v)))
+                pre += self.define(name.name, as_float(current) if current is not None else self.zero(v))
                 self.state[v] = name
         entry = dict(self.state)
         self.cited = None
-        self.owned -= {self.adj_name(v) for v in _touched(stmt.body, self.active)}
+        scattered = {self.adj_name(v) for v in _touched(stmt.body, self.active) if _only_indexed(stmt.body, v)}
+        self.owned -= {self.adj_name(v) for v in _touched(stmt.body, self.active)} - scattered
         body = self.block(stmt.body)
         for v, st in entry.items():
             if isinstance(st, Var) and self.state.get(v) != st:
@@ -333,6 +336,26 @@ class _Reverser:
         else:
             loop = For(stmt.target, stmt.iter, body, stmt.line, stmt.source, stmt.count, direction="reversed")
         return pre + [loop]
+
+
+def _only_indexed(body, v):
+    """Whether the loop `body` reads `v` only as `v[...]` and never assigns it: then every
+    contribution to v's adjoint in the loop is a scatter into it."""
+    for stmt in walk(body):
+        if isinstance(stmt, Assign) and stmt.target == v:
+            return False
+        for expr in expressions(stmt):
+            stack = [expr]
+            while stack:
+                e = stack.pop()
+                if isinstance(e, Var) and e.name == v:
+                    return False
+                if isinstance(e, Call):
+                    args = e.args[1:] if e.prim == "getitem" and e.args[0] == Var(v) else e.args
+                    stack.extend(args)
+                elif isinstance(e, Cond):
+                    stack.extend((e.test, e.body, e.orelse))
+    return True
 
 
 def _reads_of(expr):

@@ -10,7 +10,7 @@ gets none of it.
 
 from __future__ import annotations
 
-from gradgen.ir import Assign, Call, Cond, Const, For, If, Var, While
+from gradgen.ir import Assign, Call, Cond, Const, For, If, Var, While, expressions, walk
 from gradgen.primitives import TABLE
 
 # primitives whose result is a plain number whatever their input
@@ -22,14 +22,82 @@ _ARRAY_RESULTS = {"zeros", "ones", "eye", "arange", "linspace", "full", "stack",
 
 
 def array_values(fn, module) -> set:
-    """Names (parameters, constants, SSA values) that may hold arrays when `fn` runs."""
+    """Names (parameters, constants, SSA values) that may hold arrays when `fn` runs (a
+    function whose result may be an array has no gradient, so its result is a number)."""
+    arrays = _may_be_arrays(fn, module)
+    if isinstance(fn.result, Var):  # the function returns one number: that value is no array
+        arrays.discard(fn.result.name)
+    return arrays
+
+
+def result_is_array(fn, module) -> bool:
+    """Whether `fn`'s own code shows that the value it returns is an array: a value it
+    reduces, multiplies as a matrix, slices or measures (`np.mean(x)`, `x @ W`, `x[1:]`,
+    `len(x)`) is one, and so is what it computes elementwise from one. Such a function (a
+    centring, a log-softmax, a layer) has no gradient of its own: a gradient needs one number.
+    A parameter it only indexes with integers (`x[0]`) gives numbers."""
+    evident = {c for c, v in module.constants.items() if _is_array_constant(v)}
+    for stmt in walk(fn.body):
+        for expr in expressions(stmt):
+            evident |= _evidence(expr)
+    evident |= _evidence(fn.result)
+    size = -1
+    while size != len(evident):
+        size = len(evident)
+        _flow(fn.body, evident, _rows_of_arrays)
+    return _rows_of_arrays(fn.result, evident)
+
+
+# Calls whose (first) argument is an array of at least one axis in any program that means
+# them: nobody reduces, measures, multiplies as matrices or indexes a number (`.T` and
+# `reshape` apply to the 0-d arrays np.where makes of numbers too: no evidence).
+_NEEDS_ARRAY = {"sum", "mean", "prod", "amax", "amin", "cumsum", "norm", "matmul", "outer", "inner", "len"}
+
+
+def _evidence(expr):
+    """Names `expr` uses as arrays: reduced, transposed, measured, sliced or indexed."""
+    found, stack = set(), [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Call):
+            if e.prim in _NEEDS_ARRAY or e.prim == "getitem":
+                found |= {a.name for a in map(_through_unary, e.args[:1 if e.prim != "matmul" else 2])
+                          if isinstance(a, Var)}
+            stack.extend(e.args)
+        elif isinstance(e, Cond):
+            stack.extend((e.test, e.body, e.orelse))
+    return found
+
+
+def _through_unary(e):
+    """`np.exp(z)` is an array exactly when z is: the value an elementwise function of one
+    argument is applied to."""
+    while isinstance(e, Call) and len(e.args) == 1 and TABLE[e.prim].elementwise:
+        e = e.args[0]
+    return e
+
+
+def _rows_of_arrays(expr, arrays):
+    """may_be_array, except where a value of arrays may still be a number: indexing with
+    integers only (`x[0]`, `x[i, j]`), and a matrix product (`u @ v` of vectors)."""
+    if isinstance(expr, Call) and expr.prim == "getitem" and all(k == "i" for k in dict(expr.params)["index"]):
+        return False
+    if isinstance(expr, Call) and expr.prim in ("matmul", "dot"):
+        return False
+    if isinstance(expr, Call) and not (expr.prim in _REDUCTIONS or expr.prim in _ARRAY_RESULTS
+                                       or expr.prim in _SCALAR_RESULTS):
+        return may_be_array(expr, arrays) and (not expr.args or any(_rows_of_arrays(a, arrays) for a in expr.args))
+    if isinstance(expr, Cond):
+        return _rows_of_arrays(expr.body, arrays) or _rows_of_arrays(expr.orelse, arrays)
+    return may_be_array(expr, arrays)
+
+
+def _may_be_arrays(fn, module):
     arrays = arrays_on_entry(fn, module)
     size = -1
     while size != len(arrays):  # loops carry arrays from one iteration to the next
         size = len(arrays)
         _flow(fn.body, arrays)
-    if isinstance(fn.result, Var):  # the function returns one number: that value is no array
-        arrays.discard(fn.result.name)
     return arrays
 
 
@@ -49,19 +117,17 @@ def _is_array_constant(value):
     return hasattr(value, "shape")
 
 
-def _flow(stmts, arrays):
+def _flow(stmts, arrays, may=None):
+    may = may or may_be_array
     for stmt in stmts:
         if isinstance(stmt, Assign):
-            if may_be_array(stmt.expr, arrays):
+            if may(stmt.expr, arrays):
                 arrays.add(stmt.target)
         elif isinstance(stmt, If):
-            _flow(stmt.body, arrays)
-            _flow(stmt.orelse, arrays)
+            _flow(stmt.body, arrays, may)
+            _flow(stmt.orelse, arrays, may)
         elif isinstance(stmt, (For, While)):
-            if isinstance(stmt, For) and isinstance(stmt.iter, Call) and stmt.iter.prim == "iterate" \
-                    and may_be_array(stmt.iter.args[0], arrays):
-                arrays.add(stmt.target)  # a row of an array
-            _flow(stmt.body, arrays)
+            _flow(stmt.body, arrays, may)
 
 
 def may_be_array(expr, arrays) -> bool:

@@ -84,13 +84,8 @@ class _Sharing:
         while True:
             before, inner = dict(env), []
             body = dict(env)
-            if isinstance(s, For):  # `for row in X`: each row is a view of X
-                rows = _points_to(s.iter.args[0], env) if isinstance(s.iter, Call) and s.iter.prim == "iterate" \
-                    else set()
-                if rows:
-                    body[s.target] = frozenset(rows)
-                else:
-                    body.pop(s.target, None)
+            if isinstance(s, For):  # a loop counter (`for row in X` reads `row = X[i]`, a view)
+                body.pop(s.target, None)
             self.block(s.body, body, inner)
             for state in [body] + inner:
                 _join(env, state)

@@ -36,11 +36,17 @@ def source_of(file_name):
 
 
 def function_nodes(file_name):
+    """The corpus functions of a file: all but the input builders and the helpers that
+    return arrays (named `inputs_...` or not, a function the others call and that has no
+    builder is a helper: it has no gradient of its own)."""
     tree = ast.parse(source_of(file_name), filename=str(CORPUS / file_name))
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    names = {n.name for n in defs}
+    called = {c.func.id for n in defs for c in ast.walk(n) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
     return [
         n
-        for n in tree.body
-        if isinstance(n, ast.FunctionDef) and not n.name.startswith("inputs_")
+        for n in defs
+        if not n.name.startswith("inputs_") and (f"inputs_{n.name}" in names or n.name not in called)
     ]
 
 

@@ -32,7 +32,8 @@ CASES = [
     ("global", "def f(x):\n    global k\n    return x\n", {},
      "bad.py:2:5: 'global' is not supported\n        global k\n        ^"),
     ("try", "def f(x):\n    try:\n        y = x\n    except Exception:\n        y = 0\n    return y\n", {},
-     "bad.py:2:5: 'try' is not supported\n        try:\n        ^"),
+     "bad.py:2:5: 'try' is not supported: gradgen differentiates one path of straight code; check the inputs "
+     "before calling the function instead\n        try:\n        ^"),
     ("with", "def f(x):\n    with open('a') as fh:\n        y = x\n    return y\n", {},
      "bad.py:2:5: 'with' is not supported\n        with open('a') as fh:\n        ^"),
     ("lambda", "def f(x):\n    g = lambda t: t\n    return x\n", {},
@@ -56,7 +57,35 @@ CASES = [
     ("no return", "def f(x):\n    y = x\n", {},
      "bad.py:1:1: function 'f' has no 'return' at its end\n    def f(x):\n    ^"),
     ("**kwargs", "def f(x, **kw):\n    return x\n", {},
-     "bad.py:1:12: **kwargs parameters are not supported\n    def f(x, **kw):\n               ^"),
+     "bad.py:1:12: **kwargs parameters are not supported: name each parameter\n    def f(x, **kw):\n"
+     "               ^"),
+    # messages that name the construct, never a symptom found later (each once misled)
+    ("try is named, not a missing return", "def f(x):\n    try:\n        return x\n    except ValueError:\n"
+     "        return 0.0\n", {},
+     "bad.py:2:5: 'try' is not supported: gradgen differentiates one path of straight code; check the inputs "
+     "before calling the function instead\n        try:\n        ^"),
+    ("*args in a helper, not an argument count", "def h(*args):\n    return args[0]\n\n\ndef f(x):\n"
+     "    return h(x, x)\n", {"functions": ["f"]},
+     "bad.py:1:8: *args parameters are not supported: name each parameter\n    def h(*args):\n           ^"),
+    ("a lambda, not a numeric constant", "sq = lambda t: t * t\n\n\ndef f(x):\n    return sq(x)\n", {},
+     "bad.py:5:12: 'sq' is a lambda, which gradgen does not inline yet; write it as a 'def' in this file\n"
+     "        return sq(x)\n               ^"),
+    ("a helper of another file, not a missing rule", "from model import sq\n\n\ndef f(x):\n    return sq(x)\n", {},
+     "bad.py:5:12: 'sq' comes from 'model', which gradgen does not read: it differentiates functions of this "
+     "file and known library functions; copy the function into this file\n        return sq(x)\n"
+     "               ^"),
+    ("a random draw, not a missing method rule", "def f(x, rs):\n    return x * rs.randn()\n", {},
+     "bad.py:2:16: 'rs.randn()' draws random numbers, and a draw has no derivative: make the noise data, drawn "
+     "by the caller and passed in as a keyword-only parameter (def f(..., *, eps))\n        return x * rs.randn()\n"
+     "                   ^"),
+    ("numpy's random draw", "import numpy as np\n\n\ndef f(x):\n    return x * np.random.normal()\n", {},
+     "bad.py:5:16: 'np.random.normal()' draws random numbers, and a draw has no derivative: make the noise "
+     "data, drawn by the caller and passed in as a keyword-only parameter (def f(..., *, eps))\n"
+     "        return x * np.random.normal()\n                   ^"),
+    ("a factory's nested def, not its return", "def make(d):\n    def objective(p):\n        return p * d\n"
+     "    return objective\n", {},
+     "bad.py:2:5: nested functions (closures) are not supported yet: define it at the top level of the file "
+     "and pass what it uses as parameters\n        def objective(p):\n        ^"),
     ("default not a number", "def f(x=[1]):\n    return x\n", {},
      "bad.py:1:9: the default value of 'x' must be a number\n    def f(x=[1]):\n            ^"),
     ("string", "def f(x):\n    return 'a'\n", {},

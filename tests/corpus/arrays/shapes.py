@@ -163,3 +163,13 @@ def zeros_ones_like(x):
 def inputs_zeros_ones_like():
     rng = np.random.default_rng(514)
     return {"x": rng.standard_normal((3, 3))}
+
+
+def outer_with_newaxis(x, w):
+    pairs = x[:, np.newaxis] * w[np.newaxis, :]
+    return np.sum(np.minimum(pairs, np.inf) ** 2) + np.sum(np.maximum(x, -np.inf)) * np.pi
+
+
+def inputs_outer_with_newaxis():
+    rng = np.random.default_rng(531)
+    return {"x": rng.standard_normal(4), "w": rng.standard_normal(3)}

@@ -35,3 +35,28 @@ def constant_heavy(x=0.5, y=0.6):
 
 def circle_area(r=0.5):
     return math.pi * r**2
+
+
+# Module constants written the usual ways, folded at compile time without running the file
+# (each carried into the generated module as the exact float Python computes).
+import numpy as np
+
+x1, x2 = 1.0, 2.0
+LOG_2PI = math.log(2 * math.pi)
+SQRT2 = np.sqrt(2.0)
+HALF_LOG_2PI = 0.5 * LOG_2PI
+COMBINED = SQRT2 * HALF_LOG_2PI - math.exp(-x2) + abs(OFFSET)
+TURN = math.tau
+
+
+def gaussian_log_density(x=0.3, mu=0.1, log_sigma=-0.2):
+    z = (x - mu) / math.exp(log_sigma)
+    return -0.5 * z * z - log_sigma - HALF_LOG_2PI
+
+
+def folded_constants(w=0.7):
+    return w * x1 + x2 * w * w + COMBINED * math.sin(TURN * w) + np.pi * w + np.e
+
+
+def named_numbers(w=0.4):
+    return min(w, math.inf) * math.tau + max(w, -np.inf)
