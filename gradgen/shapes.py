@@ -79,11 +79,14 @@ def _through_unary(e):
 
 def _rows_of_arrays(expr, arrays):
     """may_be_array, except where a value of arrays may still be a number: indexing with
-    integers only (`x[0]`, `x[i, j]`), and a matrix product (`u @ v` of vectors)."""
+    integers only (`x[0]`, `x[i, j]`), a matrix product (`u @ v` of vectors), and a
+    reduction along an axis (`np.prod(x, axis=0)` of a vector) unless it keeps its dims."""
     if isinstance(expr, Call) and expr.prim == "getitem" and all(k == "i" for k in dict(expr.params)["index"]):
         return False
     if isinstance(expr, Call) and expr.prim in ("matmul", "dot"):
         return False
+    if isinstance(expr, Call) and expr.prim in _REDUCTIONS:  # along an axis of a vector: a number
+        return bool(dict(expr.params).get("keepdims"))
     if isinstance(expr, Call) and not (expr.prim in _REDUCTIONS or expr.prim in _ARRAY_RESULTS
                                        or expr.prim in _SCALAR_RESULTS):
         return may_be_array(expr, arrays) and (not expr.args or any(_rows_of_arrays(a, arrays) for a in expr.args))

@@ -17,6 +17,18 @@ if importlib.util.find_spec("scipy") is None:
 SOAK_VARIABLE = "GRADGEN_SOAK"
 
 
+def soaking() -> bool:
+    """`pytest --soak` (or GRADGEN_SOAK=1): the long run, behind an option so that the
+    default suite stays within minutes."""
+    return os.environ.get(SOAK_VARIABLE, "") not in ("", "0")
+
+
+def budget(default: int, soak: int) -> int:
+    """How many random programs or inputs a property tries: `default` in the suite, `soak`
+    under --soak."""
+    return soak if soaking() else default
+
+
 def pytest_addoption(parser):
     parser.addoption("--soak", action="store_true", default=False,
                      help=f"the long soaks: many more random inputs per property (the same as {SOAK_VARIABLE}=1)")

@@ -57,6 +57,7 @@ import numpy as np  # noqa: E402
 import conftest  # noqa: E402,F401  (the SciPy stand-in, where SciPy is missing)
 from array_programs import seeded_array_program  # noqa: E402
 from gradgen import CompileError, compile_source, load_module  # noqa: E402
+from gradgen.limits import time_limit  # noqa: E402
 from gradgen.verify import check_source  # noqa: E402
 from programs import build_program, seeded_control_program, SeededChoices  # noqa: E402
 from rewrite import rewrite  # noqa: E402
@@ -106,10 +107,28 @@ def generate(seed: int, index: int) -> Case:
 
 # ---- checking ----------------------------------------------------------------------------
 
-def run(case: Case) -> Outcome:
+CASE_SECONDS = 120  # one program's compile and check (a few seconds at most when all is well)
+SHRINK_SECONDS = 20  # one cut of a failing program (a cut that loops for ever is no reproducer)
+
+
+class _TooLong(BaseException):
+    """Raised in a program that runs too long (a BaseException: the user's-code guard of
+    `check`, which reports the user's exceptions, must not take it for the user's)."""
+
+
+def run(case: Case, seconds: float = CASE_SECONDS) -> Outcome:
     """Compile, import and check one program; never raises. A program whose only trouble
     is a row no oracle could decide (no sympy value, and finite differences undecided) is
-    "undecided": neither a pass nor a mismatch."""
+    "undecided": neither a pass nor a mismatch. One that takes more than CASE_SECONDS (a
+    shrinking cut that dropped a while loop's step loops for ever) is an internal error."""
+    try:
+        with time_limit(seconds, _TooLong):
+            return _run(case)
+    except _TooLong:
+        return Outcome(case, "internal", (f"timeout: more than {seconds} s to compile and check",))
+
+
+def _run(case: Case) -> Outcome:
     undecided = []
     try:
         problems = array_problems(case, undecided) if case.kind == "array" else scalar_problems(case)
@@ -233,7 +252,7 @@ def shrink(outcome: Outcome, budget: int = 200) -> Outcome:
             tries += 1
             if tries > budget:
                 break
-            smaller = run(replace(best.case, source=candidate))
+            smaller = run(replace(best.case, source=candidate), SHRINK_SECONDS)
             if _same_failure(smaller, best):
                 best, progress = smaller, True
                 break
@@ -259,13 +278,15 @@ def _signature(text: str) -> str:
 
 
 def _runs(case: Case) -> bool:
+    """The original runs at the point, to a finite value, within seconds."""
     namespace = {}
     try:
-        exec(case.source, namespace)  # noqa: S102 - generated test input
-        with np.errstate(all="raise"):
-            value = namespace["f"](**case.point)
+        with time_limit(10, _TooLong):
+            exec(case.source, namespace)  # noqa: S102 - generated test input
+            with np.errstate(all="raise"):
+                value = namespace["f"](**case.point)
         return bool(np.all(np.isfinite(value)))
-    except Exception:  # noqa: BLE001
+    except (Exception, _TooLong):  # noqa: BLE001
         return False
 
 

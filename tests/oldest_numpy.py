@@ -155,8 +155,8 @@ def differences(got, expected, where="result"):
 # ---- --write: compile everything, record what this NumPy gives ----------------------------
 
 def _corpus_points():
-    """[(module file name, source, filename, {function: [points]}, functions, wrt)] of the corpora,
-    with the points their tests use."""
+    """[(module stem, compiled module, {function: [points]})] of every corpus folder, with the
+    points its tests use."""
     if importlib.util.find_spec("scipy") is None:  # as tests/conftest.py: the stand-in
         sys.path.insert(0, str(ROOT / "tests" / "stubs"))
     sys.path.insert(0, str(ROOT))
@@ -167,9 +167,12 @@ def _corpus_points():
     import tests.test_control_flow as control
     import tests.test_corpus as scalar
 
+    tests = {"scalar": scalar, "control": control, "arrays": arrays}
     jobs = []
-    for kind, test in (("scalar", scalar), ("control", control), ("arrays", arrays)):
-        for path in sorted((ROOT / "tests" / "corpus" / kind).glob("*.py")):
+    for folder in sorted(p for p in (ROOT / "tests" / "corpus").iterdir() if p.is_dir()):
+        kind = folder.name
+        test = tests.get(kind) or _Generic(folder)  # a corpus no test module of ours knows yet
+        for path in sorted(folder.glob("*.py")):
             source = path.read_text(encoding="utf-8")
             filename = str(path.relative_to(ROOT))
             names = [n for f, n in test.CASES if f == path.name]
@@ -183,8 +186,9 @@ def _corpus_points():
                 original = run_original(compiled.module.source, filename)
                 points = {}
                 for cf in compiled.functions:
-                    if kind == "arrays":
-                        points[cf.name] = [arrays.inputs_for(path.name, cf.name)]
+                    if kind == "arrays" or f"inputs_{cf.name}" in vars(original):
+                        builder = getattr(test, "inputs_for", None) or _Generic(folder).inputs_for
+                        points[cf.name] = [builder(path.name, cf.name)]
                         continue
                     f = getattr(original, cf.name)
                     with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -195,6 +199,32 @@ def _corpus_points():
                     points[cf.name] = found
                 jobs.append((stem, compiled, points))
     return jobs
+
+
+class _Generic:
+    """Cases and points of a corpus folder without a test module here: every function but
+    the `inputs_<name>()` builders, at what its builder returns, else at the defaults and
+    seeded random points."""
+
+    def __init__(self, folder):
+        import ast
+
+        self.folder = folder
+        self.CASES = [(path.name, node.name) for path in sorted(folder.glob("*.py"))
+                      for node in ast.parse(path.read_text(encoding="utf-8")).body
+                      if isinstance(node, ast.FunctionDef) and not node.name.startswith("inputs_")
+                      and not any(isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)
+                                  for n in ast.walk(node))]  # a tuple helper has no gradient of its own
+
+    def inputs_for(self, file_name, function_name):
+        namespace = {"__name__": "oldest_numpy_inputs"}
+        path = self.folder / file_name
+        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)  # noqa: S102 - our corpus
+        return namespace[f"inputs_{function_name}"]()
+
+    @staticmethod
+    def seed_for(file_name, function_name):
+        return 0
 
 
 def _example_points():

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import soaking
 from gradgen import cli, limits, parse
 from gradgen.api import HEADER_MARK, compile_source, load_module
 
@@ -46,7 +47,7 @@ TRIED = Counter()  # hostile inputs tried, by generator
 # them): a hang fails the test instead of stalling it, and a slow moment does not.
 SECONDS_PER_INPUT = 60
 WAIT_SECONDS = 60  # wall clock, where the hang to catch is a wait (a FIFO opened to read)
-SOAK = os.environ.get("GRADGEN_SOAK", "") not in ("", "0")  # `pytest --soak`: the long run
+SOAK = soaking()  # `pytest --soak`: the long run
 SCALE = 10 if SOAK else 1  # how many times the default budget of random inputs
 
 
