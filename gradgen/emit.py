@@ -10,6 +10,7 @@ if it uses them, and never imports gradgen.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import textwrap
 
@@ -387,8 +388,11 @@ def module_text(header, docstring, constants, helpers, functions, imports):
     return "\n\n".join(pieces)
 
 
+@functools.lru_cache(maxsize=1024)
 def format_source(text):
-    """black, with its default style: the output is the same bytes for the same input."""
+    """black, with its default style: the output is the same bytes for the same input (so
+    it is remembered: `check` compiles what `compile` just did, and the generated helpers
+    are the same text in every module; black is most of a compile's time)."""
     return black.format_str(text, mode=black.Mode())
 
 
