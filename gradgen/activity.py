@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gradgen.errors import CompileError
-from gradgen.ir import Assign, Call, Cond, For, If, Var, While, expressions, variables, walk
+from gradgen.ir import Assign, Call, Cond, For, If, Var, While, expressions, is_draw, variables, walk
 from gradgen.primitives import TABLE
 
 
@@ -67,9 +67,11 @@ def left_out_parameters(fn, wrt):
     names = [p.name for p in fn.params]
     if wrt is not None:  # each name belongs to some selected function (checked by the caller)
         return {n: "not named in --wrt" for n in names if n not in set(wrt)}
-    used, used_diff = set(), set()
+    used, used_diff, drawn_from = set(), set(), set()
     for expr, differentiable in _all_expressions(fn):
         used |= {v.name for v in variables(expr)}
+        if is_draw(expr):
+            drawn_from |= {v.name for v in variables(expr)}
         if differentiable:
             diff_vars(expr, used_diff)
     data = {p.name for p in fn.params if p.keyword_only}
@@ -80,6 +82,8 @@ def left_out_parameters(fn, wrt):
             why[n] = "keyword-only data"
         elif n in counts:
             why[n] = "a count or an index: it reaches range(), int() or an index"
+        elif n in used and n not in used_diff and n in drawn_from:
+            why[n] = "a random state: it draws, and a draw has no derivative"
         elif n in used and n not in used_diff:
             why[n] = "used only where no derivative exists (comparisons, floor, ...)"
     return why

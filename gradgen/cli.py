@@ -167,8 +167,10 @@ def format_report(report):
 
 
 def _value(value):
-    """A point's value for the table: a number, or an array's shape."""
+    """A point's value for the table: a number, an array's shape, or a random state's kind."""
     shape = getattr(value, "shape", None)
+    if shape is None and not isinstance(value, (int, float)):
+        return type(value).__name__  # RandomState, Generator
     return f"array{shape}" if shape else _num(value)
 
 

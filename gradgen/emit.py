@@ -17,9 +17,9 @@ import textwrap
 import black
 
 from gradgen import __version__
-from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, IndexAdd, Init, Restore, Save,
-                        Spelled, Var, While)
-from gradgen.primitives import TABLE
+from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, Effect, For, If, IndexAdd, Init,
+                        Restore, Save, Spelled, Var, While)
+from gradgen.primitives import LIBRARY_HELPERS, TABLE
 from gradgen.simplify import is_zero
 
 _MODULE_ALIAS = {"math": "math", "numpy": "np"}
@@ -66,10 +66,18 @@ class Emitter:
         return ast.Constant(value)
 
     def _attr(self, module, name):
+        """`np.exp`, `np.linalg.det`, `scipy.stats.norm.logpdf`: a name in an imported module."""
         self.imports.add(module)
-        return ast.Attribute(ast.Name(_MODULE_ALIAS[module]), name)
+        node = ast.Name(_MODULE_ALIAS.get(module, module.split(".")[0]))
+        for part in (module.split(".")[1:] if module not in _MODULE_ALIAS else []) + name.split("."):
+            node = ast.Attribute(node, part)
+        return node
 
     def _call(self, e):
+        if e.prim == "draw":  # a random draw, as the source wrote it (gradgen/effects.py)
+            params = dict(e.params)
+            self.imports.update(params["modules"])
+            return ast.parse(params["text"], mode="eval").body
         prim = TABLE[e.prim]
         if e.prim == "neg" and isinstance(e.args[0], Call) and e.args[0].prim in ("mul", "div"):
             return self._negated_product(e.args[0])
@@ -152,7 +160,8 @@ class Emitter:
                 return candidate
         if prim.expand is not None:
             return None
-        return next(c for c in ("math", "numpy") if c in prim.names)
+        # a SciPy function a rule calls (digamma for gammaln): the module the user's call came from
+        return next((c for c in ("math", "numpy") if c in prim.names), next(iter(prim.names)))
 
     def statement(self, s) -> str:
         """Source text of one IR statement (several lines for a compound one)."""
@@ -160,6 +169,9 @@ class Emitter:
             return f"# {s.text}"
         if isinstance(s, Assign):
             return self._assign(s)
+        if isinstance(s, Effect):
+            self.imports.update(s.modules)
+            return s.text
         if isinstance(s, If):
             text = f"if {self._text(s.test)}:\n{self.block(s.body)}"
             if len(s.orelse) == 1 and isinstance(s.orelse[0], If):  # else: if -> elif
@@ -228,6 +240,10 @@ _SPECIAL = {
     "sum_list": lambda em, args, kw: em._numpy_call("sum", [ast.List(args)], kw),
     "concatenate": lambda em, args, kw: em._numpy_call("concatenate", [ast.List(args)], kw),
     "stack": lambda em, args, kw: em._numpy_call("stack", [ast.List(args)], kw),
+    "hstack": lambda em, args, kw: em._numpy_call("hstack", [ast.List(args)], kw),
+    "vstack": lambda em, args, kw: em._numpy_call("vstack", [ast.List(args)], kw),
+    "column_stack": lambda em, args, kw: em._numpy_call("column_stack", [ast.List(args)], kw),
+    "astype": lambda em, args, kw: ast.Call(ast.Attribute(args[0], "astype"), [kw[0].value] if kw else [], []),
 }
 
 # Helpers the backward pass may call, written into the generated module only when used.
@@ -306,6 +322,8 @@ HELPERS = {
 '''),
 }
 
+HELPERS.update(LIBRARY_HELPERS)  # those of the library rules (gradgen.rules_*)
+
 
 def helper_sources(used):
     """The definitions of the helpers in `used` and those they call, in a fixed order."""
@@ -378,7 +396,7 @@ def _indent(text):
 def module_text(header, docstring, constants, helpers, functions, imports):
     """The whole generated module, black-formatted."""
     parts = ["\n".join(f"# {line}" for line in header), _docstring(docstring).replace('\n"""', '"""'), ""]
-    parts += [f"import {m}" if m == "math" else "import numpy as np" for m in sorted(imports)]
+    parts += ["import numpy as np" if m == "numpy" else f"import {m}" for m in sorted(imports)]
     if constants:
         parts.append("")
         parts += [f"{name} = {_literal(value)}" for name, value in constants]

@@ -224,6 +224,22 @@ class Continue:
 
 
 @dataclass
+class Effect:
+    """A statement kept as the source wrote it, for what it does: `print(...)`, a logging
+    call, an `assert` (see gradgen/effects.py). `text` is already in generated names;
+    `reads` are the variables it uses, which the forward pass must compute before it."""
+
+    text: str
+    reads: tuple
+    line: int | None = None
+    source: str | None = None
+    modules: frozenset = frozenset()
+
+    def __str__(self):
+        return self.text
+
+
+@dataclass
 class Save:
     """Forward: push `name`'s value on `stack` (before it is overwritten)."""
 
@@ -364,4 +380,17 @@ def expressions(s):
         return [s.iter]
     if isinstance(s, IndexAdd):  # target[index] += value
         return [s.value, *s.index]
+    if isinstance(s, Effect):
+        return list(s.reads)
     return []
+
+
+def is_draw(expr) -> bool:
+    """A random draw (`rs.randn(n)`): it changes a random state, so it runs exactly once,
+    where the source has it, and is never dropped nor recomputed."""
+    return isinstance(expr, Call) and expr.prim == "draw"
+
+
+def has_effect(stmt) -> bool:
+    """Whether a statement (or one nested in it) must run even if nothing reads its result."""
+    return any(isinstance(s, Effect) or (isinstance(s, Assign) and is_draw(s.expr)) for s in walk([stmt]))

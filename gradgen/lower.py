@@ -13,9 +13,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from gradgen import primitives
-from gradgen.ir import (Assign, Break, Call, Cond, Const, Continue, For, Function, If, Param, Spelled, Var, While,
-                        variables)
+from gradgen import effects, primitives
+from gradgen.ir import (Assign, Break, Call, Cond, Const, Continue, Effect, For, Function, If, Param, Spelled, Var,
+                        While, variables)
 from gradgen.parse import NAMED, constant_value
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
@@ -38,7 +38,7 @@ _UNSUPPORTED_STMT = {
     ast.FunctionDef: "nested functions (closures) are not supported yet: define it at the top level of "
                      "the file and pass what it uses as parameters",
     ast.AsyncFunctionDef: "async functions are not supported", ast.Delete: "'del' is not supported",
-    ast.Raise: "'raise' is not supported", ast.Assert: "'assert' is not supported",
+    ast.Raise: "'raise' is not supported",
     ast.Import: "imports inside functions are not supported",
     ast.ImportFrom: "imports inside functions are not supported",
     ast.AsyncFor: "'async for' is not supported", ast.AsyncWith: "'async with' is not supported",
@@ -265,6 +265,12 @@ class Lowerer:
             self._return(scope, stmt)
         elif isinstance(stmt, ast.Pass):
             pass
+        elif isinstance(stmt, ast.Assert):
+            self._effect(scope, stmt, "an assert")
+        elif isinstance(stmt, ast.Expr) and effects.is_effect_call(self.m, stmt.value):
+            self._effect(scope, stmt, f"'{ast.unparse(stmt.value.func)}(...)'")
+        elif isinstance(stmt, ast.Expr) and effects.is_draw(self.m, stmt.value, scope.env):
+            self.expr(scope, stmt.value)  # a draw whose numbers are thrown away still advances the state
         elif isinstance(stmt, ast.Expr):
             message = _UNSUPPORTED_EXPR.get(type(stmt.value), "an expression statement does nothing to the result")
             raise self.m.error(stmt, message)
@@ -272,7 +278,9 @@ class Lowerer:
             raise self.m.error(stmt, _UNSUPPORTED_STMT.get(type(stmt), f"'{type(stmt).__name__}' is not supported"))
 
     def _assign(self, scope, target, value, stmt):
-        if isinstance(target, ast.Name):
+        if isinstance(target, ast.Name) and effects.is_draw(self.m, value, scope.env):
+            self._bind(scope, target.id, self._draw_call(scope, value), stmt)  # eps = rs.randn(n)
+        elif isinstance(target, ast.Name):
             self._bind(scope, target.id, self.expr(scope, value), stmt)
         elif isinstance(target, ast.Tuple):
             names = [t for t in target.elts]
@@ -329,6 +337,24 @@ class Lowerer:
         current = self._read(scope, stmt.target)
         value = Call(op, (current, self.expr(scope, stmt.value)), "op")
         self._bind(scope, stmt.target.id, value, stmt, augmented=True)
+
+    def _effect(self, scope, stmt, what):
+        """print/logging/assert: kept in the forward pass as written, in generated names."""
+        renamed = effects.rename(self.m, stmt, scope.env, self.m.error, what)
+        self.body.append(Effect(renamed.text, renamed.reads, stmt.lineno, self.m.segment(stmt),
+                                frozenset(renamed.modules)))
+
+    def _draw(self, scope, node):
+        """`rs.randn(n)`: data, drawn once where the source draws it, into a variable of its
+        own (a rule that needs the numbers reads the variable, never draws again)."""
+        name = self.namer.define(_draw_name(node))
+        self._emit(name, self._draw_call(scope, node), node, overwrites=self.loop_depth > 0)
+        return Var(name)
+
+    def _draw_call(self, scope, node):
+        renamed = effects.rename(self.m, node, scope.env, self.m.error, f"the draw '{ast.unparse(node)}'")
+        return self._call("draw", renamed.reads, "numpy", node,
+                          (("text", renamed.text), ("modules", tuple(sorted(renamed.modules)))))
 
     def _bind(self, scope, name, value, stmt, augmented=False):
         """`name = value`: a fresh SSA name in straight-line code; inside control flow the
@@ -593,6 +619,8 @@ class Lowerer:
     # ---- calls -----------------------------------------------------------------------
     def _call_node(self, scope, node):
         func = node.func
+        if effects.is_draw(self.m, node, scope.env):
+            return self._draw(scope, node)
         if isinstance(func, ast.Name) and func.id in self.m.classes:
             raise self.m.error(node, f"'{func.id}' is a class: gradgen differentiates plain functions only")
         if self._helper_node(scope, node) is not None:
@@ -619,7 +647,7 @@ class Lowerer:
         """What to say of a call gradgen has no rule for: a random draw, a function of the
         user's other files, or a library function."""
         library = qualified.split(".")[0]
-        if qualified.startswith("numpy.random.") or library == "random":
+        if library == "random":
             return _DRAW.format(call=ast.unparse(node))
         if library not in _LIBRARIES:
             return (f"'{spelled}' comes from '{qualified.rpartition('.')[0]}', which gradgen does not read: "
@@ -641,8 +669,6 @@ class Lowerer:
         name = {"dot": "matmul", "max": "amax", "min": "amin", "flatten": "ravel"}.get(func.attr, func.attr)
         prim = primitives.TABLE.get(name)
         if prim is None or not (prim.method or name in ("matmul", "amax", "amin")):
-            if func.attr in _RANDOM_DRAWS:
-                raise self.m.error(node, _DRAW.format(call=ast.unparse(node)))
             raise self.m.error(node, f"gradgen has no derivative rule for the method '.{func.attr}()'")
         shape_args = node.args
         if name == "reshape" and not (len(node.args) == 1 and isinstance(node.args[0], ast.Tuple)):
@@ -775,11 +801,14 @@ class Lowerer:
 
 
 _LIBRARIES = {"math", "numpy", "scipy", "builtins"}
-_RANDOM_DRAWS = {"randn", "rand", "normal", "uniform", "standard_normal", "random", "random_sample", "choice",
-                 "permutation", "shuffle", "integers", "randint", "binomial", "poisson", "exponential", "gamma",
-                 "beta", "multivariate_normal", "laplace", "logistic", "lognormal", "standard_t"}
-_DRAW = ("'{call}' draws random numbers, and a draw has no derivative: make the noise data, drawn by the "
-         "caller and passed in as a keyword-only parameter (def f(..., *, eps))")
+_DRAW = ("'{call}' draws from Python's random module, whose state the generated code cannot share: draw with "
+         "NumPy (a np.random.RandomState or Generator parameter, or np.random.*), or pass the noise in as data "
+         "(def f(..., *, eps))")
+
+
+def _draw_name(node):
+    """The variable a draw goes into when it is part of a larger expression: `noise`."""
+    return "noise"
 
 
 def sigmoid_pattern(fnode, module):

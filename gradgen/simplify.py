@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gradgen.ir import (Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, assigned,
-                        expressions, variables, walk)
+                        expressions, has_effect, is_draw, variables, walk)
 
 
 def _num(e):
@@ -176,17 +176,17 @@ def dead_code(stmts, live):
     kept = []
     for stmt in reversed(stmts):
         if isinstance(stmt, Assign):
-            if stmt.target in live:
+            if stmt.target in live or is_draw(stmt.expr):  # a draw runs even if its numbers are unused
                 kept.append(stmt)
                 live.update(v.name for v in variables(stmt.expr))
         elif isinstance(stmt, If):
-            if assigned(stmt.body + stmt.orelse) & live or _leaves_iteration(stmt):
+            if assigned(stmt.body + stmt.orelse) & live or _leaves_iteration(stmt) or has_effect(stmt):
                 body, orelse = dead_code(stmt.body, live), dead_code(stmt.orelse, live)
                 if body or orelse:
                     kept.append(replace(stmt, body=body, orelse=orelse))
                     live.update(v.name for v in variables(stmt.test))
         elif isinstance(stmt, (For, While)):
-            if assigned(stmt.body) & live:
+            if assigned(stmt.body) & live or has_effect(stmt):
                 live.update(v.name for e in expressions(stmt) for v in variables(e))
                 size = -1
                 while size != len(live):

@@ -16,9 +16,10 @@ import numpy as np
 import sympy
 
 from gradgen.emit import Emitter
-from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While
+from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, is_draw
 from gradgen.limits import time_limit
 from gradgen.primitives import TABLE
+from gradgen.usercode import fresh
 
 
 class _Unsupported(Exception):
@@ -75,6 +76,7 @@ class _Trace:
     MAX_ITERATIONS = 1_000_000
 
     def __init__(self, module, point, wrt, params):
+        point = fresh(point)  # random states copied: the trace draws what the program draws
         self.wrt = list(wrt)
         self.zero = (0,) * len(self.wrt)
         self.values = dict(module.constants)
@@ -144,6 +146,8 @@ class _Trace:
     def evaluate(self, expr):
         """(value, tangent): sympy differentiates `expr` in each input that has a tangent."""
         value = self.value(expr)
+        if is_draw(expr):  # data, drawn once (evaluating it again would draw other numbers)
+            return value, self.zero
         symbols = {}
         tree = self._symbolic(expr, symbols)
         tangent = [0] * len(self.wrt)
@@ -238,7 +242,8 @@ class _ArrayTrace(_Trace):
         return _as_object(item)
 
     def evaluate(self, expr):
-        return self.value(expr), self.symbolic(expr)
+        value = self.value(expr)
+        return value, _as_object(value) if is_draw(expr) else self.symbolic(expr)
 
     def symbolic(self, e):
         if isinstance(e, Var):

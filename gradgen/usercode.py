@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import os
 import sys
 import types
@@ -25,9 +26,35 @@ MESSAGE_CHARS = 300  # an exception's message is cut here (some repeat a whole a
 
 
 def fresh(point):
-    """The point with every array copied: a function that updates a parameter in place
-    (`a += e`) changes its argument, and each run must start from the same point."""
-    return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in point.items()}
+    """The point with every array and random state copied: a function that updates a
+    parameter in place (`a += e`) or draws from a random state changes its argument, and
+    each run must start from the same point (the same numbers drawn). Inside
+    `same_global_draws()`, NumPy's global random state is also put back as it was."""
+    if _global_state is not None:
+        np.random.set_state(_global_state)
+    return {k: v.copy() if isinstance(v, np.ndarray) else copy.deepcopy(v) if _is_random_state(v) else v
+            for k, v in point.items()}
+
+
+def _is_random_state(value):
+    return isinstance(value, (np.random.RandomState, np.random.Generator))
+
+
+_global_state = None  # NumPy's global random state when the check began (see fresh)
+
+
+@contextlib.contextmanager
+def same_global_draws():
+    """Every run started with `fresh(point)` inside the block draws the same numbers from
+    NumPy's global random state (np.random.normal(...) in the checked function); the state
+    is left as the block found it."""
+    global _global_state
+    outer, _global_state = _global_state, np.random.get_state()
+    try:
+        yield
+    finally:
+        np.random.set_state(_global_state)
+        _global_state = outer
 
 
 def run_original(source, filename):

@@ -13,6 +13,8 @@ first became so. The records and the verdict of each row are in gradgen/report.p
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 
 import numpy as np
@@ -22,7 +24,7 @@ from gradgen.finite import Difference, difference, finite_difference, is_kink, s
 from gradgen.nonfinite import all_finite, locate_nonfinite
 from gradgen.report import FD_TOL, SYMPY_TOL, FunctionReport, PointReport, Row, judge
 from gradgen.symbolic import _Symbolic, sympy_array_gradient, sympy_gradient
-from gradgen.usercode import call, describe, expect_number, fresh, run_original
+from gradgen.usercode import call, describe, expect_number, fresh, run_original, same_global_draws
 
 __all__ = ["check_source", "check_point", "difference", "Difference", "finite_difference", "is_kink",
            "sample_points", "locate_nonfinite",
@@ -35,17 +37,19 @@ def check_source(source, filename="<string>", functions=None, wrt=None, at=None,
     compiled = compile_source(source, filename, functions, wrt)
     generated = load_module(compiled.text, "gradgen_check_generated")
     original = run_original(compiled.module.source, filename)
-    reports = []
-    for cf in compiled.functions:
-        f = getattr(original, cf.name)
-        value_and_grad = getattr(generated, cf.value_and_grad_name)
-        report = FunctionReport(cf.name, cf.wrt)
-        for point in sample_points(cf, f, at, n_points, seed, filename):
-            where = f"{cf.name} at {describe(point)}"
-            expect_number(call(f, point, filename, compiled.module.source, where), compiled.module, cf.name, where)
-            report.points.append(check_point(cf, compiled.module, f, value_and_grad, point, compiled.text))
-        reports.append(report)
-    return reports
+    with same_global_draws(), contextlib.redirect_stdout(io.StringIO()):  # the function's prints, run ~100 times
+        return [_check_function(cf, compiled, getattr(original, cf.name),
+                                getattr(generated, cf.value_and_grad_name), at, n_points, seed, filename)
+                for cf in compiled.functions]
+
+
+def _check_function(cf, compiled, f, value_and_grad, at, n_points, seed, filename):
+    report = FunctionReport(cf.name, cf.wrt)
+    for point in sample_points(cf, f, at, n_points, seed, filename):
+        where = f"{cf.name} at {describe(point)}"
+        expect_number(call(f, point, filename, compiled.module.source, where), compiled.module, cf.name, where)
+        report.points.append(check_point(cf, compiled.module, f, value_and_grad, point, compiled.text))
+    return report
 
 
 def check_point(cf, module, f, value_and_grad, point, generated_text=None):

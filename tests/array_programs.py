@@ -588,6 +588,8 @@ class _ArrayBuilder:
         text = self.total(e)
         for missing in sorted({"a", "b"} - self.depends(e)):
             using = [n for n in sorted(self.scope) if missing in self.deps[n]]
+            if not using:  # the parameter was rebound to a value that no longer depends on it
+                continue
             name = self.choice(using)
             term = AExpr(name, *self.scope[name])
             if term.bound > 2.0:

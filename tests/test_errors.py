@@ -74,14 +74,13 @@ CASES = [
      "bad.py:5:12: 'sq' comes from 'model', which gradgen does not read: it differentiates functions of this "
      "file and known library functions; copy the function into this file\n        return sq(x)\n"
      "               ^"),
-    ("a random draw, not a missing method rule", "def f(x, rs):\n    return x * rs.randn()\n", {},
-     "bad.py:2:16: 'rs.randn()' draws random numbers, and a draw has no derivative: make the noise data, drawn "
-     "by the caller and passed in as a keyword-only parameter (def f(..., *, eps))\n        return x * rs.randn()\n"
-     "                   ^"),
-    ("numpy's random draw", "import numpy as np\n\n\ndef f(x):\n    return x * np.random.normal()\n", {},
-     "bad.py:5:16: 'np.random.normal()' draws random numbers, and a draw has no derivative: make the noise "
-     "data, drawn by the caller and passed in as a keyword-only parameter (def f(..., *, eps))\n"
-     "        return x * np.random.normal()\n                   ^"),
+    ("a draw from Python's random module", "import random\n\n\ndef f(x):\n    return x * random.random()\n", {},
+     "bad.py:5:16: 'random.random()' draws from Python's random module, whose state the generated code cannot "
+     "share: draw with NumPy (a np.random.RandomState or Generator parameter, or np.random.*), or pass the noise "
+     "in as data (def f(..., *, eps))\n        return x * random.random()\n                   ^"),
+    ("print of a helper's result", "def h(x):\n    return x * x\n\n\ndef f(x):\n    print(h(x))\n    return x\n", {},
+     "bad.py:6:11: 'print(...)' may use the function's variables, module constants and library functions; 'h' "
+     "is none of these here\n        print(h(x))\n              ^"),
     ("a factory's nested def, not its return", "def make(d):\n    def objective(p):\n        return p * d\n"
      "    return objective\n", {},
      "bad.py:2:5: nested functions (closures) are not supported yet: define it at the top level of the file "
