@@ -19,7 +19,7 @@ import black
 from gradgen import __version__
 from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, Effect, For, If, IndexAdd, Init,
                         Restore, Save, Spelled, Var, While)
-from gradgen.primitives import TABLE
+from gradgen.primitives import LIBRARY_HELPERS, TABLE
 from gradgen.simplify import is_zero
 
 _MODULE_ALIAS = {"math": "math", "numpy": "np"}
@@ -66,8 +66,12 @@ class Emitter:
         return ast.Constant(value)
 
     def _attr(self, module, name):
+        """`np.exp`, `np.linalg.det`, `scipy.stats.norm.logpdf`: a name in an imported module."""
         self.imports.add(module)
-        return ast.Attribute(ast.Name(_MODULE_ALIAS[module]), name)
+        node = ast.Name(_MODULE_ALIAS.get(module, module.split(".")[0]))
+        for part in (module.split(".")[1:] if module not in _MODULE_ALIAS else []) + name.split("."):
+            node = ast.Attribute(node, part)
+        return node
 
     def _call(self, e):
         if e.prim == "draw":  # a random draw, as the source wrote it (gradgen/effects.py)
@@ -156,7 +160,8 @@ class Emitter:
                 return candidate
         if prim.expand is not None:
             return None
-        return next(c for c in ("math", "numpy") if c in prim.names)
+        # a SciPy function a rule calls (digamma for gammaln): the module the user's call came from
+        return next((c for c in ("math", "numpy") if c in prim.names), next(iter(prim.names)))
 
     def statement(self, s) -> str:
         """Source text of one IR statement (several lines for a compound one)."""
@@ -235,6 +240,10 @@ _SPECIAL = {
     "sum_list": lambda em, args, kw: em._numpy_call("sum", [ast.List(args)], kw),
     "concatenate": lambda em, args, kw: em._numpy_call("concatenate", [ast.List(args)], kw),
     "stack": lambda em, args, kw: em._numpy_call("stack", [ast.List(args)], kw),
+    "hstack": lambda em, args, kw: em._numpy_call("hstack", [ast.List(args)], kw),
+    "vstack": lambda em, args, kw: em._numpy_call("vstack", [ast.List(args)], kw),
+    "column_stack": lambda em, args, kw: em._numpy_call("column_stack", [ast.List(args)], kw),
+    "astype": lambda em, args, kw: ast.Call(ast.Attribute(args[0], "astype"), [kw[0].value] if kw else [], []),
 }
 
 # Helpers the backward pass may call, written into the generated module only when used.
@@ -312,6 +321,8 @@ HELPERS = {
     return np.take(g, range(start, start + sizes[i]), axis=axis)
 '''),
 }
+
+HELPERS.update(LIBRARY_HELPERS)  # those of the library rules (gradgen.rules_*)
 
 
 def helper_sources(used):

@@ -43,22 +43,39 @@ class Primitive:
     min_args: int = 2  # for arity None: the fewest arguments it takes
     elementwise: bool = False  # broadcasts its inputs: the adjoint sums back to each input's shape
     method: bool = False  # also callable as a method: `x.sum(axis=0)`
+    result: str | None = None  # "reduction" (axis=/keepdims= decide), "number", "tuple"; None: as its inputs
+    sequence: bool = False  # takes a list of arrays as its first argument (np.hstack([a, b]))
 
 
 TABLE: dict[str, Primitive] = {}
 SPELLINGS: dict[str, tuple[str, str]] = {}  # qualified name -> (primitive, namespace)
 
 
+# SciPy modules a generated module may call, as the user's file imports them: a call keeps
+# its module (`scipy.special.logsumexp`, `scipy.stats.norm.logpdf`), imported as written.
+SCIPY_MODULES = ("scipy.special", "scipy.linalg", "scipy.stats")
+
+
+def namespace_of(spelling):
+    """(namespace, name in it) of a qualified spelling: "numpy.linalg.det" -> ("numpy",
+    "linalg.det"), "scipy.stats.norm.logpdf" -> ("scipy.stats", "norm.logpdf")."""
+    if spelling == "scipy.special.expit":  # written as the sigmoid helper the generated module defines
+        return "numpy", "expit"
+    if spelling.startswith("numpy."):
+        return "numpy", spelling[len("numpy."):]
+    for module in SCIPY_MODULES:
+        if spelling.startswith(module + "."):
+            return module, spelling[len(module) + 1:]
+    module, _, short = spelling.rpartition(".")
+    return {"": "builtins", "math": "math"}.get(module, "numpy"), short
+
+
 def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", op=None, expand=None,
-              keywords=(), elementwise=None, method=False, min_args=2):
+              keywords=(), elementwise=None, method=False, min_args=2, result=None, sequence=False):
     """Register a primitive; `spellings` are qualified names like "math.exp", "numpy.exp", "abs"."""
     names = {}
     for spelling in spellings:
-        if spelling.startswith("numpy."):
-            ns, short = "numpy", spelling[len("numpy."):]
-        else:
-            module, _, short = spelling.rpartition(".")
-            ns = {"": "builtins", "math": "math"}.get(module, "numpy")
+        ns, short = namespace_of(spelling)
         names.setdefault(ns, short)
         SPELLINGS[spelling] = (name, ns)
     if vjp is not None and not isinstance(vjp, tuple):
@@ -66,8 +83,19 @@ def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", 
     if elementwise is None:  # operators and ufuncs: the output has the inputs' broadcast shape
         elementwise = kind == "smooth" and not keywords
     TABLE[name] = Primitive(name, arity, names, sympy, vjp, kind, op, expand, tuple(keywords), min_args,
-                            elementwise, method)
+                            elementwise, method, result, sequence)
     return TABLE[name]
+
+
+# Helpers the backward pass of a library rule calls (plain NumPy, written into the generated
+# module when used): name -> (helpers it calls, source). gradgen.emit adds them to its own.
+LIBRARY_HELPERS: dict[str, tuple] = {}
+
+
+def helper(name, source, needs=()):
+    """Register a generated helper function and the primitive that calls it."""
+    LIBRARY_HELPERS[name] = (tuple(needs), source)
+    primitive(name, None, sympy=None, kind="helper", min_args=0)
 
 
 class _Calls:
@@ -143,17 +171,20 @@ def _sign_scalar(x):
 
 
 # --- arithmetic operators -------------------------------------------------------------
-primitive("add", 2, sympy=operator.add, op=ast.Add, vjp=(lambda g, out, x, y: g, lambda g, out, x, y: g))
-primitive("sub", 2, sympy=operator.sub, op=ast.Sub, vjp=(lambda g, out, x, y: g, lambda g, out, x, y: -g))
-primitive("mul", 2, sympy=operator.mul, op=ast.Mult,
+primitive("add", 2, spellings=["numpy.add"], sympy=operator.add, op=ast.Add,
+          vjp=(lambda g, out, x, y: g, lambda g, out, x, y: g))
+primitive("sub", 2, spellings=["numpy.subtract"], sympy=operator.sub, op=ast.Sub,
+          vjp=(lambda g, out, x, y: g, lambda g, out, x, y: -g))
+primitive("mul", 2, spellings=["numpy.multiply"], sympy=operator.mul, op=ast.Mult,
           vjp=(lambda g, out, x, y: g * y, lambda g, out, x, y: g * x))
-primitive("div", 2, sympy=operator.truediv, op=ast.Div,
+primitive("div", 2, spellings=["numpy.divide", "numpy.true_divide"], sympy=operator.truediv, op=ast.Div,
           vjp=(lambda g, out, x, y: g / y, lambda g, out, x, y: -g * out / y))
 primitive("pow", 2, spellings=["math.pow", "pow", "numpy.power"], sympy=operator.pow, op=ast.Pow,
           vjp=(lambda g, out, x, y: _pow_base(g, out, x, y), lambda g, out, x, y: _pow_exponent(g, out, x, y)))
-primitive("neg", 1, sympy=operator.neg, op=ast.USub, vjp=lambda g, out, x: -g)
-primitive("pos", 1, sympy=operator.pos, op=ast.UAdd, vjp=lambda g, out, x: g)
-primitive("mod", 2, sympy=lambda x, y: x - y * sympy.floor(x / y), op=ast.Mod,
+primitive("neg", 1, spellings=["numpy.negative"], sympy=operator.neg, op=ast.USub, vjp=lambda g, out, x: -g)
+primitive("pos", 1, spellings=["numpy.positive"], sympy=operator.pos, op=ast.UAdd, vjp=lambda g, out, x: g)
+primitive("mod", 2, spellings=["numpy.mod", "numpy.remainder"], sympy=lambda x, y: x - y * sympy.floor(x / y),
+          op=ast.Mod,
           vjp=(lambda g, out, x, y: g, lambda g, out, x, y: -g * F.floor(x / y)))
 
 # --- exponentials and logarithms ------------------------------------------------------
@@ -191,8 +222,10 @@ primitive("sinh", spellings=["math.sinh", "numpy.sinh"], sympy=sympy.sinh, vjp=l
 primitive("cosh", spellings=["math.cosh", "numpy.cosh"], sympy=sympy.cosh, vjp=lambda g, out, x: g * F.sinh(x))
 primitive("tanh", spellings=["math.tanh", "numpy.tanh"], sympy=sympy.tanh,
           vjp=lambda g, out, x: g * (1 - out**2))
-primitive("erf", spellings=["math.erf"], sympy=sympy.erf,
+primitive("erf", spellings=["math.erf", "scipy.special.erf"], sympy=sympy.erf,
           vjp=lambda g, out, x: g * 2 / F.sqrt(F.pi()) * F.exp(-(x**2)))
+primitive("erfc", spellings=["math.erfc", "scipy.special.erfc"], sympy=sympy.erfc,
+          vjp=lambda g, out, x: -g * 2 / F.sqrt(F.pi()) * F.exp(-(x**2)))
 
 # --- absolute value, extremes -----------------------------------------------------------
 primitive("abs", spellings=["abs", "math.fabs", "numpy.abs", "numpy.absolute", "numpy.fabs"],
@@ -375,6 +408,12 @@ def lookup(qualified: str):
 ARRAY_RULES = {"sum", "mean", "prod", "amax", "amin", "cumsum", "norm", "sum_list", "matmul", "outer", "inner",
                "T", "transpose", "reshape", "expand_dims", "squeeze", "ravel", "flip", "broadcast_to",
                "concatenate", "stack", "array", "where", "getitem"}
+
+
+# The library rules, one module per library seam, registering into TABLE above (this module
+# would pass 600 lines with them): scipy.special and scipy.stats; linear algebra; shaping,
+# statistics and sorting.
+from gradgen import rules_special, rules_linalg, rules_shape  # noqa: E402, F401
 
 
 def is_scalar_rule(prim: Primitive) -> bool:

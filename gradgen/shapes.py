@@ -15,8 +15,9 @@ from gradgen.primitives import TABLE
 
 # primitives whose result is a plain number whatever their input
 _SCALAR_RESULTS = {"len", "shape", "ndim", "size", "max", "min", "norm", "float", "int", "round", "sum_list",
-                   "inner"}
-_REDUCTIONS = {"sum", "mean", "prod", "amax", "amin"}
+                   "inner"} | {name for name, p in TABLE.items() if p.result == "number"}
+# reductions: a number unless axis= or keepdims= keep axes (the library's are marked in the table)
+_REDUCTIONS = {"sum", "mean", "prod", "amax", "amin"} | {name for name, p in TABLE.items() if p.result == "reduction"}
 _ARRAY_RESULTS = {"zeros", "ones", "eye", "arange", "linspace", "full", "stack", "concatenate", "outer",
                   "expand_dims", "reshape", "broadcast_to", "cumsum"}  # arrays even of a number
 
