@@ -75,10 +75,13 @@ def left_out_parameters(fn, wrt):
         if differentiable:
             diff_vars(expr, used_diff)
     data = {p.name for p in fn.params if p.keyword_only}
+    functions = {p.name: p.function for p in fn.params if p.function}
     counts = _integer_parameters(fn, names)
     why = {}
     for n in names:
-        if n in data:
+        if n in functions:
+            why[n] = "a function: the gradient is compiled for its default"
+        elif n in data:
             why[n] = "keyword-only data"
         elif n in counts:
             why[n] = "a count or an index: it reaches range(), int() or an index"

@@ -18,7 +18,7 @@ import types
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gradgen import activity, emit, lower, parse, reverse, shapes, sharing, simplify
+from gradgen import activity, closures, emit, lower, parse, reverse, shapes, sharing, simplify
 from gradgen.errors import CompileError
 from gradgen.ir import Assign, Call, Const, For, If, Init, Save, Spelled, Var, While, assigned, expressions, variables, walk
 from gradgen.naming import ModuleNamer, identifiers
@@ -70,6 +70,17 @@ def _compile_source(source, filename, functions, wrt):
     emitter = emit.Emitter(_default_namespace(module), {})
     results, texts, constants, sigmoid_ns, skipped = [], [], set(), {}, {}
     for fname in selected:
+        if closures.returns_a_function(module.functions[fname], module):
+            if functions:
+                raise module.error(module.functions[fname], _FACTORY.format(name=fname))
+            skipped[fname] = "no gradient: it returns a function (its closure is inlined where a loss calls it)"
+            continue
+        called = closures.called_parameter(module.functions[fname])
+        if called is not None:
+            if functions:
+                raise module.error(module.functions[fname], _CALLS_PARAMETER.format(name=fname, param=called))
+            skipped[fname] = f"no gradient: it calls its parameter '{called}' (it is inlined where a loss passes a function)"
+            continue
         fn, fnamer = _lower(module, fname, namer, sigmoid_name)
         if not lower.returns_a_number(module.functions[fname]) and shapes.result_is_array(fn, module):
             if functions:
@@ -94,7 +105,7 @@ def _compile_source(source, filename, functions, wrt):
     if emitter.used_helpers or any(hasattr(module.constants[c], "shape") for c in constants):
         imports.add("numpy")
     carried = [(c, module.constants[c]) for c in module.constants if c in constants]
-    defaults = [p.default for f in results for p in f.ir.params if p.has_default]
+    defaults = [p.default for f in results for p in f.ir.params if p.has_default and not p.function]
     if any(_not_finite(v) for v in [v for _, v in carried] + defaults):
         imports.add("math")  # written math.inf / math.nan
     text = emit.module_text(
@@ -105,6 +116,11 @@ def _compile_source(source, filename, functions, wrt):
     return CompiledModule(filename, text, results, module, skipped)
 
 
+_FACTORY = ("'{name}' returns a function: a factory has no gradient of its own; write the loss as a function "
+            "that calls it (`objective = {name}(...)`, then `return objective(params)`): the closure is inlined there")
+_CALLS_PARAMETER = ("'{name}' calls its parameter '{param}', a function known only where '{name}' is called: "
+                    "compile the loss that calls '{name}' with a function (or give '{param}' a default such as "
+                    "{param}=np.tanh)")
 _ARRAY_RESULT = ("'{name}' returns an array, and a gradient needs one number: return one (np.sum(...), "
                  "np.mean(...)), or annotate 'def {name}(...) -> float' if it is one; a function whose result is "
                  "an array is inlined where a loss calls it")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import copy
 
+from gradgen.closures import FUNCTION_VALUES
 from gradgen.ir import Const, Var
 from gradgen.primitives import primitive
 
@@ -45,7 +46,7 @@ def is_effect_call(module, node) -> bool:
     return qualified is not None and qualified.startswith(_LOGGING)
 
 
-def is_draw(module, node, env) -> bool:
+def is_draw(module, node, lookup) -> bool:
     """A random draw: `np.random.<draw>(...)`, or `<name>.<draw>(...)` on a random state the
     function was given (a parameter or variable: never a number it differentiates)."""
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
@@ -54,7 +55,7 @@ def is_draw(module, node, env) -> bool:
     if qualified is not None:
         return qualified.startswith("numpy.random.") and node.func.attr in RANDOM_DRAWS
     receiver = node.func.value
-    return node.func.attr in RANDOM_DRAWS and isinstance(receiver, ast.Name) and isinstance(env.get(receiver.id), Var)
+    return node.func.attr in RANDOM_DRAWS and isinstance(receiver, ast.Name) and isinstance(lookup(receiver.id), Var)
 
 
 class Renamed:
@@ -65,9 +66,10 @@ class Renamed:
         self.text, self.reads, self.modules = text, reads, modules
 
 
-def rename(module, node, env, refuse, what):
+def rename(module, node, lookup, refuse, what):
     """`node` with each of the function's names replaced by the variable that holds its value
-    now, library names spelled as the generated module imports them. `refuse(node, message)`
+    now (`lookup(name)`: the value the function's scopes bind it to, or None), library names
+    spelled as the generated module imports them. `refuse(node, message)`
     makes the located error for a name the generated code cannot see (a helper, a loop
     variable read after its loop)."""
     reads, modules = [], set()
@@ -81,13 +83,13 @@ def rename(module, node, env, refuse, what):
 
         def visit_Name(self, node):
             name = node.id
-            value = env.get(name)
+            value = lookup(name)
             if isinstance(value, Var):
                 reads.append(value)
                 return ast.Name(value.name, ast.Load())
             if isinstance(value, Const):
                 return ast.Constant(value.value)
-            if value is not None:  # a loop variable after its loop
+            if value is not None and not isinstance(value, FUNCTION_VALUES):  # a loop variable after its loop
                 raise refuse(node, f"'{name}' is read after its loop; gradgen does not support that")
             if name in module.constants and not isinstance(module.constants[name], tuple):
                 reads.append(Var(name))

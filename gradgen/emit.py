@@ -346,7 +346,7 @@ def _operator(prim, args):
 
 def function_text(name, params, docstring, sections, returns, emitter):
     """`def name(params): docstring; sections...; return returns`, black-formatted."""
-    parts = [f"{p.name}={_literal(p.default)}" if p.has_default else p.name for p in params]
+    parts = [f"{p.name}={p.function or _literal(p.default)}" if p.has_default else p.name for p in params]
     first_keyword = next((i for i, p in enumerate(params) if p.keyword_only), None)
     if first_keyword is not None:
         parts.insert(first_keyword, "*")

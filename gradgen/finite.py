@@ -138,7 +138,7 @@ def sample_points(cf, f, at, n_points, seed, filename="<string>"):
     Random points are drawn until the original function is finite there and smooth along
     every parameter (inside every primitive's domain, away from kinks and boundaries).
     """
-    params = cf.ir.params
+    params = [p for p in cf.ir.params if not p.function]  # a function parameter keeps its default
     if at is not None:
         point = {}
         for p in params:

@@ -310,6 +310,7 @@ class Param:
     has_default: bool = False
     keyword_only: bool = False  # after `*`: data, not differentiated unless named in --wrt
     number: bool = False  # annotated `float` or `int`: never an array
+    function: str | None = None  # a function default (`act=np.tanh`): how the generated signature spells it
 
 
 @dataclass

@@ -14,6 +14,7 @@ import ast
 from dataclasses import dataclass
 
 from gradgen import effects, primitives
+from gradgen.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
 from gradgen.ir import (Assign, Break, Call, Cond, Const, Continue, Effect, For, Function, If, Param, Spelled, Var,
                         While, variables)
 from gradgen.parse import NAMED, constant_value
@@ -35,8 +36,6 @@ _UNSUPPORTED_STMT = {
              "inputs before calling the function instead",
     ast.With: "'with' is not supported", ast.Global: "'global' is not supported",
     ast.Nonlocal: "'nonlocal' is not supported", ast.ClassDef: "classes are not supported",
-    ast.FunctionDef: "nested functions (closures) are not supported yet: define it at the top level of "
-                     "the file and pass what it uses as parameters",
     ast.AsyncFunctionDef: "async functions are not supported", ast.Delete: "'del' is not supported",
     ast.Raise: "'raise' is not supported",
     ast.Import: "imports inside functions are not supported",
@@ -44,7 +43,7 @@ _UNSUPPORTED_STMT = {
     ast.AsyncFor: "'async for' is not supported", ast.AsyncWith: "'async with' is not supported",
 }
 _UNSUPPORTED_EXPR = {
-    ast.Lambda: "lambda is not supported", ast.Yield: "generators are not supported",
+    ast.Yield: "generators are not supported",
     ast.YieldFrom: "generators are not supported", ast.Await: "'await' is not supported",
     ast.ListComp: "comprehensions are not supported", ast.SetComp: "comprehensions are not supported",
     ast.DictComp: "comprehensions are not supported", ast.GeneratorExp: "comprehensions are not supported",
@@ -67,6 +66,7 @@ class Scope:
     result: str | None = None  # the variable every `return` assigns, when there are several
     unpacked: int | None = None  # `a, b = helper(...)`: the helper returns a tuple of this many
     owned: set | None = None  # SSA names this body may overwrite in place (None: all, at top level)
+    closure: object = None  # the Scope a nested def or lambda was defined in: it reads its variables
 
     def owns(self, name):
         """Whether `name` is this body's own variable. An inlined helper's parameters are the
@@ -98,11 +98,16 @@ class Lowerer:
         self.stack = [fnode.name]
         self.helpers = {}  # primitive name -> emitted helper name (the sigmoid)
         self.top_params = set(parameter_names(fnode))
+        self.function_defaults = {}  # parameter -> the function value its default names
 
     # ---- functions -------------------------------------------------------------------
     def lower(self) -> Function:
         params = self._params(self.fnode)
-        env = {p.name: Var(p.name) for p in params}
+        self.function_defaults = {p.name: self.function_defaults[p.name] for p in params if p.function}
+        env = {p.name: self.function_defaults.get(p.name, Var(p.name)) for p in params}
+        for p in params:
+            if p.function:
+                self.body.append(_function_guard(p, self.function_defaults[p.name], self.fnode.name))
         self.bound |= set(env)  # a parameter assigned inside an if overwrites its value
         scope = Scope(self.fnode, env, _assigned_names(self.fnode))
         sigmoid_ns = sigmoid_pattern(self.fnode, self.m)
@@ -131,14 +136,35 @@ class Lowerer:
             raise self.m.error(args.posonlyargs[0], "positional-only parameters are not supported")
         params = [Param(a.arg, number=_names_a_number(a.annotation)) for a in args.args]
         for param, default in zip(params[len(params) - len(args.defaults):], args.defaults):
-            param.default = self._default(default, param.name)
+            function = self._function_default(default)
+            if function is not None:  # `nonlinearity=np.tanh`: compiled for that function
+                param.function = _signature_spelling(function)
+                self.function_defaults[param.name] = function
+            else:
+                param.default = self._default(default, param.name)
             param.has_default = True
         for a, default in zip(args.kwonlyargs, args.kw_defaults):  # data: see choose_wrt
             param = Param(a.arg, keyword_only=True, number=_names_a_number(a.annotation))
-            if default is not None:
+            function = self._function_default(default) if default is not None else None
+            if function is not None:
+                param.function, param.has_default = _signature_spelling(function), True
+                self.function_defaults[param.name] = function
+            elif default is not None:
                 param.default, param.has_default = self._default(default, a.arg), True
             params.append(param)
         return params
+
+    def _function_default(self, node):
+        """The function a default names (`np.tanh`, a same-file function, a lambda), or None."""
+        if isinstance(node, ast.Lambda):
+            return FunctionValue(lambda_as_def(node, "lambda"))
+        if isinstance(node, ast.Name) and node.id in self.m.functions:
+            return FunctionValue(self.m.functions[node.id])
+        qualified = self.m.qualified(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        found = primitives.lookup(qualified) if qualified else None
+        if found is not None and primitives.TABLE[found[0]].kind != "attribute":
+            return LibraryFunction(qualified, ast.unparse(node))
+        return None
 
     def _default(self, node, name):
         try:
@@ -158,11 +184,11 @@ class Lowerer:
         self._refuse_unsupported(_skip_docstring(stmts))
         stmts = self._close_returns(_skip_docstring(stmts))
         if not _always_returns(stmts):
-            some = any(isinstance(n, ast.Return) for s in stmts for n in ast.walk(s))
+            some = any(isinstance(n, ast.Return) for n in own_nodes(stmts))
             message = (f"not every path through '{scope.node.name}' ends in a 'return'" if some
                        else f"function '{scope.node.name}' has no 'return' at its end")
             raise self.m.error(scope.node, message)
-        returns = [n for s in stmts for n in ast.walk(s) if isinstance(n, ast.Return)]
+        returns = [n for n in own_nodes(stmts) if isinstance(n, ast.Return)]
         if scope.unpacked is not None and len(returns) > 1:
             raise self.m.error(returns[0], f"'{scope.node.name}' returns a tuple, so it needs exactly one "
                                            "'return', at its end")
@@ -196,11 +222,11 @@ class Lowerer:
                     raise self.m.error(stmts[i + 1], "code after 'return' is never run")
                 return out + [stmt]
             if isinstance(stmt, (ast.For, ast.While)):
-                for node in ast.walk(stmt):
+                for node in own_nodes([stmt]):
                     if isinstance(node, ast.Return):
                         raise self.m.error(node, "'return' inside a loop is not supported; "
                                                  "'break' out of it and return after the loop")
-            if isinstance(stmt, ast.If) and any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
+            if isinstance(stmt, ast.If) and any(isinstance(n, ast.Return) for n in own_nodes([stmt])):
                 rest = stmts[i + 1:]
                 body = self._close_returns(stmt.body + ([] if _always_returns(stmt.body) else rest))
                 orelse = self._close_returns(stmt.orelse + ([] if _always_returns(stmt.orelse) else rest))
@@ -215,7 +241,7 @@ class Lowerer:
             return self._tuple_return(scope, stmt.value), scope.node.name
         if isinstance(stmt.value, ast.Tuple):
             raise self.m.error(stmt.value, "gradgen differentiates functions that return one number")
-        value = self.expr(scope, stmt.value)
+        value = self.expr(scope, stmt.value, function_ok=scope.helper is not None and scope.result is None)
         if scope.result is not None:
             self._emit(scope.result, value, stmt, overwrites=self.loop_depth > 0)
             return None
@@ -233,7 +259,7 @@ class Lowerer:
         if not isinstance(node, ast.Tuple) or len(node.elts) != n:
             raise self.m.error(node, f"'{scope.node.name}' must return a tuple of {n} values here, "
                                      f"as its call is unpacked into {n} names")
-        return tuple(self.expr(scope, e) for e in node.elts)
+        return tuple(self.expr(scope, e, function_ok=True) for e in node.elts)
 
     # ---- statements ------------------------------------------------------------------
     def _statement(self, scope, stmt):
@@ -265,11 +291,13 @@ class Lowerer:
             self._return(scope, stmt)
         elif isinstance(stmt, ast.Pass):
             pass
+        elif isinstance(stmt, ast.FunctionDef):  # a nested def: a value, inlined where it is called
+            self._function_binding(scope, stmt.name, FunctionValue(stmt, scope), stmt)
         elif isinstance(stmt, ast.Assert):
             self._effect(scope, stmt, "an assert")
         elif isinstance(stmt, ast.Expr) and effects.is_effect_call(self.m, stmt.value):
             self._effect(scope, stmt, f"'{ast.unparse(stmt.value.func)}(...)'")
-        elif isinstance(stmt, ast.Expr) and effects.is_draw(self.m, stmt.value, scope.env):
+        elif isinstance(stmt, ast.Expr) and effects.is_draw(self.m, stmt.value, lambda n: _lookup(scope, n)):
             self.expr(scope, stmt.value)  # a draw whose numbers are thrown away still advances the state
         elif isinstance(stmt, ast.Expr):
             message = _UNSUPPORTED_EXPR.get(type(stmt.value), "an expression statement does nothing to the result")
@@ -278,17 +306,17 @@ class Lowerer:
             raise self.m.error(stmt, _UNSUPPORTED_STMT.get(type(stmt), f"'{type(stmt).__name__}' is not supported"))
 
     def _assign(self, scope, target, value, stmt):
-        if isinstance(target, ast.Name) and effects.is_draw(self.m, value, scope.env):
+        if isinstance(target, ast.Name) and effects.is_draw(self.m, value, lambda n: _lookup(scope, n)):
             self._bind(scope, target.id, self._draw_call(scope, value), stmt)  # eps = rs.randn(n)
         elif isinstance(target, ast.Name):
-            self._bind(scope, target.id, self.expr(scope, value), stmt)
+            self._bind(scope, target.id, self.expr(scope, value, function_ok=True), stmt)
         elif isinstance(target, ast.Tuple):
             names = [t for t in target.elts]
             if not all(isinstance(t, ast.Name) for t in names):
                 raise self.m.error(target, "tuple unpacking needs plain names on the left")
             helper = self._helper_node(scope, value)
-            if helper is not None:  # a, b = helper(...): the helper's returned tuple
-                values = self._inline(scope, value, helper, unpacked=len(names))
+            if isinstance(helper, FunctionValue):  # a, b = helper(...): the helper's returned tuple
+                values = self._inline(scope, value, helper.node, unpacked=len(names), closure=helper.closure)
                 if self.depth > 0:
                     values = self._before_clobbering(scope, [n.id for n in names], list(values), stmt)
                 for name, v in zip(names, values):
@@ -338,9 +366,18 @@ class Lowerer:
         value = Call(op, (current, self.expr(scope, stmt.value)), "op")
         self._bind(scope, stmt.target.id, value, stmt, augmented=True)
 
+    def _function_binding(self, scope, name, value, stmt):
+        """`act = np.tanh`, `def inner(...)`, `f = lambda x: ...`: known when compiled, so a
+        call through the name is inlined. Bound inside a branch or loop, it would be known
+        only when the code runs."""
+        if self.depth > 0:
+            raise self.m.error(stmt, f"'{name}' is bound to a function inside a branch or loop; gradgen inlines "
+                                     "the function a call reaches, so bind it before the branch or loop")
+        scope.env[name] = value
+
     def _effect(self, scope, stmt, what):
         """print/logging/assert: kept in the forward pass as written, in generated names."""
-        renamed = effects.rename(self.m, stmt, scope.env, self.m.error, what)
+        renamed = effects.rename(self.m, stmt, lambda n: _lookup(scope, n), self.m.error, what)
         self.body.append(Effect(renamed.text, renamed.reads, stmt.lineno, self.m.segment(stmt),
                                 frozenset(renamed.modules)))
 
@@ -352,13 +389,19 @@ class Lowerer:
         return Var(name)
 
     def _draw_call(self, scope, node):
-        renamed = effects.rename(self.m, node, scope.env, self.m.error, f"the draw '{ast.unparse(node)}'")
+        renamed = effects.rename(self.m, node, lambda n: _lookup(scope, n), self.m.error,
+                                 f"the draw '{ast.unparse(node)}'")
         return self._call("draw", renamed.reads, "numpy", node,
                           (("text", renamed.text), ("modules", tuple(sorted(renamed.modules)))))
 
     def _bind(self, scope, name, value, stmt, augmented=False):
         """`name = value`: a fresh SSA name in straight-line code; inside control flow the
         name the variable already has (it was bound on entry), overwritten in place."""
+        if isinstance(value, FUNCTION_VALUES):
+            if isinstance(value, FunctionValue) and value.name == "lambda":
+                value = FunctionValue(renamed(value.node, name), value.closure)
+            self._function_binding(scope, name, value, stmt)
+            return
         current = scope.env.get(name)
         if isinstance(current, _LoopVariable):
             current = None
@@ -505,7 +548,19 @@ class Lowerer:
                                  "or a parameter")
 
     # ---- expressions -----------------------------------------------------------------
-    def expr(self, scope, node, test=False):
+    def expr(self, scope, node, test=False, function_ok=False):
+        """The IR of expression `node`; a function value (a lambda, `np.tanh`, a helper named
+        without a call) only where `function_ok` (an argument, a return of a helper, the
+        right of an assignment), else a located error."""
+        value = self._expr(scope, node, test)
+        if isinstance(value, FUNCTION_VALUES) and not function_ok:
+            raise self.m.error(node, f"'{ast.unparse(node) if not isinstance(node, ast.Lambda) else 'lambda'}' is a "
+                                     "function, not a number")
+        return value
+
+    def _expr(self, scope, node, test=False):
+        if isinstance(node, ast.Lambda):
+            return FunctionValue(lambda_as_def(node, "lambda"), scope)
         if isinstance(node, ast.Constant):
             return self._constant(node)
         if isinstance(node, ast.Name):
@@ -590,6 +645,10 @@ class Lowerer:
             return scope.env[name]
         if name in scope.locals:
             raise self.m.error(node, f"'{name}' is read before it is assigned")
+        if scope.closure is not None:  # a nested def or lambda reads its definer's variables
+            return self._read(scope.closure, node)
+        if name in self.m.functions and name not in self.m.constants:
+            return FunctionValue(self.m.functions[name])
         if isinstance(self.m.constants.get(name), tuple):
             raise self.m.error(node, f"'{name}' is a sequence: only a loop may run over it")
         if name in self.m.constants:
@@ -612,6 +671,8 @@ class Lowerer:
             return Call(found[0], (), found[1])
         if qualified is not None and qualified in NAMED:
             return Const(NAMED[qualified])
+        if found is not None:  # `np.tanh` named without a call: a function value
+            return LibraryFunction(qualified, ast.unparse(node))
         if isinstance(node, ast.Attribute) and qualified is None and node.attr in _FACTS | {"T"}:
             return self._call(node.attr, (self.expr(scope, node.value),), "numpy", node)
         raise self.m.error(node, f"unknown name '{ast.unparse(node)}'")
@@ -619,12 +680,15 @@ class Lowerer:
     # ---- calls -----------------------------------------------------------------------
     def _call_node(self, scope, node):
         func = node.func
-        if effects.is_draw(self.m, node, scope.env):
+        if effects.is_draw(self.m, node, lambda n: _lookup(scope, n)):
             return self._draw(scope, node)
         if isinstance(func, ast.Name) and func.id in self.m.classes:
             raise self.m.error(node, f"'{func.id}' is a class: gradgen differentiates plain functions only")
-        if self._helper_node(scope, node) is not None:
-            return self._inline(scope, node, self.m.functions[func.id])
+        callee = self._helper_node(scope, node)
+        if isinstance(callee, FunctionValue):
+            return self._inline(scope, node, callee.node, closure=callee.closure)
+        if isinstance(callee, LibraryFunction):  # act(x) with act = np.tanh
+            return self._primitive_call(scope, node, callee.spelled, *primitives.lookup(callee.qualified))
         if isinstance(func, ast.Name) and func.id in self.m.not_constants:
             raise self.m.error(node, f"'{func.id}' {self.m.not_constants[func.id][1]}")
         qualified = self.m.qualified(func)
@@ -656,11 +720,14 @@ class Lowerer:
         return f"gradgen has no derivative rule for '{spelled}'"
 
     def _helper_node(self, scope, node):
-        """The same-file function `node` calls, if it is such a call."""
+        """The function value `node` calls, if it calls one by name: a same-file function, a
+        nested def or lambda, a function passed in (`nonlinearity(x)`)."""
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            name = node.func.id
-            if name in self.m.functions and name not in scope.env:
-                return self.m.functions[name]
+            value = _lookup(scope, node.func.id)
+            if isinstance(value, FUNCTION_VALUES):
+                return value
+            if value is None and node.func.id in self.m.functions:
+                return FunctionValue(self.m.functions[node.func.id])
         return None
 
     def _method_call(self, scope, node):
@@ -741,7 +808,7 @@ class Lowerer:
             self.helpers["sigmoid"] = self.sigmoid_name
         return self._call(prim_name, args, ns, node, params)
 
-    def _inline(self, scope, node, hnode, unpacked=None):
+    def _inline(self, scope, node, hnode, unpacked=None, closure=None):
         """A call to a same-file function: the sigmoid primitive, or the helper's body inlined
         (`unpacked`: its call is unpacked into that many names; the result is then a tuple)."""
         if hnode.name in self.stack:
@@ -762,13 +829,13 @@ class Lowerer:
         self._params(hnode)
         env = {}
         for name, value in args.items():
-            if not isinstance(value, (Var, Const)):
+            if not isinstance(value, (Var, Const, *FUNCTION_VALUES)):
                 ssa = self.namer.define(name)
                 self._emit(ssa, value, node, overwrites=self.loop_depth > 0)
                 value = Var(ssa)
             env[name] = value
         self.stack.append(hnode.name)
-        inner = Scope(hnode, env, _assigned_names(hnode), hnode.name, unpacked=unpacked, owned=set())
+        inner = Scope(hnode, env, _assigned_names(hnode), hnode.name, unpacked=unpacked, owned=set(), closure=closure)
         result, _ = self._body(inner, hnode.body)
         self.stack.pop()
         return result
@@ -781,20 +848,20 @@ class Lowerer:
         if len(node.args) > len(positional):
             raise self.m.error(node, f"'{hnode.name}' takes {len(positional)} arguments, got {len(node.args)}")
         for name, arg in zip(positional, node.args):
-            bound[name] = self.expr(scope, arg)
+            bound[name] = self.expr(scope, arg, function_ok=True)
         for kw in node.keywords:
             if kw.arg is None or kw.arg not in names:
                 raise self.m.error(kw, f"'{hnode.name}' has no parameter '{kw.arg}'")
             if kw.arg in bound:
                 raise self.m.error(kw, f"'{hnode.name}' got two values for '{kw.arg}'")
-            bound[kw.arg] = self.expr(scope, kw.value)
+            bound[kw.arg] = self.expr(scope, kw.value, function_ok=True)
         defaults = dict(zip(positional[len(positional) - len(hnode.args.defaults):], hnode.args.defaults))
         defaults.update({a.arg: d for a, d in zip(hnode.args.kwonlyargs, hnode.args.kw_defaults) if d is not None})
         for name in names:
             if name not in bound:
                 if name not in defaults:
                     raise self.m.error(node, f"'{hnode.name}' is missing its argument '{name}'")
-                bound[name] = Const(self._default(defaults[name], name))
+                bound[name] = self._function_default(defaults[name]) or Const(self._default(defaults[name], name))
         return {name: bound[name] for name in names}
 
 
@@ -846,6 +913,38 @@ class _LoopVariable:
         self.name = name
 
 
+def _signature_spelling(function):
+    """How the generated signature writes a function default: `np.tanh` as the generated
+    module imports NumPy; None for a function of the user's file, which it does not have."""
+    if isinstance(function, LibraryFunction):
+        top, _, rest = function.qualified.partition(".")
+        return {"numpy": "np", "math": "math"}.get(top, top) + ("." + rest if rest else "")
+    return "None"
+
+
+def _function_guard(param, function, fname):
+    """The generated code is right only for the function it was compiled with: another one
+    passed at run time is an error, never a silently wrong gradient."""
+    if isinstance(function, LibraryFunction):
+        test, said = f"{param.name} is not {param.function}", param.function
+    else:
+        test, said = f"{param.name} is not None", f"{function.name} (its default)"
+    message = f"{fname}'s gradient was compiled for {param.name}={said}; compile a loss that passes the other function"
+    return Effect(f"if {test}:\n    raise ValueError({message!r})", (), None, None,
+                  frozenset({"numpy"} if param.function.startswith("np.") else set()))
+
+
+def _lookup(scope, name):
+    """What `name` holds in `scope` or the scopes a closure reads, or None."""
+    while scope is not None:
+        if name in scope.env:
+            return scope.env[name]
+        if name in scope.locals:
+            return None
+        scope = scope.closure
+    return None
+
+
 def _always_returns(stmts):
     if not stmts:
         return False
@@ -869,7 +968,7 @@ def _stored_names(stmts):
     """Names assigned in `stmts` (loop variables apart: each loop names its own)."""
     names, targets = [], set()
     for stmt in stmts:
-        for node in ast.walk(stmt):
+        for node in own_nodes([stmt]):
             if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
                 targets.add(id(node.target))
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in names \
@@ -888,11 +987,11 @@ def _skip_docstring(stmts):
 def _assigned_names(fnode):
     """Names a function body assigns: Python makes them local to the whole body."""
     names = set()
-    for node in ast.walk(fnode):
-        if node is fnode:
-            continue
+    for node in own_nodes(fnode.body):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
+        elif isinstance(node, ast.FunctionDef):
+            names.add(node.name)
     return names
 
 

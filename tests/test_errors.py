@@ -36,8 +36,17 @@ CASES = [
      "before calling the function instead\n        try:\n        ^"),
     ("with", "def f(x):\n    with open('a') as fh:\n        y = x\n    return y\n", {},
      "bad.py:2:5: 'with' is not supported\n        with open('a') as fh:\n        ^"),
-    ("lambda", "def f(x):\n    g = lambda t: t\n    return x\n", {},
-     "bad.py:2:9: lambda is not supported\n        g = lambda t: t\n            ^"),
+    ("a lambda used as a number", "def f(x):\n    g = lambda t: t\n    return x * (lambda t: t)\n", {},
+     "bad.py:3:17: 'lambda' is a function, not a number\n        return x * (lambda t: t)\n                    ^"),
+    ("a function chosen in a branch", "import numpy as np\n\ndef f(x):\n    if x > 0:\n        act = np.tanh\n"
+     "    else:\n        act = np.sin\n    return act(x)\n", {},
+     "bad.py:5:9: 'act' is bound to a function inside a branch or loop; gradgen inlines the function a call "
+     "reaches, so bind it before the branch or loop\n            act = np.tanh\n            ^"),
+    ("a helper that calls its parameter, named", "def apply(f, v):\n    return f(v)\n",
+     {"functions": ["apply"]},
+     "bad.py:1:1: 'apply' calls its parameter 'f', a function known only where 'apply' is called: compile the "
+     "loss that calls 'apply' with a function (or give 'f' a default such as f=np.tanh)\n    def apply(f, v):\n"
+     "    ^"),
     ("class use", "class A:\n    pass\n\ndef f(x):\n    return A(x)\n", {},
      "bad.py:5:12: 'A' is a class: gradgen differentiates plain functions only\n        return A(x)\n"
      "               ^"),
@@ -81,10 +90,11 @@ CASES = [
     ("print of a helper's result", "def h(x):\n    return x * x\n\n\ndef f(x):\n    print(h(x))\n    return x\n", {},
      "bad.py:6:11: 'print(...)' may use the function's variables, module constants and library functions; 'h' "
      "is none of these here\n        print(h(x))\n              ^"),
-    ("a factory's nested def, not its return", "def make(d):\n    def objective(p):\n        return p * d\n"
-     "    return objective\n", {},
-     "bad.py:2:5: nested functions (closures) are not supported yet: define it at the top level of the file "
-     "and pass what it uses as parameters\n        def objective(p):\n        ^"),
+    ("a factory, named", "def make(d):\n    def objective(p):\n        return p * d\n    return objective\n",
+     {"functions": ["make"]},
+     "bad.py:1:1: 'make' returns a function: a factory has no gradient of its own; write the loss as a function "
+     "that calls it (`objective = make(...)`, then `return objective(params)`): the closure is inlined there\n"
+     "    def make(d):\n    ^"),
     ("default not a number", "def f(x=[1]):\n    return x\n", {},
      "bad.py:1:9: the default value of 'x' must be a number\n    def f(x=[1]):\n            ^"),
     ("string", "def f(x):\n    return 'a'\n", {},
