@@ -87,7 +87,7 @@ class _Trace:
         self.derivatives = {}
         self.compiled = {}
         self.emitter = Emitter("math", {"sigmoid": "sigmoid"})
-        self.env = {"math": math, "np": np, "sigmoid": lambda x: 1 / (1 + np.exp(-x))}
+        self.env = {"math": math, "np": np, "sigmoid": lambda x: 1 / (1 + np.exp(-x)), **_scipy()}
 
     def run(self, stmts):
         for stmt in stmts:
@@ -184,6 +184,24 @@ class _Trace:
             extreme = max(values) if e.prim == "max" else min(values)
             return self._symbolic(e.args[values.index(extreme)], symbols)
         return prim.sympy(*[self._symbolic(a, symbols) for a in e.args])
+
+
+def _scipy():
+    """`scipy`, with the modules the rule table calls loaded, for evaluating SciPy calls
+    (an empty dict where SciPy or one of its modules is missing: those calls then fail and
+    the sympy column shows '-')."""
+    import importlib
+
+    from gradgen.primitives import SCIPY_MODULES
+
+    found = {}
+    for module in SCIPY_MODULES:
+        try:
+            importlib.import_module(module)
+            found["scipy"] = importlib.import_module("scipy")
+        except ImportError:
+            continue
+    return found
 
 
 SMALL_INSTANCE = 12  # array elements: up to this many, sympy differentiates the whole function
