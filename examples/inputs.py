@@ -19,3 +19,18 @@ def mlp():
     return {"W1": 0.5 * rng.standard_normal((d, hidden)), "b1": 0.1 * rng.standard_normal(hidden),
             "W2": 0.5 * rng.standard_normal((hidden, k)), "b2": 0.1 * rng.standard_normal(k),
             "X": rng.standard_normal((n, d)), "Y": Y}
+
+
+def gaussian_process():
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-2, 2, size=(8, 2))
+    y = np.sin(2 * X[:, 0]) * np.cos(X[:, 1]) + 0.1 * rng.standard_normal(8)
+    return {"log_params": np.log(np.array([0.8, 1.2, 0.1])), "X": X, "y": y}
+
+
+def vae():
+    rng = np.random.default_rng(4)
+    pixels, hidden, latent = 6, 4, 2
+    return {"W_enc": 0.3 * rng.standard_normal((pixels, 2 * latent)), "b_enc": 0.1 * rng.standard_normal(2 * latent),
+            "W_dec": 0.3 * rng.standard_normal((latent, pixels)), "b_dec": 0.1 * rng.standard_normal(pixels),
+            "rs": np.random.RandomState(0), "x": (rng.random((5, pixels)) < 0.5).astype(float)}

@@ -324,8 +324,8 @@ class Lowerer:
                 return
             if not isinstance(value, ast.Tuple):
                 whole = self.expr(scope, value)
-                if not (isinstance(whole, Call) and whole.prim == "shape"):
-                    raise self.m.error(value, f"tuple unpacking needs a tuple of {len(names)} values on the right")
+                if not (isinstance(whole, Call) and whole.prim == "shape"):  # a, b, c = np.exp(v): its rows
+                    whole = self._unpacking_source(whole, [n.id for n in names], stmt)
                 values = [self._call("getitem", (whole, Const(i)), "op", value, (("index", ("i",)),))
                           for i in range(len(names))]  # n, d = x.shape
                 for name, v in zip(names, values):
@@ -343,6 +343,24 @@ class Lowerer:
                                        "with np.stack([...]) or np.concatenate instead")
         else:
             raise self.m.error(target, "assignment to this kind of target is not supported")
+
+    def _unpacking_source(self, whole, names, stmt):
+        """`a, b, c = e` with e an array: e computed once, checked to have exactly as many
+        rows as names (Python's own ValueError otherwise), then read row by row."""
+        if not isinstance(whole, Var):
+            temp = self.namer.define("_".join(names) if len(names) <= 3 else "values")
+            self._emit(temp, whole, stmt, overwrites=self.loop_depth > 0)
+            whole = Var(temp)
+        n = len(names)
+        if whole.name in self.top_params:  # the caller's value: an array, not a tuple of parameters
+            kind = (f"{whole.name!r} is a {{type({whole.name}).__name__}}: gradgen compiled "
+                    f"'{', '.join(names)} = {whole.name}' for an array; pass the parts as separate parameters")
+            self.body.append(Effect(f"if not isinstance({whole.name}, np.ndarray):\n    raise TypeError(f{kind!r})",
+                                    (whole,), stmt.lineno, self.m.segment(stmt), frozenset({"numpy"})))
+        message = f"cannot unpack {{len({whole.name})}} values into {n} names ({', '.join(names)})"
+        self.body.append(Effect(f"if len({whole.name}) != {n}:\n    raise ValueError(f{message!r})", (whole,),
+                                stmt.lineno, self.m.segment(stmt)))
+        return whole
 
     def _before_clobbering(self, scope, names, values, stmt):
         """`a, b = b, a + b` inside control flow: `b_new = a + b` first, then `a = b; b = b_new`."""
@@ -471,33 +489,101 @@ class Lowerer:
     def _for(self, scope, stmt):
         if stmt.orelse:
             raise self.m.error(stmt, "'else' on a loop is not supported")
-        if not isinstance(stmt.target, ast.Name):
-            raise self.m.error(stmt.target, "a loop variable must be a plain name")
-        sequence = self._sequence(scope, stmt)
-        if sequence is not None:  # `for W in Ws`: `for i in range(len(Ws)): W = Ws[i]`
-            iterable = self._call("range", (self._call("len", (sequence,), "builtins", stmt.iter),), "builtins",
-                                  stmt.iter)
-            target = self.namer.define("i")
-        else:
-            iterable = self._iterable(scope, stmt.iter)
-            target = self.namer.define(stmt.target.id)
-        scope.env[stmt.target.id] = Var(target)
+        counter, iterable, elements = self._loop_plan(scope, stmt)
+        users = counter is not None  # `i` when the source never names the index: no user variable
+        target = self.namer.define(counter or "i")
+        if users:
+            scope.env[counter] = Var(target)
         scope.own(target)
         self.loop_targets.add(target)
         self.bound.add(target)
-        first = None
-        if sequence is not None:
-            element = self.namer.define(stmt.target.id)
-            scope.env[stmt.target.id] = Var(element)
+        first = []
+        for name, sequence, node in elements:  # `x = xs[i]` for each name the target unpacks
+            element = self.namer.define(name)
+            scope.env[name] = Var(element)
             scope.own(element)
             self.bound.add(element)
-            row = self._call("getitem", (sequence, Var(target)), "op", stmt.iter, (("index", ("i",)),))
-            first = Assign(element, row, stmt.lineno, self._text(stmt), col=stmt.col_offset + 1, overwrites=True)
+            row = self._call("getitem", (sequence, Var(target)), "op", node, (("index", ("i",)),))
+            first.append(Assign(element, row, stmt.lineno, self._text(stmt), col=stmt.col_offset + 1,
+                                overwrites=True))
         self._prebind(scope, stmt.body, stmt)
         count = self._counter(stmt) if _exits(stmt.body, ast.Break) else None
         body = self._loop_body(scope, stmt, count, first)
         self.body.append(For(target, iterable, body, stmt.lineno, self._text(stmt), count))
-        scope.env[stmt.target.id] = _LoopVariable(stmt.target.id)
+        for name in ([counter] if users else []) + [name for name, _, _ in elements]:
+            scope.env[name] = _LoopVariable(name)
+
+    def _loop_plan(self, scope, stmt):
+        """(the counter's user name or None, what it runs over, [(name, sequence, node)]): a loop over
+        values runs over their first axis by index (`for W in Ws`, `for x, y in zip(xs,
+        ys)`, `for i, x in enumerate(xs)`: `for i in range(len(xs)): x = xs[i]`), so that
+        the gradient flows back row by row (`dxs[i] += dx`)."""
+        target, node = stmt.target, stmt.iter
+        if isinstance(target, ast.Name) and (self._builtin_call(scope, node, "zip")
+                                             or self._builtin_call(scope, node, "enumerate")):
+            raise self.m.error(target, f"'{target.id}' would be a tuple of {node.func.id}'s rows: unpack it in the "
+                                       "loop target (`for x, y in zip(xs, ys)`, `for i, x in enumerate(xs)`)")
+        if isinstance(target, ast.Name):
+            sequence = self._sequence(scope, stmt)
+            if sequence is None:
+                return target.id, self._iterable(scope, node), []
+            return None, self._index_range([sequence], node), [(target.id, sequence, node)]
+        if isinstance(target, ast.Tuple) and self._builtin_call(scope, node, "enumerate") \
+                and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name):
+            elements = self._unpacked(scope, target.elts[1], node.args[0], stmt)
+            return target.elts[0].id, self._index_range([e[1] for e in elements], node), elements
+        if isinstance(target, ast.Tuple) and self._builtin_call(scope, node, "zip"):
+            elements = self._unpacked(scope, target, node, stmt)
+            return None, self._index_range([e[1] for e in elements], node), elements
+        raise self.m.error(target, "a loop variable must be a plain name, or names unpacking zip(...) or "
+                                   "enumerate(...) of arrays or parameters (`for x, y in zip(xs, ys)`)")
+
+    def _builtin_call(self, scope, node, name):
+        """`zip(a, b)` / `enumerate(a)`: the builtin, positional arguments only."""
+        ok = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name \
+            and _lookup(scope, name) is None and name not in self.m.functions and name not in self.m.imports
+        if ok and (node.keywords or not node.args or (name == "enumerate" and len(node.args) != 1)):
+            raise self.m.error(node, f"{name}() takes positional arguments only here"
+                                     + (" (one sequence; no start=)" if name == "enumerate" else ""))
+        return ok
+
+    def _unpacked(self, scope, target, node, stmt):
+        """[(name, sequence, node)] for a loop target over `node`: a name takes the rows of
+        one sequence; names in parentheses take those of zip(...)'s sequences, in order."""
+        if isinstance(target, ast.Name):
+            if self._builtin_call(scope, node, "zip"):
+                raise self.m.error(target, f"'{target.id}' would be a tuple of zip's rows: unpack it in the loop "
+                                           "target (`for x, y in zip(xs, ys)`)")
+            return [(target.id, self._loop_sequence(scope, node, target.id, stmt), node)]
+        if isinstance(target, ast.Tuple) and self._builtin_call(scope, node, "zip"):
+            if len(target.elts) != len(node.args):
+                raise self.m.error(target, f"the loop target unpacks {len(target.elts)} names from zip of "
+                                           f"{len(node.args)} sequences")
+            return [e for t, a in zip(target.elts, node.args) for e in self._unpacked(scope, t, a, stmt)]
+        raise self.m.error(target, "unpacking the rows of one array in a loop target is not supported: "
+                                   "loop over zip(...) of the columns, or index the row")
+
+    def _loop_sequence(self, scope, node, name, stmt):
+        """The value a loop reads rows of: a variable, or an expression computed once, before
+        the loop, into `<name>_values`."""
+        if isinstance(node, ast.Name) and node.id in _stored_names(stmt.body):
+            raise self.m.error(node, f"the loop assigns to '{node.id}', the sequence it runs over; "
+                                     f"loop over a copy (`for ... in list_copy`) or give the new value another name")
+        if isinstance(node, (ast.Tuple, ast.List)):
+            raise self.m.error(node, "zip and enumerate run over arrays or parameters here; write the numbers as "
+                                     "np.array([...]) or a module-level tuple")
+        value = self.expr(scope, node)
+        if isinstance(value, Var):
+            return value
+        temp = self.namer.define(f"{name}_values")
+        self._emit(temp, value, stmt, overwrites=self.loop_depth > 0)
+        return Var(temp)
+
+    def _index_range(self, sequences, node):
+        """`range(len(xs))`, or `range(min(len(xs), len(ys)))` for zip (it stops at the shortest)."""
+        lengths = [self._call("len", (s,), "builtins", node) for s in sequences]
+        n = lengths[0] if len(lengths) == 1 else self._call("min", tuple(lengths), "builtins", node)
+        return self._call("range", (n,), "builtins", node)
 
     def _sequence(self, scope, stmt):
         """The value a loop runs over the first axis of (`for W in Ws`), or None. The loop
@@ -525,8 +611,8 @@ class Lowerer:
         self._emit(count, Const(0), stmt, overwrites=self.loop_depth > 0)
         return count
 
-    def _loop_body(self, scope, stmt, count, first=None):
-        outer, self.body = self.body, [first] if first is not None else []
+    def _loop_body(self, scope, stmt, count, first=()):
+        outer, self.body = self.body, list(first)
         body = self.body + self._block(scope, stmt.body, loop=True)
         self.body = outer
         if count is not None:

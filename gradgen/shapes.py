@@ -37,16 +37,21 @@ def result_is_array(fn, module) -> bool:
     `len(x)`) is one, and so is what it computes elementwise from one. Such a function (a
     centring, a log-softmax, a layer) has no gradient of its own: a gradient needs one number.
     A parameter it only indexes with integers (`x[0]`) gives numbers."""
-    evident = {c for c, v in module.constants.items() if _is_array_constant(v)}
-    for stmt in walk(fn.body):
-        for expr in expressions(stmt):
-            evident |= _evidence(expr)
-    evident |= _evidence(fn.result)
+    evident = {c for c, v in module.constants.items() if _is_array_constant(v)} | _evident(fn)
     size = -1
     while size != len(evident):
         size = len(evident)
         _flow(fn.body, evident, _rows_of_arrays)
     return _rows_of_arrays(fn.result, evident)
+
+
+def _evident(fn):
+    """Names `fn` uses as arrays: reduced, measured, multiplied as matrices or indexed."""
+    evident = set()
+    for stmt in walk(fn.body):
+        for expr in expressions(stmt):
+            evident |= _evidence(expr)
+    return evident | _evidence(fn.result)
 
 
 # Calls whose (first) argument is an array of at least one axis in any program that means
@@ -97,7 +102,7 @@ def _rows_of_arrays(expr, arrays):
 
 
 def _may_be_arrays(fn, module):
-    arrays = arrays_on_entry(fn, module)
+    arrays = arrays_on_entry(fn, module) | _evident(fn)  # `state[0]`, `len(xs)`: arrays, numpy imported or not
     size = -1
     while size != len(arrays):  # loops carry arrays from one iteration to the next
         size = len(arrays)

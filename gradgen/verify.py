@@ -46,10 +46,23 @@ def check_source(source, filename="<string>", functions=None, wrt=None, at=None,
 def _check_function(cf, compiled, f, value_and_grad, at, n_points, seed, filename):
     report = FunctionReport(cf.name, cf.wrt)
     for point in sample_points(cf, f, at, n_points, seed, filename):
+        _expect_numbers_and_arrays(point, cf, compiled.module)
         where = f"{cf.name} at {describe(point)}"
         expect_number(call(f, point, filename, compiled.module.source, where), compiled.module, cf.name, where)
         report.points.append(check_point(cf, compiled.module, f, value_and_grad, point, compiled.text))
     return report
+
+
+def _expect_numbers_and_arrays(point, cf, module):
+    """A differentiated parameter is a number or a NumPy array: a tuple, list or dict of them
+    (a structured parameter) is said to be one, at the function's `def`."""
+    for name in cf.wrt:
+        value = point.get(name)
+        if not isinstance(value, (int, float, np.ndarray, np.number)):
+            node = module.functions[cf.name]
+            raise module.error(node, f"'{name}' is a {type(value).__name__} at the check point: gradgen "
+                                     "differentiates numbers and arrays; pass the parts of a structured "
+                                     "parameter as separate parameters")
 
 
 def check_point(cf, module, f, value_and_grad, point, generated_text=None):

@@ -108,8 +108,8 @@ CASES = [
      "bad.py:2:12: 'max' needs two or more arguments\n        return max(x)\n               ^"),
     ("bit operator", "def f(x):\n    return x << 2\n", {},
      "bad.py:2:12: operator '<<' is not supported\n        return x << 2\n               ^"),
-    ("unpacking mismatch", "def f(x):\n    a, b = x\n    return a\n", {},
-     "bad.py:2:12: tuple unpacking needs a tuple of 2 values on the right\n        a, b = x\n"
+    ("unpacking mismatch", "def f(x):\n    a, b = x, x, x\n    return a\n", {},
+     "bad.py:2:12: tuple unpacking needs a tuple of 2 values on the right\n        a, b = x, x, x\n"
      "               ^"),
     ("code after return", "def f(x):\n    return x\n    y = 2\n", {},
      "bad.py:3:5: code after 'return' is never run\n        y = 2\n        ^"),
@@ -133,8 +133,8 @@ CASES = [
      "bad.py:3:9: assigning to the loop variable 'i' inside its loop is not supported\n            i = 2\n"
      "            ^"),
     ("loop over enumerate", "def f(x):\n    for i, c in enumerate((1.0, 2.0)):\n        x = x * c\n    return x\n", {},
-     "bad.py:2:9: a loop variable must be a plain name\n        for i, c in enumerate((1.0, 2.0)):\n"
-     "            ^"),
+     "bad.py:2:27: zip and enumerate run over arrays or parameters here; write the numbers as np.array([...]) "
+     "or a module-level tuple\n        for i, c in enumerate((1.0, 2.0)):\n                              ^"),
     ("loop over a list literal", "def f(x):\n    for c in [1.0, 2.0]:\n        x = x * c\n    return x\n", {},
      "bad.py:2:14: a loop must run over range(...), a module-level tuple of numbers, or a parameter\n"
      "        for c in [1.0, 2.0]:\n                 ^"),
