@@ -35,6 +35,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
+import copy
+import io
 import math
 import multiprocessing
 import os
@@ -60,10 +63,13 @@ from gradgen import CompileError, compile_source, load_module  # noqa: E402
 from gradgen.limits import time_limit  # noqa: E402
 from gradgen.verify import check_source  # noqa: E402
 from programs import build_program, seeded_control_program, SeededChoices  # noqa: E402
-from rewrite import rewrite  # noqa: E402
+from rewrite import draws, effects, functions, rewrite  # noqa: E402
 
 KINDS = (("straight", 30), ("wrt", 10), ("control", 40), ("array", 20))  # (kind, weight)
 REWRITE_RATE = 0.7  # share of scalar programs rewritten with helpers and tuples
+FUNCTIONS_RATE = 0.5  # share of programs calling through closures, lambdas, factories, ...
+EFFECTS_RATE = 0.3  # share of programs with prints, asserts and logging
+DRAW_RATE = 0.25  # share of programs drawing from a random state `rs` (kind "draw" / "array-draw")
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,11 @@ class Case:
     source: str
     point: dict
     wrt: tuple | None = None
+    rs_seed: int | None = None  # point["rs"] is np.random.RandomState(rs_seed) (draw programs)
+
+    @property
+    def arrays(self) -> bool:
+        return self.kind.startswith("array")
 
 
 @dataclass(frozen=True)
@@ -94,15 +105,30 @@ def generate(seed: int, index: int) -> Case:
     sub = rng.randrange(2**63)
     if kind == "array":
         program = seeded_array_program(sub)
-        return Case(kind, seed, index, program.source, program.point)
+        source, point, rs_seed = program.source, dict(program.point), None
+        if rng.random() < DRAW_RATE:
+            kind, source, rs_seed = "array-draw", draws(source, rng, arrays=True), index
+            point["rs"] = np.random.RandomState(rs_seed)
+        if rng.random() < FUNCTIONS_RATE / 2:
+            source = functions(source, rng)
+        if rng.random() < EFFECTS_RATE:
+            source = effects(source, rng, arrays=True)
+        return Case(kind, seed, index, source, point, rs_seed=rs_seed)
     if kind == "control":
         program = seeded_control_program(sub)
     else:
         program = build_program(SeededChoices(sub), integer_param=kind == "wrt")
-    source = program.source
+    source, point, rs_seed = program.source, dict(program.point), None
+    if rng.random() < DRAW_RATE:
+        kind, source, rs_seed = "draw", draws(source, rng), index
+        point["rs"] = np.random.RandomState(rs_seed)
     if rng.random() < REWRITE_RATE:
         source = rewrite(source, rng)
-    return Case(kind, seed, index, source, program.point, program.wrt)
+    if rng.random() < FUNCTIONS_RATE:
+        source = functions(source, rng)
+    if rng.random() < EFFECTS_RATE:
+        source = effects(source, rng)
+    return Case(kind, seed, index, source, point, program.wrt, rs_seed)
 
 
 # ---- checking ----------------------------------------------------------------------------
@@ -131,7 +157,8 @@ def run(case: Case, seconds: float = CASE_SECONDS) -> Outcome:
 def _run(case: Case) -> Outcome:
     undecided = []
     try:
-        problems = array_problems(case, undecided) if case.kind == "array" else scalar_problems(case)
+        with contextlib.redirect_stdout(io.StringIO()):  # (the programs' prints)
+            problems = array_problems(case, undecided) if case.arrays else scalar_problems(case)
     except CompileError as exc:
         return Outcome(case, "internal", (f"refused: {exc.format()}",))
     except Exception:  # noqa: BLE001 - an internal error is exactly what we are looking for
@@ -158,7 +185,12 @@ def scalar_problems(case: Case) -> list[str]:
     original = {}
     exec(case.source, original)  # noqa: S102 - generated test input
     generated = load_module(compile_source(case.source, wrt=wrt).text, "fuzz_generated")
-    grads = generated.f_grad(**case.point)
+    want, printed = _call(original["f"], case.point)
+    (value, _), printed_generated = _call(generated.f_value_and_grad, case.point)
+    grads, printed_grad = _call(generated.f_grad, case.point)
+    problems += _same_effects(printed, printed_generated, printed_grad)
+    if case.rs_seed is not None and not _close(value, want, 1e-12, 1e-12):
+        problems.append(f"value with draws: generated {value!r} != original {want!r}")
     grads = grads if isinstance(grads, tuple) else (grads,)
     if len(grads) != len(point.rows):
         return problems + [f"f_grad returned {len(grads)} gradients for {len(point.rows)} parameters"]
@@ -192,10 +224,16 @@ def array_problems(case: Case, undecided: list | None = None) -> list[str]:
         problems.extend(mismatches)
         if undecided is not None:
             undecided.extend(unsure)
-    inputs = {name: np.copy(x) for name, x in case.point.items()}
+    inputs = fresh(case.point)
+    original = {}
+    exec(case.source, original)  # noqa: S102 - generated test input
     generated = load_module(compile_source(case.source).text, "fuzz_array_generated")
-    _, grads = generated.f_value_and_grad(**inputs)
-    again = generated.f_grad(**inputs)
+    want, printed = _call(original["f"], case.point)
+    (value, grads), printed_generated = _call(generated.f_value_and_grad, inputs, copy_point=False)
+    again, printed_grad = _call(generated.f_grad, case.point)
+    problems += _same_effects(printed, printed_generated, printed_grad)
+    if not _close(float(value), float(want), 1e-12, 1e-12):
+        problems.append(f"value: generated {value!r} != original {want!r} (the same draws)")
     if len(report.wrt) == 1:  # (the wrong wrt is the problem, already said: one gradient, not a tuple)
         grads, again = (grads,), (again,)
     for name, grad, again in zip(report.wrt, grads, again):
@@ -204,7 +242,7 @@ def array_problems(case: Case, undecided: list | None = None) -> list[str]:
         elif not np.array_equal(grad, again):
             problems.append(f"{name}: f_grad differs from f_value_and_grad")
     for name, x in case.point.items():
-        if not np.array_equal(inputs[name], x):
+        if isinstance(x, np.ndarray) and not np.array_equal(inputs[name], x):
             problems.append(f"the gradient modified its input {name}")
     return problems
 
@@ -232,7 +270,38 @@ def fine_difference(f, point, name, h=1e-6):
     up, down = dict(point), dict(point)
     up[name] += h
     down[name] -= h
-    return (f(**up) - f(**down)) / (2 * h)
+    return (_call(f, up)[0] - _call(f, down)[0]) / (2 * h)
+
+
+GLOBAL_SEED = 12345  # NumPy's global random state before every run of a program
+
+
+def fresh(point: dict) -> dict:
+    """A copy of the point (arrays and random states too): each run draws the same numbers."""
+    return copy.deepcopy(point)
+
+
+def _call(f, point, copy_point=True):
+    """(f(**point), what it printed): on a fresh copy of the point, from the same global
+    random state, its output captured."""
+    np.random.seed(GLOBAL_SEED)
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        result = f(**(fresh(point) if copy_point else point))
+    return result, out.getvalue()
+
+
+def _labels(printed: str) -> list[str]:
+    return [line.split(" ", 1)[0] for line in printed.splitlines()]
+
+
+def _same_effects(printed, printed_generated, printed_grad) -> list[str]:
+    """The generated functions print what the original prints (by label: `p3 ...`), as often
+    and in the same order."""
+    problems = []
+    for name, text in (("f_value_and_grad", printed_generated), ("f_grad", printed_grad)):
+        if _labels(text) != _labels(printed):
+            problems.append(f"prints: {name} printed {_labels(text)[:12]} != original {_labels(printed)[:12]}")
+    return problems
 
 
 def _close(a, b, rel, abs_):
@@ -284,7 +353,7 @@ def _runs(case: Case) -> bool:
         with time_limit(10, _TooLong):
             exec(case.source, namespace)  # noqa: S102 - generated test input
             with np.errstate(all="raise"):
-                value = namespace["f"](**case.point)
+                value, _ = _call(namespace["f"], case.point)
         return bool(np.all(np.isfinite(value)))
     except (Exception, _TooLong):  # noqa: BLE001
         return False
@@ -392,20 +461,31 @@ def reproducer(outcome: Outcome, path: str = "THIS_FILE") -> str:
     fnode = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "f")
     problems = "\n".join(f"    {line}" for p in outcome.problems for line in p.strip().splitlines())
     problems = problems.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')  # (a traceback, in a docstring)
-    if case.kind == "array":
-        check = f"gradgen check {shlex.quote(path)} --function f --inputs {shlex.quote(path + ':inputs_f')}"
-        items = ", ".join(f"{k!r}: np.array({v.tolist()!r})" if isinstance(v, np.ndarray) else f"{k!r}: {v!r}"
-                          for k, v in case.point.items())
+    wrt = f" --wrt {','.join(case.wrt)}" if case.wrt else ""
+    if case.arrays or case.rs_seed is not None:
+        check = f"gradgen check {shlex.quote(path)} --function f{wrt} --inputs {shlex.quote(path + ':inputs_f')}"
+        items = ", ".join(f"{k!r}: {_input_text(case, k, v)}" for k, v in case.point.items())
         extra = f"\n\ndef inputs_f():\n    return {{{items}}}\n"
+        if "np" not in {a.asname or a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}:
+            tree.body.insert(0, ast.Import([ast.alias("numpy", "np")]))
     else:
         args = fnode.args.args
         fnode.args.defaults = [ast.Constant(case.point[a.arg]) for a in args]
-        wrt = f" --wrt {','.join(case.wrt)}" if case.wrt else ""
         check = f"gradgen check {shlex.quote(path)} --function f{wrt}"
         extra = ""
     header = (f'"""Fuzz reproducer: {outcome.status} ({case.kind} program {case.index} of seed '
               f"{case.seed}).\n\n{problems}\n\nCheck with: {check}\n\"\"\"\n\n")
     return header + ast.unparse(tree) + "\n" + extra
+
+
+def _input_text(case: Case, name: str, value) -> str:
+    """How `inputs_f()` builds one input: an array, a number, or the random state (made
+    afresh from its seed, never a repr)."""
+    if isinstance(value, np.ndarray):
+        return f"np.array({value.tolist()!r})"
+    if isinstance(value, np.random.RandomState):
+        return f"np.random.RandomState({case.rs_seed!r})"
+    return repr(value)
 
 
 def save(outcome: Outcome, out_dir: Path) -> Path:
