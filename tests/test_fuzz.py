@@ -33,11 +33,16 @@ def test_the_programs_cover_the_subset():
     """The first 1,000 programs of seed 0 (what `--soak` checks; the suite checks the first
     CI_PROGRAMS of them) use every construct the issue names."""
     calls, nodes = collections.Counter(), collections.Counter()
-    kinds = collections.Counter()
+    kinds, functions = collections.Counter(), collections.Counter()
     for i in range(1000):
         case = fuzz.generate(0, i)
         kinds[case.kind] += 1
-        for node in ast.walk(ast.parse(case.source)):
+        tree = ast.parse(case.source)
+        functions.update(function_constructs(tree))
+        if "rs" in case.point:
+            assert isinstance(case.point["rs"], fuzz.np.random.RandomState) and case.rs_seed is not None
+            functions.update(draw_constructs(tree))
+        for node in ast.walk(tree):
             nodes[type(node).__name__] += 1
             if isinstance(node, ast.Call):
                 func = node.func
@@ -49,6 +54,7 @@ def test_the_programs_cover_the_subset():
                 if isinstance(node.value, ast.Call):
                     nodes["tuple helper"] += 1
     assert all(kinds[k] >= 50 for k, _ in fuzz.KINDS), kinds
+    assert kinds["draw"] >= 100 and kinds["array-draw"] >= 25, kinds
     scalar = primitives_used_by_scalar_programs()
     missing = sorted(name for name in scalar if calls[name] == 0)
     assert not missing, missing
@@ -61,6 +67,82 @@ def test_the_programs_cover_the_subset():
     assert all(calls[c] >= 1 for c in arrays), {c: calls[c] for c in arrays}
     helpers = [name for name in calls if name.startswith("_h")]
     assert calls["_h1"] >= 100 and len(helpers) >= 5
+    wanted = {"nested def": 100, "closure read": 100, "nested def in a branch or loop's call": 30, "lambda": 100,
+              "lambda argument": 20, "function argument": 40, "library function bound": 100,
+              "same-file function bound": 20, "factory": 40, "factory of a tuple": 10, "print": 100,
+              "print in a closure": 5, "assert": 100, "logging": 30,
+              "draw": 200, "unused draw": 100, "draw in a loop": 50, "draw in a branch": 50,
+              "branch on a draw": 20, "draw nested in an expression": 50, "global draw": 10,
+              "draw in a helper or closure": 30}
+    assert all(functions[c] >= n for c, n in wanted.items()), {c: functions[c] for c in wanted}
+
+
+def function_constructs(tree):
+    """The functions-as-values and effect constructs of one program (tests/rewrite.py)."""
+    found = collections.Counter()
+    f = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "f")
+    nested = [n for n in ast.walk(f) if isinstance(n, ast.FunctionDef) and n is not f]
+    found["nested def"] += len(nested)
+    for d in nested:
+        params = {a.arg for a in d.args.args}
+        stored = {n.id for n in ast.walk(d) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        found["closure read"] += any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in params
+                                     and n.id not in stored and n.id in {a.arg for a in f.args.args}
+                                     | {m.id for m in ast.walk(f) if isinstance(m, ast.Name)
+                                        and isinstance(m.ctx, ast.Store)} for n in ast.walk(d))
+        found["print in a closure"] += any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "print"
+                                           for n in ast.walk(d))
+        called_inside = any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == d.name
+                            for s in ast.walk(f) if isinstance(s, (ast.For, ast.While, ast.If)) for n in ast.walk(s))
+        found["nested def in a branch or loop's call"] += called_inside
+    found["lambda"] += sum(isinstance(n, ast.Lambda) for n in ast.walk(tree))
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call):
+            found["lambda argument"] += any(isinstance(a, ast.Lambda) for a in n.args)
+            found["function argument"] += any(isinstance(a, ast.Name) and a.id.startswith(("_h", "_k", "_c", "_f"))
+                                              for a in n.args)
+            name = getattr(n.func, "id", "")
+            found["print"] += name == "print"
+            found["logging"] += isinstance(n.func, ast.Attribute) and getattr(n.func.value, "id", "") == "logging"
+        if isinstance(n, ast.Assert):
+            found["assert"] += 1
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                and n.targets[0].id.startswith("_f"):
+            found["library function bound" if isinstance(n.value, ast.Attribute) else "same-file function bound"] += 1
+    for n in tree.body:
+        if isinstance(n, ast.FunctionDef) and n.name.startswith("_make"):
+            found["factory"] += 1
+            found["factory of a tuple"] += isinstance(n.body[-1].value, ast.Tuple)
+    return found
+
+
+def draw_constructs(tree):
+    """The draws of one draw program (tests/rewrite.py `draws`)."""
+    found = collections.Counter()
+
+    def is_draw(n):
+        return isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and (
+            getattr(n.func.value, "id", "") == "rs" or ast.unparse(n.func.value) == "np.random")
+
+    f = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "f")
+    for n in ast.walk(tree):
+        found["draw"] += is_draw(n)
+        found["global draw"] += is_draw(n) and ast.unparse(n.func.value) == "np.random"
+        if isinstance(n, ast.Expr) and is_draw(n.value) or isinstance(n, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id.startswith("_e") for t in ast.walk(n.targets[0])):
+            found["unused draw"] += 1
+        if isinstance(n, (ast.For, ast.While)):
+            found["draw in a loop"] += any(map(is_draw, ast.walk(n)))
+        if isinstance(n, ast.If):
+            found["draw in a branch"] += any(is_draw(m) for s in n.body + n.orelse for m in ast.walk(s))
+            found["branch on a draw"] += any(map(is_draw, ast.walk(n.test)))
+        if isinstance(n, ast.BinOp):
+            found["draw nested in an expression"] += isinstance(n.right, ast.Call) and is_draw(n.right) \
+                and isinstance(n.left, ast.BinOp) and any(map(is_draw, ast.walk(n.left)))
+    for d in ast.walk(tree):
+        if isinstance(d, ast.FunctionDef) and d is not f:
+            found["draw in a helper or closure"] += any(map(is_draw, ast.walk(d)))
+    return found
 
 
 def primitives_used_by_scalar_programs():
@@ -125,10 +207,11 @@ def test_an_internal_error_is_caught_shrunk_and_saved(tmp_path, monkeypatch):
 
 def test_the_same_seed_gives_the_same_programs():
     def programs(seed):
-        return [(c.kind, c.source, repr(c.point), c.wrt) for c in map(lambda i: fuzz.generate(seed, i), range(30))]
+        return [(c.kind, c.source, repr({k: v for k, v in c.point.items() if k != "rs"}), c.wrt, c.rs_seed)
+                for c in map(lambda i: fuzz.generate(seed, i), range(30))]
 
     assert programs(7) == programs(7)
-    assert len({source for _, source, _, _ in programs(7)}) == 30
+    assert len({source for _, source, *_ in programs(7)}) == 30
     assert fuzz.generate(7, 0).source != fuzz.generate(8, 0).source
 
 
