@@ -842,6 +842,9 @@ class Lowerer:
             if prim_name == "array":
                 return "stack", elements
             return prim_name, elements + [self.expr(scope, a) for a in args[1:]]
+        prim = primitives.TABLE[prim_name]
+        if prim.keywords and prim.arity:  # `x.astype(float)`: arguments past the arity are static (dtype=)
+            args = args[:prim.arity]
         values = []
         for arg in args:
             if isinstance(arg, ast.Starred):

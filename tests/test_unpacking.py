@@ -59,6 +59,20 @@ PROGRAMS = {
             lengthscale, variance = np.exp(log_params)
             return variance * np.sum(np.exp(-X ** 2 / lengthscale))
         """, {"log_params": np.array([0.2, -0.4]), "X": rs.randn(4)}),
+    "unpack_slogdet": ("""
+        import numpy as np
+
+        def f(K):
+            sign, logdet = np.linalg.slogdet(K)
+            return sign * logdet + np.sum(K.astype(float) ** 2)
+        """, {"K": np.array([[2.0, 0.3, 0.1], [0.3, 1.5, 0.2], [0.1, 0.2, 1.0]])}),
+    "unpack_meshgrid": ("""
+        import numpy as np
+
+        def f(x, y):
+            X, Y = np.meshgrid(x, y)
+            return np.sum(X ** 2 * Y)
+        """, {"x": np.array([0.5, -1.0, 2.0]), "y": np.array([0.3, 1.1])}),
     "unpack_a_parameter_in_a_loop": ("""
         def f(state, *, steps):
             total = 0.0
