@@ -61,6 +61,12 @@ import conftest  # noqa: E402,F401  (the SciPy stand-in, where SciPy is missing)
 from array_programs import seeded_array_program  # noqa: E402
 from gradgen import CompileError, compile_source, load_module  # noqa: E402
 from gradgen.limits import time_limit  # noqa: E402
+from gradgen import emit  # noqa: E402
+
+# The fuzzer compiles without black: black is most of a compile's time (70% of a soak), and
+# it checks by itself that its output's syntax tree is the input's; the golden and corpus
+# tests keep the formatted text under test.
+emit.FORMAT = False
 from gradgen.verify import check_source  # noqa: E402
 from programs import build_program, seeded_control_program, SeededChoices  # noqa: E402
 from rewrite import draws, effects, functions, rewrite  # noqa: E402
@@ -410,6 +416,14 @@ def _statement_cuts(source: str):
                 block[i:i + len(replacement)] = saved
                 if _compiles(text):
                     yield text
+    for block in blocks:  # a function's binding and its call go together (`_g1 = _make1(b)`, `h = _g1(a)`)
+        for i in range(len(block) - 2):
+            saved = block[i:i + 2]
+            block[i:i + 2] = []
+            text = ast.unparse(tree) + "\n"
+            block[i:i] = saved
+            if _compiles(text):
+                yield text
     yield from _without_unused_helpers(tree)
 
 
