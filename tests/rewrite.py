@@ -547,6 +547,8 @@ def draws(source: str, rng: random.Random, arrays: bool = False) -> str:
     for node in _own_walk(fnode):
         if isinstance(node, ast.Return) and node.value is not None:
             node.value = ast.BinOp(node.value, ast.Add(), ast.Name("noise", ast.Load()))
+    if arrays:  # (`np.sum(b)` of a float b, returned as `... + b`, looks like an array result to gradgen)
+        fnode.returns = ast.Name("float", ast.Load())
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
