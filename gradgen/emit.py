@@ -10,6 +10,7 @@ if it uses them, and never imports gradgen.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import math
 import textwrap
@@ -406,8 +407,29 @@ def module_text(header, docstring, constants, helpers, functions, imports):
     return "\n\n".join(pieces)
 
 
-@functools.lru_cache(maxsize=1024)
+FORMAT = True  # black on every piece; the fuzzer turns it off (see unformatted)
+
+
+@contextlib.contextmanager
+def unformatted():
+    """Inside, generated text is not passed through black: the fuzzer's way to spend its
+    time on gradients (black is most of a compile's time, and checks by itself that its
+    output's syntax tree is its input's)."""
+    global FORMAT
+    saved, FORMAT = FORMAT, False
+    try:
+        yield
+    finally:
+        FORMAT = saved
+
+
 def format_source(text):
+    """black's text of `text`, or `text` itself where formatting is off (see FORMAT)."""
+    return _black(text) if FORMAT else text
+
+
+@functools.lru_cache(maxsize=1024)
+def _black(text):
     """black, with its default style: the output is the same bytes for the same input (so
     it is remembered: `check` compiles what `compile` just did, and the generated helpers
     are the same text in every module; black is most of a compile's time)."""

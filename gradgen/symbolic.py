@@ -16,7 +16,7 @@ import numpy as np
 import sympy
 
 from gradgen.emit import Emitter
-from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, is_draw
+from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, is_draw, variables
 from gradgen.limits import time_limit
 from gradgen.primitives import TABLE
 from gradgen.usercode import fresh
@@ -82,6 +82,8 @@ class _Trace:
         self.values = dict(module.constants)
         self.tangents = {c: self.zero for c in module.constants}
         for p in params:
+            if p.function:  # `act=np.tanh`: the code is compiled for it; no value of its own
+                continue
             self.values[p.name] = point[p.name]
             self.tangents[p.name] = tuple(int(p.name == w) for w in self.wrt)
         self.derivatives = {}
@@ -146,7 +148,9 @@ class _Trace:
     def evaluate(self, expr):
         """(value, tangent): sympy differentiates `expr` in each input that has a tangent."""
         value = self.value(expr)
-        if is_draw(expr):  # data, drawn once (evaluating it again would draw other numbers)
+        if is_draw(expr) or not any(any(self.tangents.get(v.name, self.zero)) for v in variables(expr)):
+            # data (a draw: evaluating it again would draw other numbers), or a value no
+            # differentiated parameter reaches (an array drawn beside a scalar program, say)
             return value, self.zero
         symbols = {}
         tree = self._symbolic(expr, symbols)
@@ -174,6 +178,8 @@ class _Trace:
             return symbols[e.name]
         if isinstance(e, Const):
             return _number(e.value)
+        if not any(any(self.tangents.get(v.name, self.zero)) for v in variables(e)):
+            return _number(self.value(e))  # no parameter reaches it: a number (`np.sum(drawn)`)
         if isinstance(e, Cond):
             return self._symbolic(e.body if self.value(e.test) else e.orelse, symbols)
         prim = TABLE[e.prim]

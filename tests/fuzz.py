@@ -61,12 +61,7 @@ import conftest  # noqa: E402,F401  (the SciPy stand-in, where SciPy is missing)
 from array_programs import seeded_array_program  # noqa: E402
 from gradgen import CompileError, compile_source, load_module  # noqa: E402
 from gradgen.limits import time_limit  # noqa: E402
-from gradgen import emit  # noqa: E402
-
-# The fuzzer compiles without black: black is most of a compile's time (70% of a soak), and
-# it checks by itself that its output's syntax tree is the input's; the golden and corpus
-# tests keep the formatted text under test.
-emit.FORMAT = False
+from gradgen.emit import unformatted  # noqa: E402
 from gradgen.verify import check_source  # noqa: E402
 from programs import build_program, seeded_control_program, SeededChoices  # noqa: E402
 from rewrite import draws, effects, functions, rewrite  # noqa: E402
@@ -154,7 +149,7 @@ def run(case: Case, seconds: float = CASE_SECONDS) -> Outcome:
     "undecided": neither a pass nor a mismatch. One that takes more than CASE_SECONDS (a
     shrinking cut that dropped a while loop's step loops for ever) is an internal error."""
     try:
-        with time_limit(seconds, _TooLong):
+        with time_limit(seconds, _TooLong), unformatted():  # (black: 70% of the time, and not under test here)
             return _run(case)
     except _TooLong:
         return Outcome(case, "internal", (f"timeout: more than {seconds} s to compile and check",))

@@ -85,7 +85,7 @@ def _rewrite_block(stmts: list, state: _State) -> None:
         i += 1
 
 
-PACK_ARRAY_DRAWS = False  # `u, e = (a, rs.randn(2))`: off until check's sympy trace handles it
+PACK_ARRAY_DRAWS = True  # `u, e = (a, rs.randn(2))`: off until check's sympy trace handles it
 # (fuzz-failures/draw-array-in-tuple-no-sympy.py: no sympy value for any parameter)
 
 
@@ -170,7 +170,7 @@ def _pack(first, second):
 #   f (`def f(a, b, *, _f1=math.sin)`), and called through it.
 
 
-FUNCTION_DEFAULTS = False  # f may take a function as a keyword-only default (`*, _f1=math.sin`): off until
+FUNCTION_DEFAULTS = True  # f may take a function as a keyword-only default (`*, _f1=math.sin`): off until
 # `gradgen check` stops failing on it (KeyError in the sympy trace: fuzz-failures/kw-function-default-KeyError.py)
 
 

@@ -170,3 +170,12 @@ def test_recursion_through_a_closure_is_refused():
     source = "def f(x):\n    def g(t):\n        return g(t)\n    return g(x)\n"
     with pytest.raises(CompileError, match="recursive call to 'g'"):
         compile_source(source, filename="rec.py")
+
+
+def test_check_proves_a_keyword_only_function_default():
+    """(fuzz: the sympy trace looked for a value of the function parameter and crashed)"""
+    source = "import math\n\ndef _h(t):\n    return t * t\n\ndef f(a, b, *, g=_h, act=math.sin):\n" \
+             "    return g(a) + act(b)\n"
+    [report] = check_source(source, "kw.py", ["f"], at={"a": 0.4, "b": 1.1}, n_points=1)
+    assert report.ok and report.wrt == ["a", "b"]
+    assert all(row.sympy is not None for row in report.points[0].rows)

@@ -134,3 +134,12 @@ def test_logging_runs_as_in_the_original(caplog):
     with caplog.at_level(logging.WARNING):
         assert generated.f_grad(3.0) == 6.0
     assert [r.getMessage() for r in caplog.records] == ["x=3.0"]
+
+
+def test_sympy_follows_a_scalar_program_beside_an_array_draw():
+    """(fuzz: an array drawn into a tuple beside numbers left the scalar sympy trace with an
+    array it tried to make a constant of, and every row lost its sympy value)"""
+    source = "import numpy as np\n\ndef f(a, b, *, rs):\n    z, e = (a, rs.randn(2))\n    return z * b + np.sum(e)\n"
+    [report] = check_source(source, "d.py", ["f"], at={"a": 1.5, "b": 0.3, "rs": np.random.RandomState(2)},
+                            n_points=1)
+    assert report.ok and all(row.sympy is not None for row in report.points[0].rows)
