@@ -179,3 +179,12 @@ def test_check_proves_a_keyword_only_function_default():
     [report] = check_source(source, "kw.py", ["f"], at={"a": 0.4, "b": 1.1}, n_points=1)
     assert report.ok and report.wrt == ["a", "b"]
     assert all(row.sympy is not None for row in report.points[0].rows)
+
+
+def test_a_function_default_imports_its_module():
+    """(fuzz, seed 1203 program 280: `*, act=math.tanh` unused; the generated signature named
+    math, which the generated module did not import)"""
+    source = "import math\n\ndef f(a, b, *, act=math.tanh):\n    return a * b\n"
+    text = compile_source(source, filename="m.py").text
+    assert "import math\n" in text and "def f_grad(a, b, *, act=math.tanh):" in text
+    assert load_module(text, "m_grad").f_grad(2.0, 3.0) == (3.0, 2.0)
