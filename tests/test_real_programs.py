@@ -56,7 +56,7 @@ BLOCKED = {
     ('fluid.py', 'burgers_loss'):
         'writing into an array (x[i] = ...) is not supported; build the array with np.stack([...]) or np.concatenate instead',
     ('fluid.py', 'advection_loss'):
-        "unknown name 'int'",
+        'an integer dtype (an index computed from data) is not supported yet: compute the integer indices in the caller and pass them in as keyword-only data',
     ('gan.py', 'gan_objective'):
         'a loop variable must be a plain name, or names unpacking zip(...) or enumerate(...) of arrays or parameters (`for x, y in zip(xs, ys)`)',
     ('gan.py', 'generator_loss'):
