@@ -102,3 +102,19 @@ def test_module_constants_are_folded_exactly_without_running_the_file(tmp_path, 
     both = math.sqrt(2.0) * math.log(2 * math.pi) + 1.0
     assert value == 0.5 * both + math.log(2 * math.pi) * 2.0 + math.tau * 0.5
     assert grad == both + math.tau
+
+
+@pytest.mark.parametrize("body", [
+    "t = np.mean(a * b, axis=(0, 1), keepdims=True)\n    return np.squeeze(t / (1 + t * t))",  # fuzz 1203/5441
+    "return np.prod(a[0] * b, axis=0)",  # a reduction along the only axis of a row
+    "return np.sum(a, keepdims=True).squeeze()",
+])
+def test_a_number_the_code_makes_from_arrays_gets_a_gradient(body):
+    """A function is refused as array-valued only where its code shows an array result: a
+    squeezed keepdims reduction, or a reduction along an axis of a row, may be a number."""
+    source = f"import numpy as np\n\n\ndef f(a, b):\n    {body}\n"
+    compiled = compile_source(source, filename="n.py")
+    assert [f.name for f in compiled.functions] == ["f"] and not compiled.skipped
+    a = np.array([[0.3, -1.2, 0.5]])
+    value, _ = load_module(compiled.text, "n_grad").f_value_and_grad(a, 0.7)
+    assert np.ndim(value) == 0
