@@ -428,6 +428,11 @@ def effects(source: str, rng: random.Random, rate: float = 0.12, arrays: bool = 
     state = _EffectState(rng, rate, modules)
     state.arrays = arrays
     bound = {a.arg for a in fnode.args.args + fnode.args.kwonlyargs} - state.functions(fnode)
+    if arrays and any(isinstance(n, ast.AugAssign) for n in ast.walk(fnode)):
+        # an array updated in place (`w *= e`): a print reading a name that may share its memory
+        # after the update is refused by gradgen's sharing analysis, rightly when it cannot tell
+        # (fuzz seed 1203, program 15908: `v = w`, a loop that rebinds v, then `print(v)`)
+        return source
     _effects_block(fnode.body, bound, state, top=True)
     if state.logging and "logging" not in modules:
         tree.body.insert(0, ast.Import([ast.alias("logging")]))
