@@ -508,7 +508,11 @@ def save(outcome: Outcome, out_dir: Path) -> Path:
 
 def _job(args):
     seed, index = args
-    case = generate(seed, index)
+    try:
+        case = generate(seed, index)
+    except Exception:  # noqa: BLE001 - a bug of the generator is reported, never the end of a soak
+        return Outcome(Case("generator", seed, index, "", {}), "internal",
+                       (f"the generator failed on program {index} of seed {seed}:\n{traceback.format_exc(limit=-4)}",))
     outcome = run(case)
     if outcome.status in ("mismatch", "internal"):
         try:
@@ -538,7 +542,7 @@ def _collect(results, total, out_dir, progress):
     for done, outcome in enumerate(results, 1):
         if outcome.status != "ok":
             failures.append(outcome)
-            if out_dir is not None:
+            if out_dir is not None and outcome.case.kind != "generator":  # (no program to save)
                 save(outcome, out_dir)
         if progress is not None:
             progress(done, total, failures)
