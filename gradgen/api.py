@@ -106,9 +106,6 @@ def _compile_source(source, filename, functions, wrt):
         imports.add("numpy")
     carried = [(c, module.constants[c]) for c in module.constants if c in constants]
     defaults = [p.default for f in results for p in f.ir.params if p.has_default and not p.function]
-    for spelled in {p.function for f in results for p in f.ir.params if p.function and p.function != "None"}:
-        where = spelled.rpartition(".")[0]  # `act=np.tanh` in a signature: numpy imported
-        imports.add({"np": "numpy"}.get(where, where))
     if any(_not_finite(v) for v in [v for _, v in carried] + defaults):
         imports.add("math")  # written math.inf / math.nan
     text = emit.module_text(

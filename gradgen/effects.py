@@ -110,15 +110,19 @@ def rename(module, node, lookup, refuse, what):
     return Renamed(ast.unparse(renamed), tuple(unique), modules)
 
 
-def _library_name(qualified, modules):
-    """`np.random.normal` for numpy.random.normal (as the generated module imports numpy),
-    `logging.info` for logging.info; notes the module to import."""
+def spelling(qualified):
+    """(text, module to import): `np.random.normal` and numpy for numpy.random.normal (as the
+    generated module imports numpy), `logging.info` and logging for logging.info."""
     top, _, rest = qualified.partition(".")
     if top in _CANONICAL:
-        modules.add(top)
-        return ast.parse(_CANONICAL[top] + ("." + rest if rest else ""), mode="eval").body
-    modules.add(qualified.rpartition(".")[0] or top)
-    return ast.parse(qualified, mode="eval").body
+        return _CANONICAL[top] + ("." + rest if rest else ""), top
+    return qualified, qualified.rpartition(".")[0] or top
+
+
+def _library_name(qualified, modules):
+    text, module = spelling(qualified)
+    modules.add(module)
+    return ast.parse(text, mode="eval").body
 
 
 _BUILTINS = {"print", "len", "float", "int", "str", "repr", "round", "abs", "min", "max", "sum", "range", "format",

@@ -1008,10 +1008,7 @@ class _LoopVariable:
 def _signature_spelling(function):
     """How the generated signature writes a function default: `np.tanh` as the generated
     module imports NumPy; None for a function of the user's file, which it does not have."""
-    if isinstance(function, LibraryFunction):
-        top, _, rest = function.qualified.partition(".")
-        return {"numpy": "np", "math": "math"}.get(top, top) + ("." + rest if rest else "")
-    return "None"
+    return effects.spelling(function.qualified)[0] if isinstance(function, LibraryFunction) else "None"
 
 
 def _function_guard(param, function, fname):
@@ -1022,8 +1019,8 @@ def _function_guard(param, function, fname):
     else:
         test, said = f"{param.name} is not None", f"{function.name} (its default)"
     message = f"{fname}'s gradient was compiled for {param.name}={said}; compile a loss that passes the other function"
-    return Effect(f"if {test}:\n    raise ValueError({message!r})", (), None, None,
-                  frozenset({"numpy"} if param.function.startswith("np.") else set()))
+    modules = {effects.spelling(function.qualified)[1]} if isinstance(function, LibraryFunction) else set()
+    return Effect(f"if {test}:\n    raise ValueError({message!r})", (), None, None, frozenset(modules))
 
 
 def _lookup(scope, name):
