@@ -130,6 +130,10 @@ def _check(args):
         print(format_report(report))
     failed = [r for r in reports if not r.ok]
     for report in failed:
+        if not report.points:
+            print(f"NOT CHECKED {report.name}: no sample point where it is finite and smooth; give one "
+                  f"with --at name=value,... or --inputs FILE:FUNC", file=sys.stderr)
+            continue
         bad = sorted({row.param for p in report.points for row in p.rows if not row.ok})
         what = f"parameter(s) {', '.join(bad)}" if bad else "its value"
         print(f"MISMATCH in {report.name}: {what}", file=sys.stderr)

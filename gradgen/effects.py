@@ -16,6 +16,7 @@ import ast
 import copy
 
 from gradgen.closures import FUNCTION_VALUES
+from gradgen import ir
 from gradgen.ir import Const, Var
 from gradgen.primitives import primitive
 
@@ -32,6 +33,20 @@ RANDOM_DRAWS = {"randn", "rand", "normal", "uniform", "standard_normal", "random
 _LOGGING = ("logging.", "warnings.warn")
 _STATEMENT_CALLS = {"print"}
 _CANONICAL = {"numpy": "np", "math": "math"}  # how the generated module spells these imports
+
+
+def random_states(fn) -> set:
+    """The parameters of lowered `fn` a draw calls a method of (`rs` of `rs.randn(n)`):
+    random states, which `check` samples as fresh seeded `np.random.RandomState`s."""
+    params = {p.name for p in fn.params}
+    found = set()
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign) and ir.is_draw(s.expr):
+            call = ast.parse(dict(s.expr.params)["text"], mode="eval").body
+            receiver = getattr(call.func, "value", None)
+            if isinstance(receiver, ast.Name) and receiver.id in params:
+                found.add(receiver.id)
+    return found
 
 
 def is_effect_call(module, node) -> bool:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gradgen import effects
 from gradgen.errors import CompileError
 from gradgen.limits import time_limit
 from gradgen.report import FD_TOL, rel_error
@@ -157,14 +158,15 @@ def sample_points(cf, f, at, n_points, seed, filename="<string>"):
     for _ in range(200 * n_points):
         if len(points) >= n_points:
             break
-        candidate = _candidate(params, cf.wrt, rng)
+        candidate = _candidate(params, cf.wrt, rng, effects.random_states(cf.ir))
         if _usable(candidate, cf, f):
             points.append(candidate)
     return points
 
 
-def _candidate(params, wrt, rng):
-    """Near the defaults where there are some (the user's own scale), else in small ranges."""
+def _candidate(params, wrt, rng, random_states=()):
+    """Near the defaults where there are some (the user's own scale), else in small ranges;
+    a random state (`rs` of `rs.randn()`) is a fresh one, seeded from `rng`."""
     spread = rng.choice([(0.1, 0.9), (0.1, 0.9), (-0.9, 0.9), (-2.0, 2.0), (0.5, 3.0)])
     point = {}
     for p in params:
@@ -174,6 +176,8 @@ def _candidate(params, wrt, rng):
             point[p.name] = round(rng.uniform(*spread), 6)
         elif p.has_default:
             point[p.name] = p.default
+        elif p.name in random_states:
+            point[p.name] = np.random.RandomState(rng.randrange(2**32))
         else:
             point[p.name] = rng.randint(1, 3)
     return point

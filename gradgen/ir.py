@@ -143,6 +143,7 @@ class Assign:
     fresh_in_loop: bool = False  # first assigned inside a loop (unbound before it)
     counter: bool = False  # a loop's iteration counter (`n += 1`): never saved
     augmented: bool = False  # written `x += e` by the user: changes an array in place (emitted so if the name is reused)
+    number: bool = False  # annotated `x: float = e` (or `int`) by the user: a number, never an array
 
     def __str__(self):
         op = "+=" if self.accumulate else "="

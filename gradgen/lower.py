@@ -435,8 +435,9 @@ class Lowerer:
         scope.own(ssa)
 
     def _emit(self, ssa, value, stmt, overwrites=False, augmented=False, counter=False):
+        number = isinstance(stmt, ast.AnnAssign) and _names_a_number(stmt.annotation)
         self.body.append(Assign(ssa, value, stmt.lineno, self._text(stmt), col=stmt.col_offset + 1,
-                                overwrites=overwrites, augmented=augmented, counter=counter))
+                                overwrites=overwrites, augmented=augmented, counter=counter, number=number))
         self.bound.add(ssa)
 
     def _text(self, stmt):

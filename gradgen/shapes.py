@@ -130,7 +130,7 @@ def _flow(stmts, arrays, may=None):
     may = may or may_be_array
     for stmt in stmts:
         if isinstance(stmt, Assign):
-            if may(stmt.expr, arrays):
+            if not stmt.number and may(stmt.expr, arrays):  # `u: float = ...` is your word it is a number
                 arrays.add(stmt.target)
         elif isinstance(stmt, If):
             _flow(stmt.body, arrays, may)

@@ -101,6 +101,9 @@ class _Sharing:
             self.found[id(s)] = self.found.get(id(s), set()) | others
             env[s.target] = objects  # the same array, changed
             return
+        if s.number:  # `u: float = ...`: a number, which nothing shares
+            env.pop(s.target, None)
+            return
         objects = _points_to(e, env)
         if _new_array(e, self.arrays):
             objects |= {("made", id(s))}

@@ -374,6 +374,10 @@ class _Builder:
         lo, hi = hull(*corners)
         if kind == "call":  # the builtin, or math.pow / np.power / `from math import pow`
             spelled = "pow" if self.chance(0.5) else self.fn("pow")
+            if spelled.endswith("power") and isinstance(c, int):
+                # NumPy refuses an integer to a negative integer power (the base may be all
+                # literals, `np.power(1 + 2 * 2, -2)`): a float exponent is valid Python.
+                y = Expr(repr(float(c)), c, c, UNARY)
             return Expr(f"{spelled}({p.text}, {y.text})", lo, hi)
         return Expr(f"{wrap(p, POW)} ** {wrap(y, POW)}", lo, hi, POW)
 

@@ -63,6 +63,16 @@ def test_check_prints_the_table_and_exits_zero(work):
     assert lines[-1] == "all gradients match (1 point(s) checked)"
 
 
+def test_check_without_a_usable_point_says_so_not_mismatch(work):
+    (work / "domain.py").write_text("import math\n\n\ndef f(x):\n    return math.log(-x * x - 1.0)\n")
+    result = gradgen("check", "domain.py", cwd=work)
+    assert result.returncode == 1
+    assert "f: gradient with respect to x\n  no sample point found where the function and its gradient are finite" \
+        in result.stdout
+    assert result.stderr == ("NOT CHECKED f: no sample point where it is finite and smooth; give one with "
+                             "--at name=value,... or --inputs FILE:FUNC\n")
+
+
 def test_seed_example_compile_check(tmp_path):
     result = gradgen("compile", str(ROOT / "examples" / "seed_net.py"), "--out-dir", str(tmp_path), "--check",
                      cwd=tmp_path)

@@ -93,6 +93,17 @@ def test_check_proves_a_function_that_draws():
     assert all(row.sympy is not None for row in report.points[0].rows)
 
 
+def test_check_samples_a_random_state_parameter_as_a_fresh_random_state():
+    """Without --at, `check` draws points; a parameter the function draws from (`rs` of
+    `rs.randn()`) gets a seeded np.random.RandomState, not a number it cannot draw from."""
+    source = "import numpy as np\n\n\ndef f(a: float, b: float, *, rs):\n    return np.sin(a) * b + 0.1 * rs.randn()\n"
+    [report] = check_source(source, "noisy.py", n_points=3)
+    assert report.ok and len(report.points) == 3
+    states = [p.point["rs"] for p in report.points]
+    assert all(isinstance(rs, np.random.RandomState) for rs in states)
+    assert len({rs.get_state()[1][0] for rs in states}) == 3  # three seeds
+
+
 def test_draws_in_loops_and_branches_and_inside_expressions():
     source = textwrap.dedent('''
         import numpy as np

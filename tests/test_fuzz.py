@@ -16,7 +16,7 @@ import pytest
 
 import fuzz
 from conftest import budget
-from gradgen import cli, primitives
+from gradgen import CompileError, cli, primitives
 from gradgen.report import Row
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -245,6 +245,28 @@ def test_program_3517_of_seed_20261203_is_smooth_not_a_kink():
     assert case.kind == "array"
     assert "w = a + np.arctan(np.prod(np.arctan(a), axis=1))" in case.source
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")
+
+
+def test_a_control_program_never_raises_an_integer_to_a_negative_power():
+    """Seed 1203, program 17389: the generator wrote `np.power(1 + -2 * -2, -2)`, which NumPy
+    refuses (integers to negative integer powers), and its own verification raised; a
+    constant negative exponent of `np.power` is written as a float."""
+    case = fuzz.generate(1203, 17389)
+    assert "np.power(1 + -2 * -2, -2.0)" in case.source
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok")
+
+
+def test_an_array_program_refused_as_maybe_an_array_is_checked_annotated():
+    """Seed 31, program 1176: the result adds `np.prod(h, axis=0)`, h's rank hanging on
+    parameter a's (a 4-d `a` would make it an array), so gradgen gives f no gradient, by
+    design; the fuzzer checks the program annotated `-> float` and counts it apart."""
+    case = fuzz.generate(31, 1176)
+    assert "w = 0.25 ** 2 + np.prod(h, axis=0)" in case.source
+    outcome = fuzz.run(case)
+    assert outcome.status == "maybe-array" and "'f' returns an array" in outcome.problems[0]
+    assert fuzz.summary(2000, [outcome]) == (
+        "2000 programs, 0 mismatches, 0 internal errors, 1 refused as maybe arrays (then checked with '-> float')")
+    assert fuzz._as_number(case, CompileError("something else")) is None
 
 
 def test_undecided_is_counted_apart_and_is_no_failure():

@@ -91,6 +91,22 @@ def test_a_parameter_updated_in_place_compiles_and_changes_the_callers_array_as_
     np.testing.assert_array_equal(a, mine)
 
 
+def test_float_annotation_says_a_local_is_a_number():
+    """`u: float = a ** n` with `n` unannotated may be an array, and `h = u; u *= 2.0` with h
+    read later is refused, unless the annotation says u is a number (seed 31, program 134
+    of the fuzzer: a draw program whose `u: float` gradgen did not believe)."""
+    body = "    h = u\n    u *= 2.0\n    return np.tanh(u + h)\n"
+    with pytest.raises(CompileError) as caught:
+        compile_source(f"import numpy as np\n\n\ndef f(a: float, n):\n    u = a ** n\n{body}", filename="prog.py")
+    assert str(caught.value).startswith("prog.py:7:5: 'u *= ...' would change an array that may share memory")
+    text = compile_source(f"import numpy as np\n\n\ndef f(a: float, n):\n    u: float = a ** n\n{body}",
+                          filename="prog.py", wrt=["a"]).text
+    value, grad = load_module(text, "prog_grad").f_value_and_grad(0.7, 2)
+    u = 0.7**2
+    assert value == np.tanh(u * 2.0 + u)
+    assert grad == pytest.approx((1 - np.tanh(3 * 0.49) ** 2) * 3 * 2 * 0.7, rel=1e-14)
+
+
 def test_float_annotation_says_a_parameter_is_a_number():
     """Without a default or an annotation a parameter may be an array, and `u = a; u += e`
     is refused; `a: float` says it is a number, so the same program compiles."""
