@@ -879,6 +879,7 @@ class Lowerer:
             raise self.m.error(value, f"'{name}=' must be a constant here") from None
 
     def _primitive_call(self, scope, node, spelled, prim_name, ns):
+        node = self._keywords_by_position(node, primitives.TABLE[prim_name], spelled)
         prim_name, args = self._arguments(scope, node, prim_name)
         if prim_name == "log" and len(args) == 2:
             prim_name = "logb"
@@ -900,6 +901,28 @@ class Lowerer:
         if prim_name == "sigmoid":
             self.helpers["sigmoid"] = self.sigmoid_name
         return self._call(prim_name, args, ns, node, params)
+
+    def _keywords_by_position(self, node, prim, spelled):
+        """`norm.logpdf(w, loc=0.0, scale=s)` as `norm.logpdf(w, 0.0, s)`: a keyword the
+        function also takes by position is passed by position (a value, differentiated like
+        any argument; a skipped one gets its default), so `scale=np.exp(log_std)` works."""
+        names = [name for name, _ in prim.positional]
+        moved = {kw.arg: kw.value for kw in node.keywords if kw.arg in names}
+        if not moved:
+            return node
+        args = list(node.args)
+        for name in moved:
+            if names.index(name) < len(args):
+                raise self.m.error(node, f"'{spelled}' got two values for its argument '{name}'")
+        for name, default in prim.positional[len(args):max(names.index(n) for n in moved) + 1]:
+            if name in moved:
+                args.append(moved[name])
+            elif default is primitives.REQUIRED:
+                raise self.m.error(node, f"'{spelled}' needs its argument '{name}'")
+            else:
+                args.append(ast.copy_location(ast.Constant(default), node))
+        keywords = [kw for kw in node.keywords if kw.arg not in moved]
+        return ast.copy_location(ast.Call(func=node.func, args=args, keywords=keywords), node)
 
     def _inline(self, scope, node, hnode, unpacked=None, closure=None):
         """A call to a same-file function: the sigmoid primitive, or the helper's body inlined

@@ -45,8 +45,10 @@ class Primitive:
     method: bool = False  # also callable as a method: `x.sum(axis=0)`
     result: str | None = None  # "reduction" (axis=/keepdims= decide), "number", "tuple"; None: as its inputs
     sequence: bool = False  # takes a list of arrays as its first argument (np.hstack([a, b]))
+    positional: tuple = ()  # ((name, default), ...): keywords the call may pass by position (loc=mu)
 
 
+REQUIRED = object()  # a positional parameter without a default
 TABLE: dict[str, Primitive] = {}
 SPELLINGS: dict[str, tuple[str, str]] = {}  # qualified name -> (primitive, namespace)
 
@@ -71,7 +73,7 @@ def namespace_of(spelling):
 
 
 def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", op=None, expand=None,
-              keywords=(), elementwise=None, method=False, min_args=2, result=None, sequence=False):
+              keywords=(), elementwise=None, method=False, min_args=2, result=None, sequence=False, positional=()):
     """Register a primitive; `spellings` are qualified names like "math.exp", "numpy.exp", "abs"."""
     names = {}
     for spelling in spellings:
@@ -83,7 +85,7 @@ def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", 
     if elementwise is None:  # operators and ufuncs: the output has the inputs' broadcast shape
         elementwise = kind == "smooth" and not keywords
     TABLE[name] = Primitive(name, arity, names, sympy, vjp, kind, op, expand, tuple(keywords), min_args,
-                            elementwise, method, result, sequence)
+                            elementwise, method, result, sequence, tuple(positional))
     return TABLE[name]
 
 

@@ -21,6 +21,10 @@ def _given(p, name):
 
 _reshaped = lambda g, out, x, *rest, **p: F.reshape(g, F.shape(x))  # noqa: E731 - the shape x had
 
+# --- copy: `x.copy()`, `np.copy(x)`: a new array with x's values (the identity on the gradient)
+primitive("copy", spellings=["numpy.copy"], method=True, elementwise=False, sympy=lambda x: x,
+          vjp=lambda g, out, x: g)
+
 # --- atleast_1d/2d/3d: reshapes -----------------------------------------------------------------
 for _n in (1, 2, 3):
     primitive(f"atleast_{_n}d", spellings=[f"numpy.atleast_{_n}d"], elementwise=False, vjp=_reshaped)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sympy
 
 from gradgen.ir import Call, Const, lift
-from gradgen.primitives import ARRAY_RULES, F, _kept, helper, primitive
+from gradgen.primitives import ARRAY_RULES, REQUIRED, F, _kept, helper, primitive
 
 # --- logarithms of sums ---------------------------------------------------------------------
 primitive("logaddexp", 2, spellings=["numpy.logaddexp"], sympy=lambda x, y: sympy.log(sympy.exp(x) + sympy.exp(y)),
@@ -106,7 +106,8 @@ def _sympy_z(x, loc=0, scale=1):
 
 
 _SQRT_2PI = sympy.sqrt(2 * sympy.pi)
-_NORM = dict(arity=None, keywords=("loc", "scale"), elementwise=True, min_args=1)
+_NORM = dict(arity=None, keywords=("loc", "scale"), elementwise=True, min_args=1,
+             positional=(("x", REQUIRED), ("loc", 0), ("scale", 1)))
 
 primitive("norm_logpdf", spellings=["scipy.stats.norm.logpdf"], **_NORM,
           sympy=lambda x, loc=0, scale=1: -_sympy_z(x, loc, scale) ** 2 / 2 - sympy.log(scale * _SQRT_2PI),
@@ -126,6 +127,37 @@ primitive("norm_logcdf", spellings=["scipy.stats.norm.logcdf"], **_NORM,
           vjp=_norm_rule(lambda g, out, xs, p: g * F.exp(F.norm_logpdf(*_density_args(xs, p)) - out),
                          lambda g, out, xs, p: -g * F.exp(F.norm_logpdf(*_density_args(xs, p)) - out)
                          * _standard(xs, p)[0]))
+
+# --- Student's t: scipy.stats.t.logpdf(x, df, loc=0, scale=1) --------------------------------------
+# With z = (x - loc) / scale: logpdf = gammaln((df + 1) / 2) - gammaln(df / 2) - log(df pi) / 2
+# - log(scale) - (df + 1) / 2 log1p(z^2 / df).
+def _t_parts(xs, p):
+    loc = xs[2] if len(xs) > 2 else lift(p.get("loc", 0))
+    scale = xs[3] if len(xs) > 3 else lift(p.get("scale", 1))
+    return xs[1], (xs[0] - loc) / scale, scale
+
+
+def _t_rule(i):
+    def rule(g, out, *xs, **p):
+        df, z, scale = _t_parts(xs, p)
+        d_dx = -(df + 1) * z / (scale * (df + z * z))
+        if i == 1:  # the degrees of freedom (digamma: scipy.special, imported where used)
+            return g * (F.digamma((df + 1) / 2) - F.digamma(df / 2) - 1 / df - F.log1p(z * z / df)
+                        + (df + 1) * z * z / (df * (df + z * z))) / 2
+        return (g * d_dx, None, -g * d_dx, g * df * (z * z - 1) / (scale * (df + z * z)))[i]
+
+    return rule
+
+
+def _sympy_t(x, df, loc=0, scale=1):
+    z = (x - loc) / scale
+    return (sympy.loggamma((df + 1) / 2) - sympy.loggamma(df / 2) - sympy.log(df * sympy.pi) / 2 - sympy.log(scale)
+            - (df + 1) / 2 * sympy.log(1 + z**2 / df))
+
+
+primitive("t_logpdf", None, spellings=["scipy.stats.t.logpdf"], keywords=("loc", "scale"), elementwise=True,
+          min_args=2, sympy=_sympy_t, vjp=(_t_rule,), positional=(("x", REQUIRED), ("df", REQUIRED), ("loc", 0),
+                                                                  ("scale", 1)))
 
 # --- the multivariate normal: scipy.stats.multivariate_normal.logpdf(x, mean, cov) ----------------
 helper("mvn_logpdf_grad", '''def mvn_logpdf_grad(g, x, mean, cov, i):
@@ -148,6 +180,7 @@ helper("mvn_logpdf_grad", '''def mvn_logpdf_grad(g, x, mean, cov, i):
     return np.tril(s + s.T) - np.diag(np.diag(s))
 ''')
 primitive("mvn_logpdf", 3, spellings=["scipy.stats.multivariate_normal.logpdf"], elementwise=False,
+          positional=(("x", REQUIRED), ("mean", REQUIRED), ("cov", REQUIRED)),
           vjp=tuple((lambda k: lambda g, out, x, mean, cov: F.mvn_logpdf_grad(g, x, mean, cov, Const(k)))(k)
                     for k in range(3)))
 

@@ -32,7 +32,7 @@ HEADER = (
     "import scipy.linalg\n"
     "import scipy.special\n"
     "from scipy.special import gammaln, digamma, xlogy, softmax, log_softmax, log_expit, logsumexp, expit\n"
-    "from scipy.stats import norm, multivariate_normal\n"
+    "from scipy.stats import norm, multivariate_normal, t\n"
     "from scipy.linalg import solve_triangular\n\n\n"
 )
 REL = 1e-6
@@ -74,6 +74,12 @@ CASES = {
                                                        "s": r.uniform(0.5, 2.0, 5)}),
     "norm_logpdf_scalar_loc": ("norm.logpdf(x, m, s)", lambda r: {"x": r.standard_normal(5), "m": 0.3, "s": 1.7}),
     "norm_logpdf_keywords": ("norm.logpdf(x, loc=1.0, scale=2.0)", lambda r: {"x": r.standard_normal(5)}),
+    "norm_logpdf_keyword_values": ("norm.logpdf(x, loc=m, scale=np.exp(s))",  # (keywords by position)
+                                   lambda r: {"x": r.standard_normal(5), "m": r.standard_normal(5), "s": 0.2}),
+    "norm_logcdf_scale_only": ("norm.logcdf(x, scale=s)", lambda r: {"x": r.standard_normal(5), "s": 1.3}),
+    "t_logpdf": ("t.logpdf(x, d, m, s)", lambda r: {"x": r.standard_normal(5), "d": r.uniform(1.5, 5.0, 5),
+                                                    "m": r.standard_normal(5), "s": r.uniform(0.5, 2.0, 5)}),
+    "t_logpdf_keywords": ("t.logpdf(x, 2.4, scale=s)", lambda r: {"x": r.standard_normal(5), "s": 0.7}),
     "norm_pdf": ("norm.pdf(x, m, s)", lambda r: {"x": r.standard_normal(5), "m": r.standard_normal(5),
                                                  "s": r.uniform(0.5, 2.0, 5)}),
     "norm_cdf": ("norm.cdf(x, m, s)", lambda r: {"x": r.standard_normal(5), "m": r.standard_normal(5),
@@ -83,6 +89,8 @@ CASES = {
     "norm_cdf_standard": ("norm.cdf(x)", lambda r: {"x": r.standard_normal(5)}),
     "mvn_logpdf_rows": ("multivariate_normal.logpdf(x, m, S)",
                         lambda r: {"x": r.standard_normal((4, 3)), "m": r.standard_normal(3), "S": spd(r, 3)}),
+    "mvn_logpdf_keywords": ("multivariate_normal.logpdf(x, mean=m, cov=S)",
+                            lambda r: {"x": r.standard_normal((4, 3)), "m": r.standard_normal(3), "S": spd(r, 3)}),
     "mvn_logpdf_one": ("multivariate_normal.logpdf(x, m, S)",
                        lambda r: {"x": r.standard_normal(3), "m": r.standard_normal(3), "S": spd(r, 3)}),
     "solve_matrix": ("np.linalg.solve(A, B)", lambda r: {"A": spd(r, 3) + r.standard_normal((3, 3)),
@@ -126,6 +134,7 @@ CASES = {
                lambda r: {"x": r.standard_normal(4), "y": r.standard_normal(4)}),
     "true_divide": ("np.true_divide(x, np.power(y, 2))", lambda r: {"x": r.standard_normal(4),
                                                                     "y": r.uniform(0.5, 2.0, 4)}),
+    "copy": ("x.copy() * np.copy(x)", lambda r: {"x": r.standard_normal((2, 3))}),
     "astype": ("x.astype(dtype=float) * 2", lambda r: {"x": r.standard_normal(4)}),
     "sort": ("np.sort(x)", lambda r: {"x": r.standard_normal((3, 4))}),
     "sort_axis0": ("np.sort(x, axis=0)", lambda r: {"x": r.standard_normal((3, 4))}),
@@ -178,7 +187,8 @@ def test_every_library_rule_is_exercised():
     library = {"logsumexp", "logaddexp", "logaddexp2", "gammaln", "digamma", "polygamma", "xlogy", "softmax",
                "log_softmax", "log_expit", "norm_logpdf", "norm_pdf", "norm_cdf", "norm_logcdf", "mvn_logpdf",
                "solve", "inv", "det", "slogdet", "cholesky", "solve_triangular", "trace", "diag", "tril", "triu",
-               "repeat", "tile", "roll", "atleast_2d", "atleast_3d", "meshgrid", "var", "std", "astype", "sort",
+               "repeat", "tile", "roll", "atleast_2d", "atleast_3d", "meshgrid", "var", "std", "astype", "sort", "copy",
+               "t_logpdf",
                "take_along_axis"}
     assert library <= set(TABLE)
     tried = {name for name in library if any(name in case for case in CASES)}
@@ -207,6 +217,14 @@ def test_positional_dtype_of_astype_is_the_identity():
     source = "import numpy as np\n\n\ndef f(x):\n    return np.sum(x.astype(float) ** 2)\n"
     generated = load_module(compile_source(source, "a.py").text, "a_grad")
     np.testing.assert_array_equal(generated.f_grad(np.array([0.5, -2.0])), [1.0, -4.0])
+
+
+def test_a_keyword_given_twice_or_a_required_one_missing_is_located():
+    for call, message in [("norm.logpdf(x, 0.0, loc=1.0)", "'norm.logpdf' got two values for its argument 'loc'"),
+                          ("t.logpdf(x, scale=2.0)", "'t.logpdf' needs its argument 'df'")]:
+        with pytest.raises(CompileError) as info:
+            compile_source(HEADER + f"def f(x):\n    return np.sum({call})\n", "k.py")
+        assert (info.value.message, info.value.line, info.value.col) == (message, 10, 19)
 
 
 def test_string_keywords_are_refused_until_lowering_reads_them():
