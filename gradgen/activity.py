@@ -202,6 +202,8 @@ def _refuse_integer_uses(expr, origin, module):
                 _refuse(e, origin, module)
             elif e.prim == "getitem":
                 _refuse(Call("index", e.args[1:], loc=e.loc), origin, module)
+            elif e.prim == "setitem":
+                _refuse(Call("index", e.args[2:], loc=e.loc), origin, module)
             stack.extend(e.args)
         elif isinstance(e, Cond):
             stack.extend((e.test, e.body, e.orelse))

@@ -311,7 +311,7 @@ def _with_saves(stmts, adjoints, params):
     statement that holds them."""
     out, ready, bound, unbound = [], set(), set(params), []
     for stmt in stmts:
-        if isinstance(stmt, (If, For, While)):
+        if isinstance(stmt, (If, For, While)) or id(stmt) in adjoints.saved:  # (a write `x[i] = e` saves x)
             saved = [s.target for s in walk([stmt]) if id(s) in adjoints.saved]
             for v in dict.fromkeys(saved):
                 if v not in ready:
@@ -319,7 +319,8 @@ def _with_saves(stmts, adjoints, params):
                     ready.add(v)
                 if v not in bound and v not in unbound:
                     unbound.append(v)
-            stmt = _insert_saves([stmt], adjoints)[0]
+            *saves, stmt = _insert_saves([stmt], adjoints)
+            out += saves
         out.append(stmt)
         if isinstance(stmt, Assign):  # only a plain statement surely binds its name
             bound.add(stmt.target)
@@ -332,8 +333,11 @@ def _insert_saves(stmts, adjoints):
     out = []
     for s in stmts:
         if id(s) in adjoints.saved:
-            out.append(Save(s.target, adjoints.stacks[s.target]))
-            s = replace(s, augmented=False)  # `x += e` on a 0-d array would change the saved value too
+            if isinstance(s.expr, Call) and s.expr.prim == "setitem":
+                out.append(Save(s.target, adjoints.stacks[s.target], copy=True))  # the write stays in place
+            else:
+                out.append(Save(s.target, adjoints.stacks[s.target]))
+                s = replace(s, augmented=False)  # `x += e` on a 0-d array would change the saved value too
         if isinstance(s, If):
             s = replace(s, body=_insert_saves(s.body, adjoints), orelse=_insert_saves(s.orelse, adjoints))
         elif isinstance(s, (For, While)):

@@ -82,8 +82,9 @@ class Emitter:
         prim = TABLE[e.prim]
         if e.prim == "neg" and isinstance(e.args[0], Call) and e.args[0].prim in ("mul", "div"):
             return self._negated_product(e.args[0])
-        if e.prim in ("getitem", "scatter"):
+        if e.prim in ("getitem", "scatter", "zero_at"):
             return self._indexing(e)
+        assert e.prim != "setitem", "a write is a statement of its own"
         args = [self.expr(a) for a in e.args]
         keywords = [ast.keyword(k, self._static(v)) for k, v in e.params]
         if e.ns == "op" or (prim.operator is not None and not prim.names):
@@ -107,6 +108,10 @@ class Emitter:
         layout = dict(e.params)["index"]
         if e.prim == "getitem":
             return ast.Subscript(self.expr(e.args[0]), self.index(layout, e.args[1:]))
+        if e.prim == "zero_at":
+            self.used_helpers.add("zero_at")
+            return ast.Call(ast.Name("zero_at"), [self.expr(e.args[0]), self.index(layout, e.args[1:], as_value=True)],
+                            [])
         self.used_helpers.add("scatter")
         g, like = (self.expr(a) for a in e.args[:2])
         return ast.Call(ast.Name("scatter"), [g, like, self.index(layout, e.args[2:], as_value=True)], [])
@@ -183,6 +188,8 @@ class Emitter:
         if isinstance(s, While):
             return f"while {self._text(s.test)}:\n{self.block(s.body)}"
         if isinstance(s, Save):
+            if s.copy:
+                return f"{s.stack}.append({ast.unparse(self._attr('numpy', 'copy'))}({s.name}))"
             return f"{s.stack}.append({s.name})"
         if isinstance(s, Restore):
             return f"{s.name} = {s.stack}.pop()"
@@ -193,6 +200,8 @@ class Emitter:
             if s.at:  # an index array may repeat an element: add.at adds every occurrence
                 return f"np.add.at({s.target}, {ast.unparse(index)}, {self._text(s.value)})"
             sub = ast.Subscript(ast.Name(s.target), index)
+            if s.assign:
+                return ast.unparse(ast.Assign([sub], self.expr(s.value), lineno=0))
             return ast.unparse(ast.AugAssign(sub, ast.Add(), self.expr(s.value)))
         return {Break: "break", Continue: "continue"}[type(s)]
 
@@ -214,11 +223,25 @@ class Emitter:
             return ast.unparse(ast.AugAssign(target, ast.Sub(), self.expr(expr.args[0])))
         if s.accumulate:
             return ast.unparse(ast.AugAssign(target, ast.Add(), self.expr(expr)))
+        if isinstance(expr, Call) and expr.prim == "setitem":
+            return self._write(s)
         if s.augmented and isinstance(expr, Call) and expr.args and expr.args[0] == Var(s.target):
             # the user's `x += e`, where x keeps its name
             op = TABLE[expr.prim].operator
             return ast.unparse(ast.AugAssign(target, op(), self.expr(expr.args[1])))
         return ast.unparse(ast.Assign([target], self.expr(expr), lineno=0))
+
+    def _write(self, s):
+        """The user's `x[index] = v`: into x's own array where x keeps its name and its old
+        value is not kept for the backward pass; else into a copy (`x_2 = np.copy(x)`)."""
+        x, v, *index = s.expr.args
+        sub = ast.Subscript(ast.Name(s.target), self.index(dict(s.expr.params)["index"], index), ctx=ast.Store())
+        write = ast.unparse(ast.Assign([sub], self.expr(v), lineno=0))
+        if s.augmented and x == Var(s.target):
+            return write
+        copy = ast.unparse(ast.Assign([ast.Name(s.target)], ast.Call(self._attr("numpy", "copy"), [self.expr(x)], []),
+                                      lineno=0))
+        return f"{copy}\n{write}"
 
     def _iteration(self, loop):
         """What a loop runs over: as written forward; reversed (or counted) backward."""
@@ -291,6 +314,12 @@ HELPERS = {
     if np.ndim(b) == 1:
         return unbroadcast((np.swapaxes(a, -1, -2) @ np.expand_dims(g, -1))[..., 0], b)
     return unbroadcast(np.swapaxes(a, -1, -2) @ g, b)
+'''),
+    "zero_at": ((), '''def zero_at(g, index):
+    """A copy of g with zeros at `index`: the gradient of what `x[index] = v` overwrote."""
+    g = np.array(g, dtype=float)
+    g[index] = 0.0
+    return g
 '''),
     "scatter": ((), '''def scatter(g, like, index):
     """Zeros shaped like `like` with g added at `index` (a repeated index adds up)."""

@@ -242,13 +242,15 @@ class Effect:
 
 @dataclass
 class Save:
-    """Forward: push `name`'s value on `stack` (before it is overwritten)."""
+    """Forward: push `name`'s value on `stack` (before it is overwritten); a copy of it
+    when `copy` (the array is about to be written into in place, `x[i] = e`)."""
 
     name: str
     stack: str
+    copy: bool = False
 
     def __str__(self):
-        return f"{self.stack}.append({self.name})"
+        return f"{self.stack}.append({f'np.copy({self.name})' if self.copy else self.name})"
 
 
 @dataclass
@@ -265,16 +267,18 @@ class Restore:
 
 @dataclass
 class IndexAdd:
-    """Backward: `target[index] += value` (or `np.add.at(...)` when `at`), into a fresh array."""
+    """Backward: `target[index] += value` (or `np.add.at(...)` when `at`; `target[index] =
+    value` when `assign`), into an array the backward pass owns."""
 
     target: str
     layout: tuple
     index: tuple
     value: Expr
     at: bool = False
+    assign: bool = False
 
     def __str__(self):
-        return f"{self.target}[{', '.join(map(str, self.index))}] += {self.value}"
+        return f"{self.target}[{', '.join(map(str, self.index))}] {'=' if self.assign else '+='} {self.value}"
 
 
 @dataclass

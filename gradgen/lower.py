@@ -339,8 +339,7 @@ class Lowerer:
             for name, v in zip(names, values):
                 self._bind(scope, name.id, v, stmt)
         elif isinstance(target, ast.Subscript):
-            raise self.m.error(target, "writing into an array (x[i] = ...) is not supported; build the array "
-                                       "with np.stack([...]) or np.concatenate instead")
+            self._write(scope, target, self.expr(scope, value), stmt)
         else:
             raise self.m.error(target, "assignment to this kind of target is not supported")
 
@@ -375,14 +374,38 @@ class Lowerer:
         return out
 
     def _augassign(self, scope, stmt):
-        if not isinstance(stmt.target, ast.Name):
-            raise self.m.error(stmt.target, "augmented assignment needs a plain name")
         op = _BINOPS.get(type(stmt.op))
         if op is None:
             raise self.m.error(stmt, f"operator '{_OP_TEXT.get(type(stmt.op), '?')}=' is not supported")
+        if isinstance(stmt.target, ast.Subscript):  # x[i] += e: x[i] = x[i] + e
+            read = self._subscript(scope, stmt.target)
+            self._write(scope, stmt.target, Call(op, (read, self.expr(scope, stmt.value)), "op"), stmt)
+            return
+        if not isinstance(stmt.target, ast.Name):
+            raise self.m.error(stmt.target, "augmented assignment needs a plain name or x[index]")
         current = self._read(scope, stmt.target)
         value = Call(op, (current, self.expr(scope, stmt.value)), "op")
         self._bind(scope, stmt.target.id, value, stmt, augmented=True)
+
+    def _write(self, scope, target, value, stmt):
+        """`x[index] = value`: x with value written at the index, differentiated as a new
+        value of x (what was overwritten gets no gradient). It stays a write into x's own
+        array, as you wrote it, wherever that is safe (see gradgen.emit and the sharing
+        analysis, which refuses a write another name that shares x's array would see)."""
+        if not isinstance(target.value, ast.Name):
+            raise self.m.error(target, f"writing into '{self.m.segment(target)}' is not supported: write into a "
+                                       "name with one index, x[i, j] = ... (not x[i][j] = ... nor x.attr[i] = ...)")
+        name = target.value.id
+        current = self._read(scope, target.value)
+        if not isinstance(current, Var) or (name in self.m.constants and current == Var(name)):
+            raise self.m.error(target, f"writing into '{name}' would change a module-level value for every later "
+                                       f"call; copy it first ({name}_local = {name}.copy())")
+        layout, index = self._index(scope, target.slice)
+        call = self._call("setitem", (current, value, *index), "op", target, (("index", layout),))
+        if isinstance(current, Var) and scope.owns(current.name) and current.name not in self.loop_targets:
+            self._emit(current.name, call, stmt, overwrites=True, augmented=True)  # x keeps its name
+            return
+        self._bind(scope, name, call, stmt, augmented=True)
 
     def _function_binding(self, scope, name, value, stmt):
         """`act = np.tanh`, `def inner(...)`, `f = lambda x: ...`: known when compiled, so a
@@ -600,8 +623,21 @@ class Lowerer:
     def _while(self, scope, stmt):
         if stmt.orelse:
             raise self.m.error(stmt, "'else' on a loop is not supported")
+        start, env = len(self.body), dict(scope.env)
         self._prebind(scope, stmt.body, stmt)
+        mark = len(self.body)
         test = self.expr(scope, stmt.test, test=True)
+        if len(self.body) > mark:
+            # the test runs statements (a helper with a body, a draw): they must run before
+            # every test, so the loop is `while True:` with `if not test: break` first
+            del self.body[start:]
+            scope.env = env
+            exit_test = ast.copy_location(ast.UnaryOp(ast.Not(), stmt.test), stmt.test)
+            leave = ast.copy_location(ast.If(exit_test, [ast.copy_location(ast.Break(), stmt)], []), stmt.test)
+            stmt = ast.copy_location(ast.While(ast.copy_location(ast.Constant(True), stmt.test), [leave, *stmt.body],
+                                               []), stmt)
+            self._prebind(scope, stmt.body, stmt)
+            test = self.expr(scope, stmt.test, test=True)
         count = self._counter(stmt)
         body = self._loop_body(scope, stmt, count)
         self.body.append(While(test, body, stmt.lineno, self._text(stmt), count))
@@ -687,7 +723,12 @@ class Lowerer:
         if isinstance(scope.env.get(getattr(node.value, "id", None)), _LoopVariable):
             return self._read(scope, node.value)
         value = self.expr(scope, node.value)
-        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        layout, args = self._index(scope, node.slice)
+        return self._call("getitem", (value, *args), "op", node, (("index", layout),))
+
+    def _index(self, scope, index):
+        """The index of `x[...]`: its layout (see gradgen.emit `index`) and its expressions."""
+        items = index.elts if isinstance(index, ast.Tuple) else [index]
         layout, args = [], []
         for item in items:
             if isinstance(item, ast.Slice):
@@ -701,7 +742,7 @@ class Lowerer:
             else:
                 layout.append("i")
                 args.append(self.expr(scope, item))
-        return self._call("getitem", (value, *args), "op", node, (("index", tuple(layout)),))
+        return tuple(layout), args
 
     def _constant(self, node):
         if type(node.value) in (int, float, bool):

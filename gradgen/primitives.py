@@ -371,6 +371,26 @@ primitive("getitem", None, keywords=("index",), sympy=None, elementwise=False,
                                                               params=tuple(p.items()))) if i == 0 else None)
 primitive("scatter", None, keywords=("index",), sympy=None, kind="helper")
 
+
+# --- writing: x[index] = v ------------------------------------------------------------------
+# Call("setitem", (x, v, *index expressions), params=(("index", layout),)): x with v written
+# at the index (in place where x keeps its name; gradgen.emit). What v overwrote is gone, so
+# x's gradient is g with zeros at the index ("zero_at": `dx[idx] = 0.0` into an adjoint the
+# backward pass owns); v's is g at the index, summed back to v's shape (v broadcasts there).
+def _setitem_rule(i):
+    def rule(g, out, x, v, *index, **p):
+        if i == 0:
+            return Call("zero_at", (g,) + tuple(index), None, params=tuple(p.items()))
+        if i == 1:
+            return Call("getitem", (g,) + tuple(index), "op", params=tuple(p.items()))
+        return None  # (an index: no derivative)
+
+    return rule
+
+
+primitive("setitem", None, keywords=("index",), sympy=None, elementwise=False, vjp=(_setitem_rule,))
+primitive("zero_at", None, keywords=("index",), sympy=None, kind="helper")
+
 # --- NumPy: facts about arrays and constructors (no derivative flows through them) -----
 for _name in ("shape", "ndim", "size"):  # facts about an array, not about its values: no derivative
     primitive(_name, spellings=[f"numpy.{_name}"], sympy=lambda x: x, kind="piecewise")
@@ -409,7 +429,7 @@ def lookup(qualified: str):
 # in the array corpus, not with scalar symbols.
 ARRAY_RULES = {"sum", "mean", "prod", "amax", "amin", "cumsum", "norm", "sum_list", "matmul", "outer", "inner",
                "T", "transpose", "reshape", "expand_dims", "squeeze", "ravel", "flip", "broadcast_to",
-               "concatenate", "stack", "array", "where", "getitem"}
+               "concatenate", "stack", "array", "where", "getitem", "setitem"}
 
 
 # The library rules, one module per library seam, registering into TABLE above (this module

@@ -201,6 +201,12 @@ class _Reverser:
             return self.scatter(name, contribution, guard)
         contribution = as_float(contribution)
         current = self.state.get(name)
+        if guard is None and current is None and _zeroes_own(contribution, self.adj_name(name), self.owned):
+            # `x[idx] = v` forward: none of the gradient flows back to what v overwrote
+            adj = self.adj_name(name)
+            self.state[name] = Var(adj)
+            return [IndexAdd(adj, dict(contribution.params)["index"], contribution.args[1:], Const(0.0),
+                             assign=True)]
         if isinstance(contribution, Const) and (current is None or isinstance(current, Const)):
             # a constant adjoint stays symbolic (`dL_da = 1` is never written; `1 *` folds away)
             self.state[name] = contribution if current is None else simplify.add(current, contribution)
@@ -338,12 +344,23 @@ class _Reverser:
         return pre + [loop]
 
 
+def _zeroes_own(contribution, adj, owned):
+    """Whether `contribution` is `adj` with zeros at an index (a write, `x[idx] = v`) and
+    the backward pass owns adj's array: then it is zeroed in place."""
+    return isinstance(contribution, Call) and contribution.prim == "zero_at" \
+        and contribution.args[0] == Var(adj) and adj in owned
+
+
 def _only_indexed(body, v):
-    """Whether the loop `body` reads `v` only as `v[...]` and never assigns it: then every
-    contribution to v's adjoint in the loop is a scatter into it."""
+    """Whether the loop `body` reads `v` only as `v[...]` and assigns it only by writing
+    into it (`v[...] = e`): then every contribution to v's adjoint in the loop is a scatter
+    into it or zeros written into it."""
     for stmt in walk(body):
         if isinstance(stmt, Assign) and stmt.target == v:
-            return False
+            e = stmt.expr
+            if not (isinstance(e, Call) and e.prim == "setitem" and e.args[0] == Var(v)):
+                return False
+            stmt = Assign(v, Call("tuple", e.args[1:]))  # (what the write reads besides v itself)
         for expr in expressions(stmt):
             stack = [expr]
             while stack:
@@ -537,7 +554,8 @@ def _allocates(expr):
     if not isinstance(expr, Call):
         return False
     prim = TABLE[expr.prim]
-    return (prim.elementwise and expr.prim not in ("pos", "float")) or expr.prim in ("zeros_like", "ones_like", "array")
+    return (prim.elementwise and expr.prim not in ("pos", "float")) or expr.prim in ("zeros_like", "ones_like", "array",
+                                                                                       "zero_at")
 
 
 def zero_like(v, arrays):
@@ -597,6 +615,8 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         arg_stretched = not arg_scalar and (stretched or (prim.elementwise and _stretches(expr, i, arrays)))
         if expr.prim in _TAKES_STRETCHED:
             arg_stretched = False  # its helper sums back to each input's shape itself
+        if expr.prim == "setitem" and i == 1:
+            arg_stretched = True  # `x[1:] = s`: the value broadcast into the index
         arg_guards = guards
         while isinstance(gi, Cond) and simplify.is_zero(gi.orelse):  # a rule's own test (max, min)
             arg_guards, gi = arg_guards + (gi.test,), gi.body

@@ -162,5 +162,5 @@ for _name in ("argsort", "argmax", "argmin"):
               kind="piecewise")
 
 ARRAY_RULES.update({"atleast_1d", "atleast_2d", "atleast_3d", "repeat", "tile", "roll", "meshgrid", "hstack",
-                    "vstack", "column_stack", "var", "std", "astype", "take_along_axis", "sort"})
+                    "vstack", "column_stack", "var", "std", "astype", "take_along_axis", "sort", "copy"})
 

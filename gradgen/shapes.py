@@ -66,7 +66,7 @@ def _evidence(expr):
     while stack:
         e = stack.pop()
         if isinstance(e, Call):
-            if e.prim in _NEEDS_ARRAY or e.prim == "getitem":
+            if e.prim in _NEEDS_ARRAY or e.prim in ("getitem", "setitem"):
                 found |= {a.name for a in map(_through_unary, e.args[:1 if e.prim != "matmul" else 2])
                           if isinstance(a, Var)}
             stack.extend(e.args)

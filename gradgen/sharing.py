@@ -16,7 +16,7 @@ import types
 
 from gradgen import shapes
 from gradgen.errors import error_at
-from gradgen.ir import Assign, Break, Call, Cond, Continue, For, If, Var, While, expressions, variables, walk
+from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, expressions, variables, walk
 
 
 # Primitives whose result may be a view of (share memory with) their first argument.
@@ -44,6 +44,10 @@ def refuse_shared_updates(fn, arrays, module):
         if any(_any_in(reads.get(n, []), at + 1, math.inf, around) for n in sharers[id(s)]):
             op, name = _AUG_OPS.get(s.expr.prim, "+"), fn.display.get(s.target, s.target)  # as you wrote it
             where = types.SimpleNamespace(lineno=s.line, col_offset=s.col - 1)
+            if s.expr.prim == "setitem":
+                raise error_at(where, f"'{name}[...] = ...' would change an array that may share memory with "
+                                      f"another name (a copy or a view) read later; write into a copy "
+                                      f"('{name} = {name}.copy()' first)", module)
             raise error_at(where, f"'{name} {op}= ...' would change an array that may share memory "
                                   f"with another name (a copy or a view); write "
                                   f"'{name} = {name} {op} ...'", module)
@@ -83,14 +87,26 @@ class _Sharing:
     def loop(self, s, env, exits):
         while True:
             before, inner = dict(env), []
-            body = dict(env)
-            if isinstance(s, For):  # a loop counter (`for row in X` reads `row = X[i]`, a view)
-                body.pop(s.target, None)
-            self.block(s.body, body, inner)
+            body = self.iteration(s, env, inner)
             for state in [body] + inner:
                 _join(env, state)
             if env == before:
-                return
+                break
+        if _runs_at_least_once(s):  # `for i in range(2)`: what held before is not what holds after
+            inner = []
+            after = self.iteration(s, env, inner)
+            for state in inner:
+                _join(after, state)
+            env.clear()
+            env.update(after)
+
+    def iteration(self, s, head, exits):
+        """The state after one pass of the loop body, from the state at its head."""
+        body = dict(head)
+        if isinstance(s, For):  # a loop counter (`for row in X` reads `row = X[i]`, a view)
+            body.pop(s.target, None)
+        self.block(s.body, body, exits)
+        return body
 
     def assign(self, s, env):
         e = s.expr
@@ -106,11 +122,26 @@ class _Sharing:
             return
         objects = _points_to(e, env)
         if _new_array(e, self.arrays):
-            objects |= {("made", id(s))}
+            # a new array, unlike any the statement made before (on an earlier iteration):
+            # those are "older" (the recency abstraction), so `u_new = u.copy()` in a loop
+            # that ends `u = u_new` never shares with last iteration's u
+            made, older = ("made", id(s)), ("older", id(s))
+            for name, held in env.items():
+                if made in held:
+                    env[name] = (held - {made}) | {older}
+            objects = {older if o == made else o for o in objects} | {made}
         if objects:
             env[s.target] = frozenset(objects)
         else:
             env.pop(s.target, None)  # a number: nothing to share
+
+
+def _runs_at_least_once(s):
+    """A `for` over `range(...)` of numbers written in the source, not empty."""
+    if not (isinstance(s, For) and isinstance(s.iter, Call) and s.iter.prim == "range"):
+        return False
+    bounds = [a.value for a in s.iter.args if isinstance(a, Const) and type(a.value) is int]
+    return len(bounds) == len(s.iter.args) and len(range(*bounds)) > 0
 
 
 def _points_to(e, env):

@@ -138,6 +138,11 @@ class _Trace:
 
     def value(self, expr):
         """`expr` evaluated as the program evaluates it (Python and NumPy floats)."""
+        if isinstance(expr, Call) and expr.prim == "setitem":  # x[index] = v, into a copy of x
+            x, v, *index = expr.args
+            out = np.copy(self.value(x))
+            out[_index_of(self, dict(expr.params)["index"], index)] = self.value(v)
+            return out
         code = self.compiled.get(id(expr))
         if code is None:
             text = ast.unparse(self.emitter.expr(expr))
@@ -355,14 +360,25 @@ _ARRAY_OPS = {  # NumPy on object arrays of sympy expressions
     "stack": lambda t, e, a, p: np.stack([np.asarray(x, dtype=object) for x in a], **p),
     "array": lambda t, e, a, p: np.asarray(a[0], dtype=object),
     "getitem": lambda t, e, a, p: _index_objects(t, e, a[0]),
+    "setitem": lambda t, e, a, p: _write_objects(t, e, a[0], a[1]),
 }
+
+
+def _write_objects(trace, e, x, v):
+    """x with v written at the index, on a copy of the object array (x itself unchanged)."""
+    out = np.array(x, dtype=object)
+    out[_index_of(trace, dict(e.params)["index"], e.args[2:])] = v
+    return out
 
 
 def _index_objects(trace, e, x):
     """x[index] on the object array, the index evaluated as the program evaluates it."""
-    index = eval(compile(ast.unparse(trace.emitter.index(dict(e.params)["index"], e.args[1:], as_value=True)),
-                         "<index>", "eval"), trace.env, trace.values)  # noqa: S307 - gradgen's own IR
-    return np.asarray(x, dtype=object)[index]
+    return np.asarray(x, dtype=object)[_index_of(trace, dict(e.params)["index"], e.args[1:])]
+
+
+def _index_of(trace, layout, exprs):
+    return eval(compile(ast.unparse(trace.emitter.index(layout, exprs, as_value=True)),
+                        "<index>", "eval"), trace.env, trace.values)  # noqa: S307 - gradgen's own IR
 
 
 class _Symbolic:

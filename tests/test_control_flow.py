@@ -590,6 +590,31 @@ def test_while_loop_backward_replays_the_count():
     assert "range(iterations" in grad
 
 
+def test_a_while_test_that_runs_statements_runs_them_before_every_test():
+    """A 20,000-program soak (seed 1204, program 5731) found `while k < 5 and b <=
+    polar1(y, y)` with polar1's body (`r = 0.0; y = y + r`) inlined once, before the loop:
+    the test then read a stale value and the loop ran on (a wrong value and gradient). The
+    statements a test runs now run before every test: `while True:`, the test's statements,
+    `if not test: break`, the body."""
+    source = ("def step(y):\n    r = 0.1 * y\n    return y + r\n\n\n"
+              "def f(a, b):\n    y = a\n    k = 0\n    while step(y) < 3.0 and k < 10:\n"
+              "        y = y * b + 0.5\n        k += 1\n    return y * a\n")
+    grad = function_text(compile_source(source, "w.py", functions=["f"]).text, "f_grad")
+    assert "    while True:\n        iterations += 1\n        r_1 = 0.1 * y\n" in grad
+    assert "        branch = not (y + r_1 < 3.0 and k < 10)\n        if branch:\n            break\n" in grad
+    namespace = {}
+    exec(source, namespace)  # noqa: S102 - the test's own source
+    y, k = 0.7, 0
+    while 1.1 * y < 3.0 and k < 10:
+        y, k = y * 1.2 + 0.5, k + 1
+    value, (da, db) = load_module(compile_source(source, "w.py", functions=["f"]).text, "w_grad").f_value_and_grad(
+        0.7, 1.2)
+    assert value == namespace["f"](0.7, 1.2) == y * 0.7 and k == 3
+    assert (da, db) == (pytest.approx(4.2392, rel=1e-12), pytest.approx(3.3068, rel=1e-12))
+    [report] = check_source(source, "w.py", ["f"], at={"a": 0.7, "b": 1.2})
+    assert report.ok
+
+
 def test_euler_saves_one_float_per_step():
     # x = x + DT * (a * x - b * x**3): the backward sweep needs the old x only.
     grad = function_text(

@@ -146,11 +146,19 @@ CASES = [
      "--wrt\n        for i in range(n):\n                 ^"),
     ("a path without return", "def f(x):\n    if x > 0:\n        return x\n", {},
      "bad.py:1:1: not every path through 'f' ends in a 'return'\n    def f(x):\n    ^"),
-    ("writing into an array",
-     "import numpy as np\ndef f(x):\n    y = np.zeros(3)\n    for i in range(3):\n        y[i] = x[i] * 2\n"
+    ("writing into an element of an element",
+     "import numpy as np\ndef f(x):\n    y = np.zeros((3, 3))\n    for i in range(3):\n        y[i][0] = x[i] * 2\n"
      "    return np.sum(y)\n", {},
-     "bad.py:5:9: writing into an array (x[i] = ...) is not supported; build the array with np.stack([...]) "
-     "or np.concatenate instead\n            y[i] = x[i] * 2\n            ^"),
+     "bad.py:5:9: writing into 'y[i][0]' is not supported: write into a name with one index, x[i, j] = ... "
+     "(not x[i][j] = ... nor x.attr[i] = ...)\n            y[i][0] = x[i] * 2\n            ^"),
+    ("writing into a module constant",
+     "import numpy as np\nW = np.ones(3)\ndef f(x):\n    W[0] = x\n    return np.sum(W * x)\n", {},
+     "bad.py:4:5: writing into 'W' would change a module-level value for every later call; copy it first "
+     "(W_local = W.copy())\n        W[0] = x\n        ^"),
+    ("a write another name would see",
+     "import numpy as np\ndef f(x):\n    y = x\n    y[0] = 1.0\n    return np.sum(x * y)\n", {},
+     "bad.py:4:5: 'y[...] = ...' would change an array that may share memory with another name (a copy or a "
+     "view) read later; write into a copy ('y = y.copy()' first)\n        y[0] = 1.0\n        ^"),
     ("an index that is differentiated", "import numpy as np\ndef f(x, k=1.0):\n    return x[k]\n",
      {"wrt": ["x", "k"]},
      "bad.py:3:12: 'k' is differentiated, but reaches an index, which has no derivative; leave it out with "

@@ -91,6 +91,21 @@ def test_a_parameter_updated_in_place_compiles_and_changes_the_callers_array_as_
     np.testing.assert_array_equal(a, mine)
 
 
+def test_a_loop_over_a_literal_range_runs_at_least_once():
+    """`h = y; for i in range(1): h = np.tanh(h)` leaves h a new array, so `y += e` after it
+    changes no name that is read; with range(n) the loop may not run and h may still be y."""
+    body = "    h = y\n    for i in range({n}):\n        h = np.tanh(h)\n    y += 1.0\n    return np.sum(y * h)\n"
+    head = "import numpy as np\n\n\ndef f(x, n):\n    y = x * 2.0\n"
+    text = compile_source(head + body.format(n=1), filename="prog.py", wrt=["x"]).text
+    x = np.array([0.3, -0.4])
+    value, grad = load_module(text, "prog_grad").f_value_and_grad(x.copy(), 1)
+    assert value == np.sum((2 * x + 1) * np.tanh(2 * x))
+    np.testing.assert_allclose(grad, 2 * np.tanh(2 * x) + (2 * x + 1) * 2 / np.cosh(2 * x) ** 2, rtol=1e-13)
+    with pytest.raises(CompileError) as caught:
+        compile_source(head + body.format(n="n"), filename="prog.py", wrt=["x"])
+    assert str(caught.value).startswith("prog.py:9:5: 'y += ...' would change an array that may share memory")
+
+
 def test_float_annotation_says_a_local_is_a_number():
     """`u: float = a ** n` with `n` unannotated may be an array, and `h = u; u *= 2.0` with h
     read later is refused, unless the annotation says u is a number (seed 31, program 134
