@@ -86,6 +86,7 @@ class _ArrayBuilder:
         self.helpers: dict[str, list[str]] = {}  # same-file helpers used: name -> lines
         self.helper_rate = 0.0  # how often an expression calls an array-valued helper
         self.loop_rate = 0.0  # how often a statement is one of the loops below
+        self.write_rate = 0.0  # how often a statement writes into an array (`y[1:] = e`)
         self.shapes = {}
         self.loops = 0  # loops over a's first axis or calling `predict` so far
 
@@ -524,6 +525,9 @@ class _ArrayBuilder:
             kinds += ["stack", "stack"] * ("a" not in self.scope)
             return getattr(self, f"{self.choice(kinds)}_loop")()
         owned = sorted(self.owned - self.viewed)
+        writable = [n for n in owned if self.scope[n][0]]
+        if writable and self.write_rate and self.chance(self.write_rate):
+            return self.write(self.choice(writable))
         if owned and self.chance(0.15):
             return [self.update(self.choice(owned), self.choice(["+=", "-=", "*="]))]
         if owned and self.chance(0.15):
@@ -542,6 +546,38 @@ class _ArrayBuilder:
         self.deps[name] = self.deps[name] | self.depends(e)
         self.recent = [n for n in self.recent if n != name] + [name]
         return f"{name} {op} {e.text}"
+
+    def write(self, name: str) -> list[str]:
+        """`name[k] = e`, `name[lo:] += e`, `name[:, j] *= e`, or `for i in range(k):
+        name[i] = e` (issue 10's writes into arrays), into a local no other name shares; e
+        broadcasts into the part written (a number, or a value of that part's shape)."""
+        shape, bound = self.scope[name]
+        n = shape[0]
+        forms = ["element", "slice", "loop"] + ["column", "entry"] * (len(shape) == 2)
+        form = self.choice(forms)
+        if form == "element":
+            index, part = str(self.integer(-n, n - 1)), shape[1:]
+        elif form == "slice":
+            lo = self.integer(0, n - 1)
+            index, part = f"{lo}:", (n - lo,) + shape[1:]
+        elif form == "column":
+            index, part = f":, {self.integer(0, shape[1] - 1)}", (n,)
+        elif form == "entry":
+            index, part = f"{self.integer(0, n - 1)}, {self.integer(-shape[1], shape[1] - 1)}", ()
+        else:
+            index, part = "i", shape[1:]
+        e = self.squash(self.leaf_of_shape(part if self.chance(0.5) else ()))
+        op = self.choice(["=", "=", "+=", "*="])
+        self.note_views(e.text)
+        grown = {"=": max(bound, e.bound), "+=": bound + n * e.bound, "*=": bound * e.bound ** n}[op]
+        self.scope[name] = (shape, grown)
+        self.deps[name] = self.deps[name] | self.depends(e)
+        self.recent = [r for r in self.recent if r != name] + [name]
+        line = f"{name}[{index}] {op} {e.text}"
+        if form == "loop":
+            trips = self.integer(1, n)
+            return [f"for i in range({trips}):", f"    {line}" + (" / (i + 1)" if op != "*=" else "")]
+        return [line]
 
     def loop(self, name: str) -> list[str]:
         """`for i in range(k):` updating `name` in place; the update may read `i`."""
@@ -671,12 +707,16 @@ def build_array_program(choices, max_statements: int = 5) -> ArrayProgram:
     before the variants existed; another variant is drawn after it."""
     program = _build_array_program(choices, max_statements, "plain")
     variant = random.Random(program.seed).choice(VARIANTS)
-    if variant == "plain":
+    writes = random.Random(f"writes:{program.seed}").random() < WRITES_SHARE
+    if variant == "plain" and not writes:
         return program
-    return _build_array_program(choices, max_statements, variant)
+    return _build_array_program(choices, max_statements, variant, writes)
 
 
-def _build_array_program(choices, max_statements: int, variant: str) -> ArrayProgram:
+WRITES_SHARE = 0.3  # programs that write into arrays (drawn apart: the others are as they were)
+
+
+def _build_array_program(choices, max_statements: int, variant: str, writes: bool = False) -> ArrayProgram:
     n, d, m = (choices.integer(1, 4) for _ in range(3))
     b_shape = choices.choice([(d,), (1, d), (n, 1), (n, d), ()])
     x_shape = choices.choice([(n, d), (d, m), (m, n), (d,)])
@@ -688,6 +728,7 @@ def _build_array_program(choices, max_statements: int, variant: str) -> ArrayPro
     builder.shapes = shapes
     builder.loop_rate = {"loops": 0.5, "stack": 1.0}.get(variant, 0.0)
     builder.helper_rate = {"helpers": 0.15, "loops": 0.03}.get(variant, 0.0)
+    builder.write_rate = 0.5 if writes else 0.0
     if variant == "stack":
         del builder.scope["a"]  # (read only by the loop over its first axis)
     body = [line for _ in range(choices.integer(1, max_statements)) for line in builder.statements()]

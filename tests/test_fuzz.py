@@ -49,6 +49,11 @@ def test_the_programs_cover_the_subset():
                 calls[func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")] += 1
             if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.AugAssign)):
                 nodes[type(node.op).__name__] += 1
+            target = getattr(node, "target", None) or (node.targets[0] if isinstance(node, ast.Assign) else None)
+            if isinstance(target, ast.Subscript):  # writes into arrays: x[i] = e, x[1:] += e, x[:, j] *= e
+                nodes["write"] += 1
+                nodes["write in a loop"] += node.col_offset > 4
+                nodes["write with a slice"] += any(isinstance(n, ast.Slice) for n in ast.walk(target.slice))
             if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
                 nodes["tuple unpacking"] += 1
                 if isinstance(node.value, ast.Call):
@@ -60,7 +65,8 @@ def test_the_programs_cover_the_subset():
     assert not missing, missing
     constructs = ["Add", "Sub", "Mult", "Div", "Pow", "Mod", "FloorDiv", "MatMult", "USub", "UAdd", "Not",
                   "AugAssign", "IfExp", "If", "For", "While", "Break", "Continue", "BoolOp", "Compare",
-                  "tuple unpacking", "tuple helper", "Subscript", "Slice", "keyword", "AnnAssign"]
+                  "tuple unpacking", "tuple helper", "Subscript", "Slice", "keyword", "AnnAssign", "write",
+                  "write in a loop", "write with a slice"]
     assert all(nodes[c] >= 5 for c in constructs), {c: nodes[c] for c in constructs}
     arrays = ["sum", "mean", "prod", "cumsum", "matmul", "dot", "outer", "inner", "transpose", "reshape",
               "ravel", "squeeze", "flip", "expand_dims", "concatenate", "norm", "len"]
