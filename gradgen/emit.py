@@ -225,6 +225,9 @@ class Emitter:
             return ast.unparse(ast.AugAssign(target, ast.Add(), self.expr(expr)))
         if isinstance(expr, Call) and expr.prim == "setitem":
             return self._write(s)
+        if isinstance(expr, Call) and expr.prim == "append":  # the user's `hs.append(v)`, in place
+            assert expr.args[0] == Var(s.target), "a list grows under its own name"
+            return f"{s.target}.append({self._text(expr.args[1])})"
         if s.augmented and isinstance(expr, Call) and expr.args and expr.args[0] == Var(s.target):
             # the user's `x += e`, where x keeps its name
             op = TABLE[expr.prim].operator
@@ -268,7 +271,24 @@ _SPECIAL = {
     "vstack": lambda em, args, kw: em._numpy_call("vstack", [ast.List(args)], kw),
     "column_stack": lambda em, args, kw: em._numpy_call("column_stack", [ast.List(args)], kw),
     "astype": lambda em, args, kw: ast.Call(ast.Attribute(args[0], "astype"), [kw[0].value] if kw else [], []),
+    # Python lists (gradgen.rules_lists): made, read, stacked; their gradients unstacked and popped
+    "list": lambda em, args, kw: ast.List(args),
+    "list_get": lambda em, args, kw: ast.Subscript(args[0], args[1]),
+    "stack_list": lambda em, args, kw: em._numpy_call("stack", args, kw),
+    "array_list": lambda em, args, kw: em._numpy_call("array", args, []),
+    "unstack": lambda em, args, kw: ast.Call(ast.Name("list"), [_rows(em, args[0], kw)], []),
+    "pop": lambda em, args, kw: ast.Call(ast.Attribute(args[0], "pop"), [], []),
+    "list_zeros": lambda em, args, kw: ast.BinOp(ast.List([ast.Constant(0.0)]), ast.Mult(),
+                                                 ast.Call(ast.Name("len"), args, [])),
 }
+
+
+def _rows(em, g, kw):
+    """g's rows along the stacked axis: g itself for axis 0, else g with that axis moved first."""
+    axis = next((k.value for k in kw if k.arg == "axis"), ast.Constant(0))
+    if isinstance(axis, ast.Constant) and axis.value == 0:
+        return g
+    return em._numpy_call("moveaxis", [g, axis, ast.Constant(0)], [])
 
 # Helpers the backward pass may call, written into the generated module only when used.
 HELPERS = {
@@ -317,6 +337,8 @@ HELPERS = {
 '''),
     "zero_at": ((), '''def zero_at(g, index):
     """A copy of g with zeros at `index`: the gradient of what `x[index] = v` overwrote."""
+    if np.ndim(g) == 0:  # 0.0: no gradient has reached x yet, and zeros stay zeros
+        return g
     g = np.array(g, dtype=float)
     g[index] = 0.0
     return g

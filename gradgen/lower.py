@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from gradgen import effects, primitives
+from gradgen import comprehensions, effects, primitives
 from gradgen.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
 from gradgen.ir import (Assign, Break, Call, Cond, Const, Continue, Effect, For, Function, If, Param, Spelled, Var,
                         While, variables)
@@ -95,6 +95,7 @@ class Lowerer:
         self.loop_depth = 0
         self.bound = set()  # SSA names assigned so far on the path being lowered
         self.loop_targets = set()
+        self.lists = set()  # SSA names holding a Python list (gradgen.rules_lists)
         self.stack = [fnode.name]
         self.helpers = {}  # primitive name -> emitted helper name (the sigmoid)
         self.top_params = set(parameter_names(fnode))
@@ -196,7 +197,7 @@ class Lowerer:
             for stmt in stmts[:-1]:
                 self._statement(scope, stmt)
             return self._return(scope, stmts[-1])
-        scope.result = self.namer.define(scope.node.name)
+        scope.result = self.namer.define(getattr(scope.node, "result_name", scope.node.name))
         scope.own(scope.result)
         for stmt in stmts:
             self._statement(scope, stmt)
@@ -241,6 +242,9 @@ class Lowerer:
             return self._tuple_return(scope, stmt.value), scope.node.name
         if isinstance(stmt.value, ast.Tuple):
             raise self.m.error(stmt.value, "gradgen differentiates functions that return one number")
+        items = self._list_arg(scope, stmt.value) if scope.helper is not None and scope.result is None else None
+        if items is not None:  # a helper (a comprehension) returning its list: the list itself
+            return items, stmt.value.id
         value = self.expr(scope, stmt.value, function_ok=scope.helper is not None and scope.result is None)
         if scope.result is not None:
             self._emit(scope.result, value, stmt, overwrites=self.loop_depth > 0)
@@ -299,6 +303,8 @@ class Lowerer:
             self._effect(scope, stmt, f"'{ast.unparse(stmt.value.func)}(...)'")
         elif isinstance(stmt, ast.Expr) and effects.is_draw(self.m, stmt.value, lambda n: _lookup(scope, n)):
             self.expr(scope, stmt.value)  # a draw whose numbers are thrown away still advances the state
+        elif isinstance(stmt, ast.Expr) and self._list_method(scope, stmt.value) is not None:
+            self._append(scope, stmt)
         elif isinstance(stmt, ast.Expr):
             message = _UNSUPPORTED_EXPR.get(type(stmt.value), "an expression statement does nothing to the result")
             raise self.m.error(stmt, message)
@@ -308,6 +314,8 @@ class Lowerer:
     def _assign(self, scope, target, value, stmt):
         if isinstance(target, ast.Name) and effects.is_draw(self.m, value, lambda n: _lookup(scope, n)):
             self._bind(scope, target.id, self._draw_call(scope, value), stmt)  # eps = rs.randn(n)
+        elif isinstance(target, ast.Name) and isinstance(value, (ast.List, ast.ListComp)):
+            self._new_list(scope, target.id, value, stmt)
         elif isinstance(target, ast.Name):
             self._bind(scope, target.id, self.expr(scope, value, function_ok=True), stmt)
         elif isinstance(target, ast.Tuple):
@@ -372,6 +380,93 @@ class Lowerer:
                 value = Var(temp)
             out.append(value)
         return out
+
+    # ---- Python lists (see gradgen.rules_lists) ---------------------------------------
+    def _is_list(self, value):
+        return isinstance(value, Var) and value.name in self.lists
+
+    def _new_list(self, scope, name, value, stmt):
+        """`hs = [h0]`, `hs = []`, `hs = [f(x) for x in xs]`: a list of its own."""
+        if self.depth > 0:
+            raise self.m.error(stmt, f"a list made inside a loop or branch ('{name}') is not supported yet: make it "
+                                     "before the loop or branch and append to it there")
+        if isinstance(value, ast.ListComp):
+            made = self._comprehension(scope, value, name)
+        else:
+            ssa = self.namer.define(name)
+            self._emit(ssa, self._call("list", tuple(self.expr(scope, e) for e in value.elts), "builtins", value), stmt)
+            self.lists.add(ssa)
+            made = Var(ssa)
+        self._bind_list(scope, name, made, stmt)
+
+    def _bind_list(self, scope, name, value, stmt):
+        """A name for a list: the list itself (`ys = hs` is a second name for the same list,
+        as in Python). A list is bound outside loops and branches, and a name that holds
+        one is given no other value."""
+        if not self._is_list(value):
+            raise self.m.error(stmt, f"'{name}' holds a list: give the new value another name")
+        if self.depth > 0:
+            raise self.m.error(stmt, f"'{name}' is bound to a list inside a loop or branch; bind it before")
+        scope.env[name] = value
+
+    def _comprehension(self, scope, node, name="items"):
+        """`[elt for ...]`: the list its function (gradgen.comprehensions) builds."""
+        problem = comprehensions.async_or_unpacked(node)
+        if problem:
+            raise self.m.error(node, problem)
+        if self.depth > 0:
+            raise self.m.error(node, "a list comprehension inside a loop or branch is not supported yet: build the "
+                                     "list before the loop, or sum(...) a generator expression")
+        call = ast.copy_location(ast.Call(ast.Name(name, ast.Load()), [], []), node)
+        return self._inline(scope, call, comprehensions.list_builder(node, name), closure=scope)
+
+    def _total(self, scope, node):
+        """`sum(elt for ...)`, `sum([elt for ...])`, `sum(xs)` of a list: an accumulating loop."""
+        if isinstance(node.args[0], (ast.GeneratorExp, ast.ListComp)):
+            problem = comprehensions.async_or_unpacked(node.args[0])
+            if problem:
+                raise self.m.error(node.args[0], problem)
+        call = ast.copy_location(ast.Call(ast.Name("sum", ast.Load()), [], []), node)
+        return self._inline(scope, call, comprehensions.total_builder(node), closure=scope)
+
+    def _list_arg(self, scope, node):
+        """The list a name holds, if `node` is such a name; else None."""
+        if isinstance(node, ast.Name):
+            value = _lookup(scope, node.id)
+            if self._is_list(value):
+                return value
+        return None
+
+    def _list_method(self, scope, node):
+        """`hs.append(...)` (or another method) called on a list: the list, else None."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            return self._list_arg(scope, node.func.value)
+        return None
+
+    def _append(self, scope, stmt):
+        """`hs.append(v)`: the list grows in place; its gradient list will pop v's."""
+        call = stmt.value
+        current = self._list_method(scope, call)
+        name = call.func.value.id
+        if call.func.attr != "append":
+            raise self.m.error(call, f"'{name}.{call.func.attr}(...)' is not supported: gradgen grows a list with "
+                                     f"append only ({name}.append(x), one element at a time)")
+        if len(call.args) != 1 or call.keywords:
+            raise self.m.error(call, f"'{name}.append' takes one argument")
+        value = self.expr(scope, call.args[0])
+        self._emit(current.name, self._call("append", (current, value), "builtins", call), stmt, overwrites=True,
+                   augmented=True)
+
+    def _list_item(self, scope, node, current):
+        """`hs[i]` (one index): the element, read into a variable of its own."""
+        name = node.value.id
+        if isinstance(node.slice, (ast.Slice, ast.Tuple)):
+            raise self.m.error(node, f"slicing the list '{name}' is not supported yet: loop over range(...) and "
+                                     f"read {name}[i], or np.stack({name}) first")
+        item = self.namer.define(f"{name}_item")
+        self._emit(item, self._call("list_get", (current, self.expr(scope, node.slice)), "builtins", node), node,
+                   overwrites=self.loop_depth > 0)
+        return Var(item)
 
     def _augassign(self, scope, stmt):
         op = _BINOPS.get(type(stmt.op))
@@ -444,6 +539,9 @@ class Lowerer:
             self._function_binding(scope, name, value, stmt)
             return
         current = scope.env.get(name)
+        if self._is_list(value) or self._is_list(current):
+            self._bind_list(scope, name, value, stmt)
+            return
         if isinstance(current, _LoopVariable):
             current = None
         if self.depth > 0 and isinstance(current, Var) and scope.owns(current.name):
@@ -527,7 +625,10 @@ class Lowerer:
             scope.env[name] = Var(element)
             scope.own(element)
             self.bound.add(element)
-            row = self._call("getitem", (sequence, Var(target)), "op", node, (("index", ("i",)),))
+            if self._is_list(sequence):  # `for h in hs`: h = hs[i], read into h
+                row = self._call("list_get", (sequence, Var(target)), "builtins", node)
+            else:
+                row = self._call("getitem", (sequence, Var(target)), "op", node, (("index", ("i",)),))
             first.append(Assign(element, row, stmt.lineno, self._text(stmt), col=stmt.col_offset + 1,
                                 overwrites=True))
         self._prebind(scope, stmt.body, stmt)
@@ -596,6 +697,9 @@ class Lowerer:
         if isinstance(node, (ast.Tuple, ast.List)):
             raise self.m.error(node, "zip and enumerate run over arrays or parameters here; write the numbers as "
                                      "np.array([...]) or a module-level tuple")
+        items = self._list_arg(scope, node)
+        if items is not None:
+            return items
         value = self.expr(scope, node)
         if isinstance(value, Var):
             return value
@@ -613,12 +717,15 @@ class Lowerer:
         """The value a loop runs over the first axis of (`for W in Ws`), or None. The loop
         reads it by index, so that the gradient flows back row by row (`dWs[i] += dW`)."""
         node = stmt.iter
-        if not (isinstance(node, ast.Name) and isinstance(scope.env.get(node.id), Var)):
+        items = self._list_arg(scope, node)
+        if items is not None:  # `for h in hs` over a list (read from a closure's definer too)
+            return items
+        if not (isinstance(node, ast.Name) and isinstance(_lookup(scope, node.id), Var)):
             return None
         if node.id in _stored_names(stmt.body):
             raise self.m.error(node, f"the loop assigns to '{node.id}', the sequence it runs over; "
                                      f"loop over a copy (`for ... in list_copy`) or give the new value another name")
-        return scope.env[node.id]
+        return _lookup(scope, node.id)
 
     def _while(self, scope, stmt):
         if stmt.orelse:
@@ -667,6 +774,10 @@ class Lowerer:
             return self._call("range", tuple(self.expr(scope, a) for a in node.args), "builtins", node)
         if isinstance(node, ast.Name) and isinstance(self.m.constants.get(node.id), tuple):
             return Var(node.id)
+        if isinstance(node, ast.Subscript) and self._list_arg(scope, node.value) is not None:
+            name = node.value.id
+            raise self.m.error(node, f"a loop over a slice of the list '{name}' is not supported yet: loop over "
+                                     f"range(...) and read {name}[i]")
         raise self.m.error(node, "a loop must run over range(...), a module-level tuple of numbers, "
                                  "or a parameter")
 
@@ -687,7 +798,13 @@ class Lowerer:
         if isinstance(node, ast.Constant):
             return self._constant(node)
         if isinstance(node, ast.Name):
-            return self._read(scope, node)
+            value = self._read(scope, node)
+            if self._is_list(value):
+                raise self.m.error(node, f"'{node.id}' is a list: gradgen reads a list by index ({node.id}[i]), "
+                                         f"len({node.id}), a loop over it, sum({node.id}) or np.stack({node.id})")
+            return value
+        if isinstance(node, ast.ListComp):
+            return self._comprehension(scope, node)
         if isinstance(node, ast.BinOp):
             op = _BINOPS.get(type(node.op))
             if op is None:
@@ -705,10 +822,25 @@ class Lowerer:
             if not test:
                 raise self.m.error(node, "'and'/'or' are supported only in conditions")
             op = "and" if isinstance(node.op, ast.And) else "or"
-            return self._call(op, tuple(self.expr(scope, v, True) for v in node.values), "op", node)
+            start = len(self.body)
+            first = self.expr(scope, node.values[0], True)
+            mark = len(self.body)
+            rest = [self.expr(scope, v, True) for v in node.values[1:]]
+            if len(self.body) > mark:  # a later operand runs statements: only when Python evaluates it
+                del self.body[start:]
+                call = ast.copy_location(ast.Call(ast.Name("short_circuit", ast.Load()), [], []), node)
+                return self._inline(scope, call, comprehensions.short_circuit(node), closure=scope)
+            return self._call(op, (first, *rest), "op", node)
         if isinstance(node, ast.IfExp):
+            start = len(self.body)
             cond = self.expr(scope, node.test, test=True)
-            return Cond(cond, self.expr(scope, node.body), self.expr(scope, node.orelse))
+            mark = len(self.body)
+            body, orelse = self.expr(scope, node.body), self.expr(scope, node.orelse)
+            if len(self.body) > mark:  # a branch runs statements: only the branch taken may run them
+                del self.body[start:]
+                call = ast.copy_location(ast.Call(ast.Name("conditional", ast.Load()), [], []), node)
+                return self._inline(scope, call, comprehensions.conditional(node), closure=scope)
+            return Cond(cond, body, orelse)
         if isinstance(node, ast.Call):
             return self._call_node(scope, node)
         if isinstance(node, ast.Subscript):
@@ -722,6 +854,9 @@ class Lowerer:
         """`x[i, 1:n, None, ...]`: getitem on x, the index as expressions plus their layout."""
         if isinstance(scope.env.get(getattr(node.value, "id", None)), _LoopVariable):
             return self._read(scope, node.value)
+        items = self._list_arg(scope, node.value)
+        if items is not None:
+            return self._list_item(scope, node, items)
         value = self.expr(scope, node.value)
         layout, args = self._index(scope, node.slice)
         return self._call("getitem", (value, *args), "op", node, (("index", layout),))
@@ -815,6 +950,11 @@ class Lowerer:
         callee = self._helper_node(scope, node)
         if isinstance(callee, FunctionValue):
             return self._inline(scope, node, callee.node, closure=callee.closure)
+        if isinstance(func, ast.Name) and func.id == "sum" and _lookup(scope, "sum") is None \
+                and "sum" not in self.m.functions and 1 <= len(node.args) <= 2 and not node.keywords \
+                and (isinstance(node.args[0], (ast.GeneratorExp, ast.ListComp))
+                     or self._list_arg(scope, node.args[0]) is not None):
+            return self._total(scope, node)
         if isinstance(callee, LibraryFunction):  # act(x) with act = np.tanh
             return self._primitive_call(scope, node, callee.spelled, *primitives.lookup(callee.qualified))
         if isinstance(func, ast.Name) and func.id in self.m.not_constants:
@@ -874,6 +1014,19 @@ class Lowerer:
     def _arguments(self, scope, node, prim_name):
         """Positional arguments: a list literal spreads (np.concatenate([a, b])); a tuple is a shape."""
         args = list(node.args)
+        items = self._list_arg(scope, args[0]) if args else None
+        if items is None and args and isinstance(args[0], ast.ListComp) and prim_name in ("stack", "array"):
+            items = self._comprehension(scope, args[0])
+        if items is not None:  # a list variable: len(hs), np.stack(hs), np.array(hs), np.sum(hs)
+            if prim_name == "len":
+                return prim_name, [items]
+            if prim_name in ("stack", "array"):
+                return f"{prim_name}_list", [items]
+            if prim_name in ("sum", "mean", "amax", "amin", "prod"):
+                return prim_name, [self._call("array_list", (items,), "numpy", node)] + [
+                    self.expr(scope, a) for a in args[1:]]
+            raise self.m.error(args[0], f"'{ast.unparse(args[0])}' is a list: pass np.stack({ast.unparse(args[0])}) "
+                                        "(an array) instead")
         sequence = (ast.List, ast.Tuple)
         if prim_name in ("concatenate", "stack", "sum", "array") and args and isinstance(args[0], sequence):
             elements = [self.expr(scope, e) for e in args[0].elts]

@@ -24,6 +24,7 @@ from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For
                         While,
                         assigned, expressions, variables, walk)
 from gradgen.primitives import TABLE
+from gradgen.rules_lists import LIST_MAKERS
 from gradgen.shapes import may_be_array
 
 TRUE, FALSE = Const(True), Const(False)
@@ -53,6 +54,10 @@ def backward(fn, activity, namer, of, arrays=frozenset()) -> Backward:
     `arrays`: the values that may be NumPy arrays (see gradgen.shapes)."""
     rev = _Reverser(activity.active, namer, of, arrays)
     rev.params = {p.name for p in fn.params}
+    rev.lists = {s.target for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.expr, Call)
+                 and s.expr.prim in LIST_MAKERS}
+    rev.written = {s.target for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.expr, Call)
+                   and s.expr.prim == "setitem"}
     loop_temporaries(fn.body, {p.name for p in fn.params}, simplify.names_read([]) | _reads_of(fn.result),
                      rev.locals)
     if isinstance(fn.result, Var) and fn.result.name in activity.active:
@@ -104,6 +109,8 @@ class _Reverser:
         self.owned = set()  # adjoint arrays made fresh here, which may be written into
         self.mutable = set()  # adjoints of numbers that may hold a 0-d array (np.ones_like of a number)
         self.locals = {}  # id(loop) -> its temporaries (see loop_temporaries)
+        self.lists = set()  # variables holding a Python list: their gradients are lists too
+        self.written = set()  # arrays written into (`x[i] = e`): their gradients are indexed, so arrays
 
     def adj_name(self, v):
         if v not in self.adj_names:
@@ -157,6 +164,8 @@ class _Reverser:
 
     # ---- assignment ----------------------------------------------------------------------
     def assign(self, stmt):
+        if isinstance(stmt.expr, Call) and stmt.expr.prim == "append":
+            return self.append(stmt)
         v = stmt.target
         restore = [Restore(v, self.stack(v), id(stmt))] if stmt.overwrites and not stmt.counter else []
         self_ref = any(x.name == v for x in variables(stmt.expr))
@@ -190,10 +199,67 @@ class _Reverser:
             out += self.cite(stmt, body)
         return out + ([] if self_ref else restore)
 
+    # ---- Python lists: a gradient list mirrors the list (gradgen.rules_lists) -------------
+    def append(self, stmt):
+        """`hs.append(v)` backward: v's gradient is popped from the gradient list, which is
+        then exactly as long as hs was before the append. The gradient list is made (zeros,
+        as long as hs is now) where the backward pass first meets it, so an append whose
+        value is never read still pops, and every later index means the same element."""
+        v, (items, value) = stmt.target, stmt.expr.args
+        if v not in self.active:
+            return []
+        out = self.list_gradient(v)
+        popped = self.namer.adjoint(self.of, f"{v}_popped")
+        self.adj_set.add(popped)
+        body = [Assign(popped, Call("pop", (Var(self.adj_name(v)),)))]
+        contributions = []
+        push_into(value, Var(popped), (), self.active, contributions, None, self.arrays,
+                  temporary=lambda: self.namer.adjoint(self.of, f"{v}_inner"))
+        for item in contributions:
+            if isinstance(item, Temporary):
+                self.adj_set.add(item.name)
+                body.append(Assign(item.name, item.expr))
+            else:
+                body += self.add(*item)
+        self.note_reads(stmt, value)
+        self.reads[id(stmt)] = (simplify.names_read(body) - self.adj_set) | self.reads.get(id(stmt), set())
+        restore = [Restore(v, self.stack(v), id(stmt))] if stmt.overwrites else []
+        return restore + out + self.cite(stmt, body)
+
+    def list_gradient(self, v):
+        """The statements that make v's gradient list, if the backward pass has none yet."""
+        if self.state.get(v) is not None:
+            return []
+        adj = self.adj_name(v)
+        self.state[v] = Var(adj)
+        return [Assign(adj, Call("list_zeros", (Var(v),)))]
+
+    def add_to_list(self, name, contribution):
+        """A gradient reaching list `name`: at one element (`dhs[i] = dhs[i] + g`), or at all
+        of them (the rows of np.stack(hs)'s gradient); under the test of a conditional
+        expression that read it (`np.stack(hs) if len(hs) > 0 else 0.0`), inside an `if`."""
+        if isinstance(contribution, Cond) and simplify.is_zero(contribution.orelse):
+            made = self.list_gradient(name)
+            return made + [If(contribution.test, self.add_to_list(name, contribution.body), [])]
+        adj = self.adj_name(name)
+        if isinstance(contribution, Call) and contribution.prim == "list_add_at":
+            g, _, index = contribution.args
+            out = self.list_gradient(name)
+            entry = Call("getitem", (Var(adj), index), "op", params=(("index", ("i",)),))
+            return out + [IndexAdd(adj, ("i",), (index,), simplify.add(entry, as_float(g)), assign=True)]
+        assert isinstance(contribution, Call) and contribution.prim == "unstack", contribution
+        current = self.state.get(name)
+        self.state[name] = Var(adj)
+        if current is None:
+            return [Assign(adj, contribution)]
+        return [Assign(adj, Call("add_lists", (current, contribution), None))]
+
     def add(self, name, contribution):
         """Add `contribution` to `name`'s adjoint; the statements that takes."""
         if simplify.is_zero(contribution):
             return []
+        if name in self.lists:
+            return self.add_to_list(name, contribution)
         guard = None
         if isinstance(contribution, Cond) and _is_scatter(contribution.body) and simplify.is_zero(contribution.orelse):
             guard, contribution = contribution.test, contribution.body
@@ -263,8 +329,11 @@ class _Reverser:
 
     def zero(self, v):
         """An exact zero: an array of zeros for an array parameter (its gradient must have its
-        shape); 0.0 elsewhere, which broadcasts, and never reads a value that may be unbound."""
-        return zero_like(v, self.arrays) if v in self.params else Const(0.0)
+        shape) and for an array written into (its gradient is indexed), a list of zeros for a
+        list; 0.0 elsewhere, which broadcasts, and never reads a value that may be unbound."""
+        if v in self.lists:
+            return Call("list_zeros", (Var(v),))
+        return zero_like(v, self.arrays) if v in self.params or v in self.written else Const(0.0)
 
     def cite(self, stmt, body):
         if body and stmt.source and f"line {stmt.line}: {stmt.source}" != self.cited:

@@ -47,11 +47,13 @@ def result_is_array(fn, module) -> bool:
 
 def _evident(fn):
     """Names `fn` uses as arrays: reduced, measured, multiplied as matrices or indexed."""
-    evident = set()
+    evident, lists = set(), set()
     for stmt in walk(fn.body):
         for expr in expressions(stmt):
             evident |= _evidence(expr)
-    return evident | _evidence(fn.result)
+        if isinstance(stmt, Assign) and isinstance(stmt.expr, Call) and stmt.expr.prim in ("list", "append"):
+            lists.add(stmt.target)  # (`len(hs)` of a list says nothing of its elements)
+    return (evident | _evidence(fn.result)) - lists
 
 
 # Calls whose (first) argument is an array of at least one axis in any program that means

@@ -20,7 +20,7 @@ from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, If, Var,
 
 
 # Primitives whose result may be a view of (share memory with) their first argument.
-_VIEWS = {"getitem", "reshape", "T", "transpose", "ravel", "squeeze", "expand_dims", "broadcast_to", "flip",
+_VIEWS = {"getitem", "list_get", "reshape", "T", "transpose", "ravel", "squeeze", "expand_dims", "broadcast_to", "flip",
           "float", "pos", "array"}
 
 
@@ -110,6 +110,14 @@ class _Sharing:
 
     def assign(self, s, env):
         e = s.expr
+        if isinstance(e, Call) and e.prim in ("list", "append"):
+            # a list holds its elements: reading one back (`x = hs[i]`) shares it, and an
+            # append changes no element, so it is no update another name would see
+            held = env.get(s.target, frozenset()) if e.prim == "append" else frozenset([("made", id(s))])
+            for item in e.args[1:] if e.prim == "append" else e.args:
+                held |= _points_to(item, env) | ({("made", id(s))} if _new_array(item, self.arrays) else set())
+            env[s.target] = frozenset(held)
+            return
         if s.augmented and isinstance(e, Call) and e.args and isinstance(e.args[0], Var) \
                 and e.args[0].name in env:
             objects = env[e.args[0].name]

@@ -138,6 +138,8 @@ class _Trace:
 
     def value(self, expr):
         """`expr` evaluated as the program evaluates it (Python and NumPy floats)."""
+        if isinstance(expr, Call) and expr.prim == "append":  # hs.append(v), into a new list
+            return self.value(expr.args[0]) + [self.value(expr.args[1])]
         if isinstance(expr, Call) and expr.prim == "setitem":  # x[index] = v, into a copy of x
             x, v, *index = expr.args
             out = np.copy(self.value(x))
@@ -152,6 +154,8 @@ class _Trace:
 
     def evaluate(self, expr):
         """(value, tangent): sympy differentiates `expr` in each input that has a tangent."""
+        if isinstance(expr, Call) and expr.prim in _LIST_TANGENTS:  # a list's tangent: its elements'
+            return self.value(expr), _LIST_TANGENTS[expr.prim](self, expr)
         value = self.value(expr)
         if is_draw(expr) or not any(any(self.tangents.get(v.name, self.zero)) for v in variables(expr)):
             # data (a draw: evaluating it again would draw other numbers), or a value no
@@ -362,6 +366,21 @@ _ARRAY_OPS = {  # NumPy on object arrays of sympy expressions
     "getitem": lambda t, e, a, p: _index_objects(t, e, a[0]),
     "setitem": lambda t, e, a, p: _write_objects(t, e, a[0], a[1]),
 }
+
+
+# Python lists in the scalar trace: the tangent of a list is the list of its elements' tangents
+_LIST_TANGENTS = {
+    "list": lambda t, e: [t.evaluate(a)[1] for a in e.args],
+    "append": lambda t, e: t.tangents[e.args[0].name] + [t.evaluate(e.args[1])[1]],
+    "list_get": lambda t, e: t.tangents[e.args[0].name][t.value(e.args[1])],
+}
+_ARRAY_OPS.update({
+    "list": lambda t, e, a, p: list(a),
+    "append": lambda t, e, a, p: list(a[0]) + [a[1]],
+    "list_get": lambda t, e, a, p: a[0][t.value(e.args[1])],
+    "stack_list": lambda t, e, a, p: np.stack([np.asarray(x, dtype=object) for x in a[0]], **p),
+    "array_list": lambda t, e, a, p: np.array([np.asarray(x, dtype=object) for x in a[0]], dtype=object),
+})
 
 
 def _write_objects(trace, e, x, v):

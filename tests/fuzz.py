@@ -64,13 +64,14 @@ from gradgen.limits import time_limit  # noqa: E402
 from gradgen.emit import unformatted  # noqa: E402
 from gradgen.verify import check_source  # noqa: E402
 from programs import build_program, seeded_control_program, SeededChoices  # noqa: E402
-from rewrite import draws, effects, functions, rewrite  # noqa: E402
+from rewrite import draws, effects, functions, lists, rewrite  # noqa: E402
 
 KINDS = (("straight", 30), ("wrt", 10), ("control", 40), ("array", 20))  # (kind, weight)
 REWRITE_RATE = 0.7  # share of scalar programs rewritten with helpers and tuples
 FUNCTIONS_RATE = 0.5  # share of programs calling through closures, lambdas, factories, ...
 EFFECTS_RATE = 0.3  # share of programs with prints, asserts and logging
 DRAW_RATE = 0.25  # share of programs drawing from a random state `rs` (kind "draw" / "array-draw")
+LISTS_RATE = 0.3  # share of programs recording values in Python lists (drawn last: the others are unchanged)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,8 @@ def generate(seed: int, index: int) -> Case:
             source = functions(source, rng)
         if rng.random() < EFFECTS_RATE:
             source = effects(source, rng, arrays=True)
+        if rng.random() < LISTS_RATE:
+            source = lists(source, rng, arrays=True)
         return Case(kind, seed, index, source, point, rs_seed=rs_seed)
     if kind == "control":
         program = seeded_control_program(sub)
@@ -129,6 +132,8 @@ def generate(seed: int, index: int) -> Case:
         source = functions(source, rng)
     if rng.random() < EFFECTS_RATE:
         source = effects(source, rng)
+    if rng.random() < LISTS_RATE:
+        source = lists(source, rng)
     return Case(kind, seed, index, source, point, program.wrt, rs_seed)
 
 

@@ -619,3 +619,55 @@ def _draws_block(stmts: list, state: _DrawState, top: bool = False) -> None:
                 _draws_block(stmt.orelse, state)
         out.append(stmt)
     stmts[:] = out
+
+
+# ---- Python lists (issue 10, item 3) -----------------------------------------------------------
+
+def lists(source: str, rng: random.Random, arrays: bool = False) -> str:
+    """`source` with Python lists in f: a loop at f's top level records a value it computes
+    (`trace_k = []` before it, `trace_k.append(v * 1.0)` at the end of its body: a new value,
+    never one a later in-place update would change), and the result adds a small multiple of
+    an aggregate of the trace (`sum(trace_k)`, `sum(t * t for t in trace_k)`, `np.sum(np.stack(
+    trace_k))` when non-empty, an indexed `trace_k[-1]`, a comprehension over its indices with
+    an integer `if`); or the result is returned through a list (`sum([e for _ in range(1)])`,
+    `parts = [e]; return parts[0]`). The function changes, and stays smooth: the fuzzer
+    checks the gradient of whatever it is."""
+    tree = ast.parse(source)
+    fnode = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "f")
+    loops = [i for i, s in enumerate(fnode.body) if isinstance(s, ast.For) and _recorded(s)]
+    ret = fnode.body[-1]
+    if not isinstance(ret, ast.Return) or ret.value is None \
+            or any(isinstance(n, ast.Return) for s in fnode.body[:-1] for n in ast.walk(s)):
+        return source  # (an early return puts what follows it in a branch: lists are made outside those)
+    if loops and rng.random() < 0.7:
+        i = rng.choice(loops)
+        loop, name = fnode.body[i], f"trace{i}"
+        value = _recorded(loop)
+        loop.body.append(ast.parse(f"{name}.append({value} * 1.0)").body[0])
+        fnode.body.insert(i, ast.parse(f"{name} = []").body[0])
+        forms = [f"sum({name})", f"sum(t * t for t in {name})", f"len({name}) * 0.5",
+                 f"sum({name}[k] for k in range(len({name})) if k % 2 == 0)",
+                 f"sum([{name}[k] * {name}[k] for k in range(len({name})) if k >= 1])"]
+        forms += [f"({name}[-1] if len({name}) > 0 else 0.0)"]
+        if arrays:  # (np.stack makes an array: scalar programs keep to what sympy follows)
+            forms += [f"(np.sum(np.stack({name})) if len({name}) > 0 else 0.0)", f"np.sum(sum({name}))"]
+        aggregate = rng.choice(forms)
+        if arrays:
+            aggregate = f"np.sum({aggregate})"
+        ret.value = ast.parse(f"({ast.unparse(ret.value)}) + 0.01 * {aggregate}", mode="eval").body
+    else:
+        text = ast.unparse(ret.value)
+        if rng.random() < 0.5:
+            ret.value = ast.parse(f"sum([{text} for _ in range(1)])", mode="eval").body
+        else:
+            fnode.body.insert(len(fnode.body) - 1, ast.parse(f"parts = [{text}]").body[0])
+            ret.value = ast.parse("parts[0]", mode="eval").body
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def _recorded(loop) -> str | None:
+    """A name the loop's body assigns at its own top level (the last such), or None."""
+    names = [t.id for s in loop.body for t in ([s.target] if isinstance(s, ast.AugAssign) else
+                                               getattr(s, "targets", []))
+             if isinstance(t, ast.Name) and not t.id.startswith(("_f", "_g", "_l", "_e"))]
+    return names[-1] if names else None

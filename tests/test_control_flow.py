@@ -615,6 +615,25 @@ def test_a_while_test_that_runs_statements_runs_them_before_every_test():
     assert report.ok
 
 
+def test_and_or_run_a_later_operand_only_when_python_evaluates_it():
+    """`a > 0 and safe(a) > 0.5` with safe's body `math.log(a)`: for a <= 0 Python never
+    calls safe; the generated code called it anyway (its statements were computed before the
+    test) and raised ValueError. Now an operand that runs statements runs only when Python
+    would evaluate it, in `if` and `while` tests alike."""
+    source = ("import math\n\n\ndef safe(x):\n    y = math.log(x)\n    return y + 1.0\n\n\n"
+              "def f(a: float, b: float) -> float:\n    s = 0.0\n    if a > 0 and safe(a) > 0.5:\n        s = a * b\n"
+              "    k = 0\n    while k < 3 and (b < 0 or safe(b) < 2.0):\n        b = b + 1.0\n        k += 1\n"
+              "    return s + b * a\n")
+    namespace = {}
+    exec(source, namespace)  # noqa: S102 - the test's own source
+    module = load_module(compile_source(source, "sc.py", functions=["f"]).text, "sc_grad")
+    for a, b in ((-0.5, -1.5), (2.5, 0.5)):
+        value, _ = module.f_value_and_grad(a, b)
+        assert value == namespace["f"](a, b)
+        [report] = check_source(source, "sc.py", ["f"], at={"a": a, "b": b})
+        assert report.ok and all(row.sympy is not None for row in report.points[0].rows)
+
+
 def test_euler_saves_one_float_per_step():
     # x = x + DT * (a * x - b * x**3): the backward sweep needs the old x only.
     grad = function_text(

@@ -54,6 +54,12 @@ def test_the_programs_cover_the_subset():
                 nodes["write"] += 1
                 nodes["write in a loop"] += node.col_offset > 4
                 nodes["write with a slice"] += any(isinstance(n, ast.Slice) for n in ast.walk(target.slice))
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.List) and not node.value.elts:
+                nodes["list"] += 1
+            nodes["append"] += isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "append"
+            nodes["sum of a generator"] += isinstance(node, ast.Call) and getattr(node.func, "id", "") == "sum" \
+                and bool(node.args) and isinstance(node.args[0], ast.GeneratorExp)
+            nodes["comprehension with if"] += isinstance(node, ast.comprehension) and bool(node.ifs)
             if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
                 nodes["tuple unpacking"] += 1
                 if isinstance(node.value, ast.Call):
@@ -66,7 +72,8 @@ def test_the_programs_cover_the_subset():
     constructs = ["Add", "Sub", "Mult", "Div", "Pow", "Mod", "FloorDiv", "MatMult", "USub", "UAdd", "Not",
                   "AugAssign", "IfExp", "If", "For", "While", "Break", "Continue", "BoolOp", "Compare",
                   "tuple unpacking", "tuple helper", "Subscript", "Slice", "keyword", "AnnAssign", "write",
-                  "write in a loop", "write with a slice"]
+                  "write in a loop", "write with a slice", "list", "append", "ListComp", "sum of a generator",
+                  "comprehension with if"]
     assert all(nodes[c] >= 5 for c in constructs), {c: nodes[c] for c in constructs}
     arrays = ["sum", "mean", "prod", "cumsum", "matmul", "dot", "outer", "inner", "transpose", "reshape",
               "ravel", "squeeze", "flip", "expand_dims", "concatenate", "norm", "len"]
@@ -270,6 +277,15 @@ def test_soak_1204_finds_pass():
     for index in (5731, 6453):
         case = fuzz.generate(1204, index)
         assert fuzz.run(case) == fuzz.Outcome(case, "ok"), index
+
+
+def test_soak_1205_finds_pass():
+    """A 20,000-program soak on 74d1bc2 (seed 1205), program 526: a closure reading u, then
+    `u[i] *= _f1(0.5)` in a loop: u's gradient was the number 0.0, and the write indexed
+    it (an IndexError in the generated code). An array written into now starts from zeros."""
+    case = fuzz.generate(1205, 526)
+    assert "        u[i] *= _f1(0.5)\n" in case.source
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok")
 
 
 def test_an_array_program_refused_as_maybe_an_array_is_checked_annotated():

@@ -35,8 +35,6 @@ from gradgen.verify import check_source
 
 # (file, function) -> the message gradgen refuses it with today. Prune as capabilities land.
 BLOCKED = {
-    ('bbvi.py', 'gaussian_bbvi_loss'):
-        'lists are not supported here',
     ('conv1d.py', 'cnn_loss'):
         'only real numbers are supported, not str constants',
     ('conv1d.py', 'strided_net_loss'):
@@ -56,27 +54,19 @@ BLOCKED = {
     ('gan.py', 'generator_loss'):
         'a loop variable must be a plain name, or names unpacking zip(...) or enumerate(...) of arrays or parameters (`for x, y in zip(xs, ys)`)',
     ('gmm.py', 'objective'):
-        'lists are not supported here',
+        'the loop target unpacks 3 names from zip of 1 sequences',
     ('gp.py', 'gp_objective'):
         "'gp_objective' returns an array, and a gradient needs one number: return one (np.sum(...), np.mean(...)), or annotate 'def gp_objective(...) -> float' if it is one; a function whose result is an array is inlined where a loss calls it",
     ('hmm.py', 'negative_log_likelihood'):
         'gradgen differentiates functions that return one number',
-    ('hmm.py', 'gaussian_hmm_nll'):
-        'lists are not supported here',
     ('loops.py', 'huber_total'):
-        'comprehensions are not supported',
+        "'params' is a tuple at the check point: gradgen differentiates numbers and arrays; pass the parts of a structured parameter as separate parameters",
     ('loops.py', 'polynomial_fit'):
-        'comprehensions are not supported',
-    ('lotka_volterra.py', 'fit_loss'):
-        'lists are not supported here',
-    ('lotka_volterra.py', 'euler_fit_loss'):
-        'lists are not supported here',
+        'a loop must run over range(...), a module-level tuple of numbers, or a parameter',
     ('lstm.py', 'training_loss'):
         'only real numbers are supported, not str constants',
-    ('lstm.py', 'sequence_regression_loss'):
-        'lists are not supported here',
     ('mlp.py', 'objective'):
-        'comprehensions are not supported',
+        'a loop variable must be a plain name, or names unpacking zip(...) or enumerate(...) of arrays or parameters (`for x, y in zip(xs, ys)`)',
     ('mlp.py', 'regression_loss'):
         'tuple unpacking needs plain names on the left',
     ('mlp.py', 'softplus_net_loss'):
@@ -84,7 +74,7 @@ BLOCKED = {
     ('rnn.py', 'training_loss'):
         'only real numbers are supported, not str constants',
     ('rnn.py', 'elman_loss'):
-        'lists are not supported here',
+        "a loop over a slice of the list 'hs' is not supported yet: loop over range(...) and read hs[i]",
     ('vae.py', 'objective'):
         "'nn_predict_gaussian' must return a tuple of 2 values here, as its call is unpacked into 2 names",
 }
