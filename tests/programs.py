@@ -284,8 +284,8 @@ class _Builder:
 
     def gen_neg(self, depth: int) -> Expr:
         x = self.expr(depth)
-        if self.chance(0.2):
-            return Expr(f"+{wrap(x, UNARY - 1)}", x.lo, x.hi, UNARY)
+        if self.chance(0.2):  # (`+x` may be x itself in gradgen's code: a 0-d array stays shared)
+            return Expr(f"+{wrap(x, UNARY - 1)}", x.lo, x.hi, UNARY, x.shared)
         return Expr(f"-{wrap(x, UNARY - 1)}", -x.hi, -x.lo, UNARY)
 
     def gen_unary(self, depth: int) -> Expr:

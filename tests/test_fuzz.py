@@ -288,6 +288,15 @@ def test_soak_1205_finds_pass():
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")
 
 
+def test_soak_1205_generator_keeps_a_0d_array_shared_through_unary_plus():
+    """Seed 1205, program 10018: `v = +c` with c a 0-d array (np.where of numbers), then
+    `v /= K`: gradgen rightly refuses (its code may write `v = c`), so the generator knows
+    `+c` shares c's array and never updates it in place."""
+    case = fuzz.generate(1205, 10018)
+    assert "v /= _h5()" not in case.source
+    assert fuzz.run(case).status == "ok"
+
+
 def test_an_array_program_refused_as_maybe_an_array_is_checked_annotated():
     """Seed 31, program 1176: the result adds `np.prod(h, axis=0)`, h's rank hanging on
     parameter a's (a 4-d `a` would make it an array), so gradgen gives f no gradient, by
