@@ -34,3 +34,12 @@ def vae():
     return {"W_enc": 0.3 * rng.standard_normal((pixels, 2 * latent)), "b_enc": 0.1 * rng.standard_normal(2 * latent),
             "W_dec": 0.3 * rng.standard_normal((latent, pixels)), "b_dec": 0.1 * rng.standard_normal(pixels),
             "rs": np.random.RandomState(0), "x": (rng.random((5, pixels)) < 0.5).astype(float)}
+
+
+def rnn():
+    rng = np.random.default_rng(5)
+    steps, features, hidden = 6, 3, 4
+    xs = rng.standard_normal((steps, features))
+    return {"W_xh": 0.5 * rng.standard_normal((features, hidden)), "W_hh": 0.4 * rng.standard_normal((hidden, hidden)),
+            "b_h": 0.1 * rng.standard_normal(hidden), "w_out": rng.standard_normal(hidden),
+            "xs": xs, "ys": np.sin(np.cumsum(xs[:, 0]))}
