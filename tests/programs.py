@@ -907,12 +907,14 @@ _IN_PLACE = re.compile(r"^\s*(?!_)\w+ (\+|-|\*|/|\*\*)= ", re.MULTILINE)
 
 
 def parameters(params: list[str], ints: list[str], body: list[str]) -> list[str]:
-    """`f`'s parameter list. Where the body updates a value in place (`u += e`), the float
-    parameters are annotated `float`: without a default or an annotation a parameter may be
-    an array, and `u = a; u += e` on an array would change `a` too (gradgen refuses that)."""
+    """`f`'s parameter list. Where the body updates a value in place (`u += e`), the
+    parameters are annotated `float` (an int one `int`): without a default or an annotation a
+    parameter may be an array, and `u = a; u += e` on an array would change `a` too (gradgen
+    refuses that; so does `y = t = b ** n; ...; t += e` while `n` may be an array: seed 1206,
+    program 7297)."""
     if not any(_IN_PLACE.search(line) for line in body):
         return list(params)
-    return [p if p in ints else f"{p}: float" for p in params]
+    return [f"{p}: int" if p in ints else f"{p}: float" for p in params]
 
 
 @st.composite

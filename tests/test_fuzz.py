@@ -297,6 +297,15 @@ def test_soak_1205_generator_keeps_a_0d_array_shared_through_unary_plus():
     assert fuzz.run(case).status == "ok"
 
 
+def test_soak_1206_an_int_parameter_of_a_program_with_in_place_updates_is_annotated():
+    """Seed 1206, program 7297: `y = t = b ** n` with `n` unannotated (so possibly an array,
+    and y and t one array), later `z = b if ... else t` and `b -= e`: rightly refused. The
+    generator annotates `n: int` wherever it annotates the floats."""
+    case = fuzz.generate(1206, 7297)
+    assert "def f(a: float, b: float, n: int):" in case.source
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok")
+
+
 def test_an_array_program_refused_as_maybe_an_array_is_checked_annotated():
     """Seed 31, program 1176: the result adds `np.prod(h, axis=0)`, h's rank hanging on
     parameter a's (a 4-d `a` would make it an array), so gradgen gives f no gradient, by
