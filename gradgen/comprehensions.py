@@ -65,16 +65,23 @@ def short_circuit(node: ast.BoolOp) -> ast.FunctionDef:
 
 def _value_function(node, kind, body):
     """`def <kind at line:col>(): body`, its result variable named `value`."""
+    fnode = _nullary(node, kind, body)
+    fnode.result_name = "value"  # (the variable every return assigns: `value = ...`)
+    return fnode
+
+
+def _nullary(node, kind, body):
+    """`def <kind at line:col>(): body`, placed at `node` (named by its place, so that ones
+    nested in one another are different functions)."""
     fnode = ast.FunctionDef(name=f"{kind} at {node.lineno}:{node.col_offset + 1}",
                             args=ast.arguments([], [], None, [], [], None, []), body=body,
                             decorator_list=[], returns=None)
     if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
         fnode.type_params = []
-    fnode.result_name = "value"  # (the variable every return assigns: `value = ...`)
     return ast.fix_missing_locations(ast.copy_location(fnode, node))
 
 
-def async_or_unpacked(node) -> str | None:
+def unsupported(node) -> str | None:
     """What in a comprehension gradgen does not lower, if anything."""
     if any(g.is_async for g in node.generators):
         return "an async comprehension is not supported"
@@ -92,13 +99,7 @@ def _loops(generators, innermost):
 
 
 def _function(node, start, loops, result):
-    """`def <comprehension>(): start; loops; return result`, placed at `node` (named by its
-    place, so that comprehensions nested in one another are different functions)."""
+    """`def <comprehension>(): start; loops; return result`, placed at `node`."""
     body = [ast.copy_location(start, node), *loops,
             ast.copy_location(ast.Return(ast.Name(result, ast.Load())), node)]
-    name = f"comprehension at {node.lineno}:{node.col_offset + 1}"
-    fnode = ast.FunctionDef(name=name, args=ast.arguments([], [], None, [], [], None, []), body=body,
-                            decorator_list=[], returns=None)
-    if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
-        fnode.type_params = []
-    return ast.fix_missing_locations(ast.copy_location(fnode, node))
+    return _nullary(node, "comprehension", body)

@@ -411,7 +411,7 @@ class Lowerer:
 
     def _comprehension(self, scope, node, name="items"):
         """`[elt for ...]`: the list its function (gradgen.comprehensions) builds."""
-        problem = comprehensions.async_or_unpacked(node)
+        problem = comprehensions.unsupported(node)
         if problem:
             raise self.m.error(node, problem)
         if self.depth > 0:
@@ -423,7 +423,7 @@ class Lowerer:
     def _total(self, scope, node):
         """`sum(elt for ...)`, `sum([elt for ...])`, `sum(xs)` of a list: an accumulating loop."""
         if isinstance(node.args[0], (ast.GeneratorExp, ast.ListComp)):
-            problem = comprehensions.async_or_unpacked(node.args[0])
+            problem = comprehensions.unsupported(node.args[0])
             if problem:
                 raise self.m.error(node.args[0], problem)
         call = ast.copy_location(ast.Call(ast.Name("sum", ast.Load()), [], []), node)
