@@ -19,6 +19,7 @@ from gradgen.closures import FUNCTION_VALUES
 from gradgen import ir
 from gradgen.ir import Const, Var
 from gradgen.primitives import primitive
+from gradgen.structured import TreeRef
 
 # A draw in the rule table: piecewise (no derivative flows into it, its result is data); the
 # emitter writes it as its text (`params`: text=, modules=).
@@ -104,9 +105,18 @@ def rename(module, node, lookup, refuse, what):
                 return ast.Name(value.name, ast.Load())
             if isinstance(value, Const):
                 return ast.Constant(value.value)
+            if isinstance(value, TreeRef):  # (a part of) a structured parameter: read by its path
+                if value.leaf is not None:
+                    reads.append(value.leaf)
+                    return ast.Name(value.leaf.name, ast.Load())
+                if not all(isinstance(step, (Var, Const)) for step in value.path):
+                    raise refuse(node, f"a slice of the structured parameter '{value.root.name}' in {what} is not "
+                                       "supported: name the parts you print")
+                reads.extend([value.root] + [step for step in value.path if isinstance(step, Var)])
+                return ast.parse(value.text(), mode="eval").body
             if value is not None and not isinstance(value, FUNCTION_VALUES):  # a loop variable after its loop
                 raise refuse(node, f"'{name}' is read after its loop; gradgen does not support that")
-            if name in module.constants and not isinstance(module.constants[name], tuple):
+            if name in module.constants and not isinstance(module.constants[name], (tuple, dict)):
                 reads.append(Var(name))
                 return node
             qualified = module.qualified(node)

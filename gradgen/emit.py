@@ -62,9 +62,9 @@ class Emitter:
                 return self._attr("math", "nan")
             node = self._attr("math", "inf")
             return node if value > 0 else ast.UnaryOp(ast.USub(), node)
-        if not isinstance(value, bool) and value < 0:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
             return ast.UnaryOp(ast.USub(), ast.Constant(-value))
-        return ast.Constant(value)
+        return ast.Constant(value)  # (also a string: a dict's key, a loop over ["W", "b"])
 
     def _attr(self, module, name):
         """`np.exp`, `np.linalg.det`, `scipy.stats.norm.logpdf`: a name in an imported module."""
@@ -200,6 +200,8 @@ class Emitter:
             if s.at:  # an index array may repeat an element: add.at adds every occurrence
                 return f"np.add.at({s.target}, {ast.unparse(index)}, {self._text(s.value)})"
             sub = ast.Subscript(ast.Name(s.target), index)
+            if s.chained:  # a path into a structured parameter's gradient: dparams[i][0]
+                sub = _path(ast.Name(s.target), [self.expr(k) for k in s.index])
             if s.assign:
                 return ast.unparse(ast.Assign([sub], self.expr(s.value), lineno=0))
             return ast.unparse(ast.AugAssign(sub, ast.Add(), self.expr(s.value)))
@@ -275,12 +277,31 @@ _SPECIAL = {
     "list": lambda em, args, kw: ast.List(args),
     "list_get": lambda em, args, kw: ast.Subscript(args[0], args[1]),
     "stack_list": lambda em, args, kw: em._numpy_call("stack", args, kw),
+    "concatenate_list": lambda em, args, kw: em._numpy_call("concatenate", args, kw),
     "array_list": lambda em, args, kw: em._numpy_call("array", args, []),
     "unstack": lambda em, args, kw: ast.Call(ast.Name("list"), [_rows(em, args[0], kw)], []),
     "pop": lambda em, args, kw: ast.Call(ast.Attribute(args[0], "pop"), [], []),
     "list_zeros": lambda em, args, kw: ast.BinOp(ast.List([ast.Constant(0.0)]), ast.Mult(),
                                                  ast.Call(ast.Name("len"), args, [])),
+    # structured parameters (gradgen.rules_trees): a part read by its path, its length, its keys
+    "tree_get": lambda em, args, kw: _path(args[0], args[1:]),
+    "tree_len": lambda em, args, kw: ast.Call(ast.Name("len"), [_path(args[0], args[1:])], []),
+    "tree_keys": lambda em, args, kw: ast.Call(ast.Name("list"), [_path(args[0], args[1:])], []),
+    "range": lambda em, args, kw: ast.Call(ast.Name("range"), args, []),
+    "range_slice": lambda em, args, kw: ast.Subscript(ast.Call(ast.Name("range"), [args[0]], []),
+                                                      ast.Slice(*[None if _is_none(a) else a for a in args[1:]])),
 }
+
+
+def _path(root, steps):
+    """`root[k1][k2]...`: one subscript per step of the path."""
+    for step in steps:
+        root = ast.Subscript(root, step)
+    return root
+
+
+def _is_none(node):
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _rows(em, g, kw):

@@ -151,6 +151,11 @@ def sample_points(cf, f, at, n_points, seed, filename="<string>"):
                 raise CompileError(f"no value for parameter '{p.name}' of '{cf.name}': give it with --at",
                                    filename)
         return [point]
+    for p in params:
+        if p.structured and p.name in cf.wrt and not p.has_default:
+            raise CompileError(f"'{p.name}' of '{cf.name}' is a structured parameter (a list, tuple or dict): "
+                               "give its value with --inputs FILE:FUNC (a function returning the keyword "
+                               "arguments)", filename)
     points = []
     if all(p.has_default for p in params):
         points.append({p.name: p.default for p in params})

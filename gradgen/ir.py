@@ -276,6 +276,7 @@ class IndexAdd:
     value: Expr
     at: bool = False
     assign: bool = False
+    chained: bool = False  # `target[k1][k2] = value`: a path into a structured gradient
 
     def __str__(self):
         return f"{self.target}[{', '.join(map(str, self.index))}] {'=' if self.assign else '+='} {self.value}"
@@ -316,6 +317,7 @@ class Param:
     keyword_only: bool = False  # after `*`: data, not differentiated unless named in --wrt
     number: bool = False  # annotated `float` or `int`: never an array
     function: str | None = None  # a function default (`act=np.tanh`): how the generated signature spells it
+    structured: bool = False  # a list, tuple or dict of arrays and numbers (gradgen.structured)
 
 
 @dataclass

@@ -18,6 +18,7 @@ from gradgen.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, la
 from gradgen.ir import (Assign, Break, Call, Cond, Const, Continue, Effect, For, Function, If, Param, Spelled, Var,
                         While, variables)
 from gradgen.parse import NAMED, constant_value
+from gradgen.structured import NeedsStructure, StructuredLowering, TreeRef, names_a_container
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
            ast.Mod: "mod", ast.FloorDiv: "floordiv", ast.MatMult: "matmul"}
@@ -82,10 +83,10 @@ MAX_INLINE_DEPTH = 50  # same-file helpers inlined inside one another (bounds th
 MAX_INLINED_NODES = 100_000  # syntax nodes copied by inlining into one function (bounds the work)
 
 
-class Lowerer:
+class Lowerer(StructuredLowering):
     """Lowers one top-level function (and the helpers it calls) into one IR Function."""
 
-    def __init__(self, module, fnode, namer, sigmoid_name):
+    def __init__(self, module, fnode, namer, sigmoid_name, structured=frozenset()):
         self.m = module
         self.fnode = fnode
         self.namer = namer
@@ -100,12 +101,22 @@ class Lowerer:
         self.helpers = {}  # primitive name -> emitted helper name (the sigmoid)
         self.top_params = set(parameter_names(fnode))
         self.function_defaults = {}  # parameter -> the function value its default names
+        args = fnode.args.args + fnode.args.kwonlyargs
+        self.structured = set(structured) | {a.arg for a in args if names_a_container(a.annotation)}
+        self.origins = {}  # variable -> the parameter lowered as an array it is (a part of)
+        self.parts = set()  # the variables of origins that hold a part (`layer = params[k]`)
 
     # ---- functions -------------------------------------------------------------------
     def lower(self) -> Function:
         params = self._params(self.fnode)
         self.function_defaults = {p.name: self.function_defaults[p.name] for p in params if p.function}
         env = {p.name: self.function_defaults.get(p.name, Var(p.name)) for p in params}
+        for p in params:
+            p.structured = p.name in self.structured
+            if p.structured:
+                env[p.name] = TreeRef(Var(p.name))
+            elif not p.function and p.name not in _assigned_names(self.fnode):  # (else a value that changes)
+                self.origins[p.name] = p.name
         for p in params:
             if p.function:
                 self.body.append(_function_guard(p, self.function_defaults[p.name], self.fnode.name))
@@ -316,12 +327,18 @@ class Lowerer:
             self._bind(scope, target.id, self._draw_call(scope, value), stmt)  # eps = rs.randn(n)
         elif isinstance(target, ast.Name) and isinstance(value, (ast.List, ast.ListComp)):
             self._new_list(scope, target.id, value, stmt)
+        elif isinstance(target, (ast.Name, ast.Tuple, ast.List)) and self._ref(scope, value) is not None:
+            self._bind_target(scope, target, self._ref(scope, value), stmt)  # layer = params[i]; W, b = layer
         elif isinstance(target, ast.Name):
             self._bind(scope, target.id, self.expr(scope, value, function_ok=True), stmt)
         elif isinstance(target, ast.Tuple):
             names = [t for t in target.elts]
             if not all(isinstance(t, ast.Name) for t in names):
+                self._needs_structure(scope, value)
                 raise self.m.error(target, "tuple unpacking needs plain names on the left")
+            if isinstance(value, ast.Name) and isinstance(self._lookup(scope, value.id), Var) \
+                    and self.origins.get(self._lookup(scope, value.id).name) == self._lookup(scope, value.id).name:
+                raise NeedsStructure(self._lookup(scope, value.id).name)  # W, b = params: its parts
             helper = self._helper_node(scope, value)
             if isinstance(helper, FunctionValue):  # a, b = helper(...): the helper's returned tuple
                 values = self._inline(scope, value, helper.node, unpacked=len(names), closure=helper.closure)
@@ -539,6 +556,8 @@ class Lowerer:
             self._function_binding(scope, name, value, stmt)
             return
         current = scope.env.get(name)
+        if isinstance(current, TreeRef):  # the name held a part of a structured parameter: no longer
+            current = self._unref(scope, name, stmt)
         if self._is_list(value) or self._is_list(current):
             self._bind_list(scope, name, value, stmt)
             return
@@ -556,6 +575,7 @@ class Lowerer:
         scope.own(ssa)
 
     def _emit(self, ssa, value, stmt, overwrites=False, augmented=False, counter=False):
+        self._note_origin(ssa, value)
         number = isinstance(stmt, ast.AnnAssign) and _names_a_number(stmt.annotation)
         self.body.append(Assign(ssa, value, stmt.lineno, self._text(stmt), col=stmt.col_offset + 1,
                                 overwrites=overwrites, augmented=augmented, counter=counter, number=number))
@@ -579,6 +599,8 @@ class Lowerer:
         caller's variable must keep its value."""
         for name in _stored_names(stmts):
             current = scope.env.get(name)
+            if isinstance(current, TreeRef):  # assigned in the block: from here on a variable
+                current = self._unref(scope, name, stmt, in_block=True)
             if isinstance(current, Var) and scope.owns(current.name):
                 continue
             ssa = self.namer.define(name)
@@ -609,6 +631,8 @@ class Lowerer:
         self.body.append(If(test, body, orelse, stmt.lineno, self._text(stmt)))
 
     def _for(self, scope, stmt):
+        if self._tree_for(scope, stmt):  # over the parts of a structured parameter
+            return
         if stmt.orelse:
             raise self.m.error(stmt, "'else' on a loop is not supported")
         counter, iterable, elements = self._loop_plan(scope, stmt)
@@ -660,6 +684,7 @@ class Lowerer:
         if isinstance(target, ast.Tuple) and self._builtin_call(scope, node, "zip"):
             elements = self._unpacked(scope, target, node, stmt)
             return None, self._index_range([e[1] for e in elements], node), elements
+        self._needs_structure(scope, node)  # `for W, b in params`: params is a list of pairs
         raise self.m.error(target, "a loop variable must be a plain name, or names unpacking zip(...) or "
                                    "enumerate(...) of arrays or parameters (`for x, y in zip(xs, ys)`)")
 
@@ -685,6 +710,7 @@ class Lowerer:
                 raise self.m.error(target, f"the loop target unpacks {len(target.elts)} names from zip of "
                                            f"{len(node.args)} sequences")
             return [e for t, a in zip(target.elts, node.args) for e in self._unpacked(scope, t, a, stmt)]
+        self._needs_structure(scope, node)
         raise self.m.error(target, "unpacking the rows of one array in a loop target is not supported: "
                                    "loop over zip(...) of the columns, or index the row")
 
@@ -774,6 +800,9 @@ class Lowerer:
             return self._call("range", tuple(self.expr(scope, a) for a in node.args), "builtins", node)
         if isinstance(node, ast.Name) and isinstance(self.m.constants.get(node.id), tuple):
             return Var(node.id)
+        if isinstance(node, (ast.Tuple, ast.List)) and node.elts and all(
+                isinstance(e, ast.Constant) and type(e.value) in (int, float, str) for e in node.elts):
+            return Const(tuple(e.value for e in node.elts))  # for name in ["layer1", "layer2"]
         if isinstance(node, ast.Subscript) and self._list_arg(scope, node.value) is not None:
             name = node.value.id
             raise self.m.error(node, f"a loop over a slice of the list '{name}' is not supported yet: loop over "
@@ -799,6 +828,8 @@ class Lowerer:
             return self._constant(node)
         if isinstance(node, ast.Name):
             value = self._read(scope, node)
+            if isinstance(value, TreeRef):
+                return self._leaf(value, node)
             if self._is_list(value):
                 raise self.m.error(node, f"'{node.id}' is a list: gradgen reads a list by index ({node.id}[i]), "
                                          f"len({node.id}), a loop over it, sum({node.id}) or np.stack({node.id})")
@@ -854,6 +885,15 @@ class Lowerer:
         """`x[i, 1:n, None, ...]`: getitem on x, the index as expressions plus their layout."""
         if isinstance(scope.env.get(getattr(node.value, "id", None)), _LoopVariable):
             return self._read(scope, node.value)
+        ref = self._ref(scope, node)
+        if ref is not None:  # params[i][0], layer["W"]: a part of a structured parameter
+            return self._leaf(ref, node)
+        self._part_of_part(scope, node)  # params[i][0]: params is a list of layers
+        if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            if isinstance(node.value, ast.Name) and isinstance(self.m.constants.get(node.value.id), dict) \
+                    and _lookup(scope, node.value.id) is None:
+                return self._dict_constant(node)
+            self._needs_structure(scope, node.value)  # params["W"]: params is a dict
         items = self._list_arg(scope, node.value)
         if items is not None:
             return self._list_item(scope, node, items)
@@ -879,6 +919,16 @@ class Lowerer:
                 args.append(self.expr(scope, item))
         return tuple(layout), args
 
+    def _dict_constant(self, node):
+        """`HYPERPARAMS["l2"]` of a module-level dict of numbers: the number."""
+        table, key = self.m.constants[node.value.id], node.slice.value
+        if key not in table:
+            raise self.m.error(node, f"'{node.value.id}' has no key {key!r}")
+        value = table[key]
+        if type(value) not in (int, float):
+            raise self.m.error(node, f"{node.value.id}[{key!r}] is not a number")
+        return Const(value)
+
     def _constant(self, node):
         if type(node.value) in (int, float, bool):
             return Const(node.value)
@@ -886,13 +936,13 @@ class Lowerer:
         raise self.m.error(node, f"only real numbers are supported, not {kind} constants")
 
     def _compare(self, scope, node):
-        left = self.expr(scope, node.left)
+        left = Const(node.left.value) if _is_text(node.left) else self.expr(scope, node.left)
         parts = []
         for op, right_node in zip(node.ops, node.comparators):
             prim = _COMPARE.get(type(op))
             if prim is None:
                 raise self.m.error(node, f"comparison '{_OP_TEXT.get(type(op), '?')}' is not supported")
-            right = self.expr(scope, right_node)
+            right = Const(right_node.value) if _is_text(right_node) else self.expr(scope, right_node)
             parts.append(self._call(prim, (left, right), "op", node))
             left = right
         return parts[0] if len(parts) == 1 else self._call("and", tuple(parts), "op", node)
@@ -914,6 +964,8 @@ class Lowerer:
             return FunctionValue(self.m.functions[name])
         if isinstance(self.m.constants.get(name), tuple):
             raise self.m.error(node, f"'{name}' is a sequence: only a loop may run over it")
+        if isinstance(self.m.constants.get(name), dict):
+            raise self.m.error(node, f"'{name}' is a dict of numbers: read one by its key ({name}['key'])")
         if name in self.m.constants:
             if scope.helper is not None and name in self.top_params:
                 return Const(self.m.constants[name])  # the caller's parameter shadows it
@@ -947,6 +999,12 @@ class Lowerer:
             return self._draw(scope, node)
         if isinstance(func, ast.Name) and func.id in self.m.classes:
             raise self.m.error(node, f"'{func.id}' is a class: gradgen differentiates plain functions only")
+        if isinstance(func, ast.Name) and func.id == "len" and len(node.args) == 1 and not node.keywords \
+                and _lookup(scope, "len") is None and "len" not in self.m.functions:
+            ref = self._ref(scope, node.args[0])
+            if ref is not None:  # len(params), len(params[i]): measured at run time
+                length = ref.length()
+                return self._call(length.prim, length.args, length.ns, node)
         callee = self._helper_node(scope, node)
         if isinstance(callee, FunctionValue):
             return self._inline(scope, node, callee.node, closure=callee.closure)
@@ -1015,12 +1073,13 @@ class Lowerer:
         """Positional arguments: a list literal spreads (np.concatenate([a, b])); a tuple is a shape."""
         args = list(node.args)
         items = self._list_arg(scope, args[0]) if args else None
-        if items is None and args and isinstance(args[0], ast.ListComp) and prim_name in ("stack", "array"):
+        if items is None and args and isinstance(args[0], ast.ListComp) and prim_name in ("stack", "array",
+                                                                                          "concatenate"):
             items = self._comprehension(scope, args[0])
         if items is not None:  # a list variable: len(hs), np.stack(hs), np.array(hs), np.sum(hs)
             if prim_name == "len":
                 return prim_name, [items]
-            if prim_name in ("stack", "array"):
+            if prim_name in ("stack", "array", "concatenate"):
                 return f"{prim_name}_list", [items]
             if prim_name in ("sum", "mean", "amax", "amin", "prod"):
                 return prim_name, [self._call("array_list", (items,), "numpy", node)] + [
@@ -1139,7 +1198,7 @@ class Lowerer:
         self._params(hnode)
         env = {}
         for name, value in args.items():
-            if not isinstance(value, (Var, Const, *FUNCTION_VALUES)):
+            if not isinstance(value, (Var, Const, TreeRef, *FUNCTION_VALUES)):
                 ssa = self.namer.define(name)
                 self._emit(ssa, value, node, overwrites=self.loop_depth > 0)
                 value = Var(ssa)
@@ -1158,13 +1217,13 @@ class Lowerer:
         if len(node.args) > len(positional):
             raise self.m.error(node, f"'{hnode.name}' takes {len(positional)} arguments, got {len(node.args)}")
         for name, arg in zip(positional, node.args):
-            bound[name] = self.expr(scope, arg, function_ok=True)
+            bound[name] = self._argument(scope, arg)
         for kw in node.keywords:
             if kw.arg is None or kw.arg not in names:
                 raise self.m.error(kw, f"'{hnode.name}' has no parameter '{kw.arg}'")
             if kw.arg in bound:
                 raise self.m.error(kw, f"'{hnode.name}' got two values for '{kw.arg}'")
-            bound[kw.arg] = self.expr(scope, kw.value, function_ok=True)
+            bound[kw.arg] = self._argument(scope, kw.value)
         defaults = dict(zip(positional[len(positional) - len(hnode.args.defaults):], hnode.args.defaults))
         defaults.update({a.arg: d for a, d in zip(hnode.args.kwonlyargs, hnode.args.kw_defaults) if d is not None})
         for name in names:
@@ -1174,6 +1233,28 @@ class Lowerer:
                 bound[name] = self._function_default(defaults[name]) or Const(self._default(defaults[name], name))
         return {name: bound[name] for name in names}
 
+    def _argument(self, scope, node):
+        """A helper's argument: a part of a structured parameter and a list pass as they are."""
+        ref = self._ref(scope, node)
+        if ref is not None:
+            return ref
+        items = self._list_arg(scope, node)
+        if items is not None:
+            return items
+        return self.expr(scope, node, function_ok=True)
+
+    def _lookup(self, scope, name):
+        return _lookup(scope, name)
+
+    def _is_builtin(self, scope, node, name):
+        return self._builtin_call(scope, node, name)
+
+    def _exits_loop(self, stmts):
+        return _exits(stmts, ast.Break)
+
+    def _after_loop(self, name):
+        return _LoopVariable(name)
+
 
 
 
@@ -1181,6 +1262,10 @@ _LIBRARIES = {"math", "numpy", "scipy", "builtins"}
 _DRAW = ("'{call}' draws from Python's random module, whose state the generated code cannot share: draw with "
          "NumPy (a np.random.RandomState or Generator parameter, or np.random.*), or pass the noise in as data "
          "(def f(..., *, eps))")
+
+
+def _is_text(node):
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
 def _draw_name(node):
@@ -1302,12 +1387,13 @@ def _assigned_names(fnode):
     return names
 
 
-def lower_function(module, name, namer, sigmoid_name) -> Function:
+def lower_function(module, name, namer, sigmoid_name, structured=frozenset()) -> Function:
     """Lower top-level function `name` of `module` into IR.
 
-    `sigmoid_name` is what the generated module calls its sigmoid helper.
+    `sigmoid_name` is what the generated module calls its sigmoid helper; `structured`
+    names the parameters lowered as lists, tuples or dicts (gradgen.structured).
     """
-    return Lowerer(module, module.functions[name], namer, sigmoid_name).lower()
+    return Lowerer(module, module.functions[name], namer, sigmoid_name, structured).lower()
 
 
 def parameter_names(fnode):

@@ -308,7 +308,8 @@ def _read_assignment(module, stmt):
                                                          "write it as a 'def' in this file")
                 continue
             try:
-                module.constants[target.id] = constant_value(value, module)
+                module.constants[target.id] = _dict_of_numbers(value, module) if isinstance(value, ast.Dict) \
+                    else constant_value(value, module)
             except ValueError as exc:
                 why = f"is {exc}" if str(exc).startswith(("too large", "not finite", "not a real")) \
                     else "is not a numeric constant"
@@ -508,6 +509,17 @@ def constant_value_or_list(node, module):
 
 def _nested(value):
     return list(value) if isinstance(value, tuple) else value
+
+
+def _dict_of_numbers(node, module):
+    """`HYPERPARAMS = {"l2": 1e-2, "temperature": 1.5}`: string keys, numbers; a function
+    reads its numbers by key (gradgen.lower folds `HYPERPARAMS["l2"]` to the number)."""
+    if not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
+        raise ValueError("not a numeric constant")
+    values = [constant_value(v, module) for v in node.values]
+    if any(isinstance(v, tuple) or hasattr(v, "shape") for v in values):
+        raise ValueError("not a numeric constant")
+    return {k.value: v for k, v in zip(node.keys, values)}
 
 
 def constant_value(node, module):

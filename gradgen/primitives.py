@@ -435,7 +435,7 @@ ARRAY_RULES = {"sum", "mean", "prod", "amax", "amin", "cumsum", "norm", "sum_lis
 # The library rules, one module per library seam, registering into TABLE above (this module
 # would pass 600 lines with them): scipy.special and scipy.stats; linear algebra; shaping,
 # statistics and sorting.
-from gradgen import rules_special, rules_linalg, rules_shape, rules_lists  # noqa: E402, F401
+from gradgen import rules_special, rules_linalg, rules_shape, rules_lists, rules_trees  # noqa: E402, F401
 
 
 def is_scalar_rule(prim: Primitive) -> bool:

@@ -56,6 +56,8 @@ def backward(fn, activity, namer, of, arrays=frozenset()) -> Backward:
     rev.params = {p.name for p in fn.params}
     rev.lists = {s.target for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.expr, Call)
                  and s.expr.prim in LIST_MAKERS}
+    rev.trees = {p.name for p in fn.params if p.structured}  # their gradients have their structure
+    rev.lists |= rev.trees
     rev.written = {s.target for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.expr, Call)
                    and s.expr.prim == "setitem"}
     loop_temporaries(fn.body, {p.name for p in fn.params}, simplify.names_read([]) | _reads_of(fn.result),
@@ -110,6 +112,7 @@ class _Reverser:
         self.mutable = set()  # adjoints of numbers that may hold a 0-d array (np.ones_like of a number)
         self.locals = {}  # id(loop) -> its temporaries (see loop_temporaries)
         self.lists = set()  # variables holding a Python list: their gradients are lists too
+        self.trees = set()  # structured parameters: their gradients are made by zeros_like_tree
         self.written = set()  # arrays written into (`x[i] = e`): their gradients are indexed, so arrays
 
     def adj_name(self, v):
@@ -232,7 +235,7 @@ class _Reverser:
             return []
         adj = self.adj_name(v)
         self.state[v] = Var(adj)
-        return [Assign(adj, Call("list_zeros", (Var(v),)))]
+        return [Assign(adj, self.zero(v))]
 
     def add_to_list(self, name, contribution):
         """A gradient reaching list `name`: at one element (`dhs[i] = dhs[i] + g`), or at all
@@ -242,12 +245,17 @@ class _Reverser:
             made = self.list_gradient(name)
             return made + [If(contribution.test, self.add_to_list(name, contribution.body), [])]
         adj = self.adj_name(name)
+        if isinstance(contribution, Call) and contribution.prim == "tree_add_at":  # dparams[i][0] += g
+            g, _, *path = contribution.args
+            out = self.list_gradient(name)
+            entry = Call("tree_get", (Var(adj), *path), "builtins")
+            return out + [IndexAdd(adj, (), tuple(path), simplify.add(entry, as_float(g)), assign=True, chained=True)]
         if isinstance(contribution, Call) and contribution.prim == "list_add_at":
             g, _, index = contribution.args
             out = self.list_gradient(name)
             entry = Call("getitem", (Var(adj), index), "op", params=(("index", ("i",)),))
             return out + [IndexAdd(adj, ("i",), (index,), simplify.add(entry, as_float(g)), assign=True)]
-        assert isinstance(contribution, Call) and contribution.prim == "unstack", contribution
+        assert isinstance(contribution, Call) and contribution.prim in ("unstack", "unconcatenate"), contribution
         current = self.state.get(name)
         self.state[name] = Var(adj)
         if current is None:
@@ -331,6 +339,8 @@ class _Reverser:
         """An exact zero: an array of zeros for an array parameter (its gradient must have its
         shape) and for an array written into (its gradient is indexed), a list of zeros for a
         list; 0.0 elsewhere, which broadcasts, and never reads a value that may be unbound."""
+        if v in self.trees:
+            return Call("zeros_like_tree", (Var(v),))
         if v in self.lists:
             return Call("list_zeros", (Var(v),))
         return zero_like(v, self.arrays) if v in self.params or v in self.written else Const(0.0)

@@ -41,6 +41,15 @@ for _name in ("stack_list", "array_list"):
     primitive(_name, 1, keywords=("axis",), elementwise=False,
               vjp=(lambda g, out, xs, **p: Call("unstack", (g,), None, params=(("axis", p.get("axis", 0)),)),))
 
+# `np.concatenate(parts, axis)` of a list variable (`[np.ravel(p) for p in params]`): its pieces, as a list
+primitive("concatenate_list", 1, keywords=("axis",), elementwise=False,
+          vjp=(lambda g, out, xs, **p: Call("unconcatenate", (g, xs), None, params=(("axis", p.get("axis", 0)),)),))
+helper("unconcatenate", '''def unconcatenate(g, parts, axis=0):
+    """The pieces of g that the parts of np.concatenate(parts, axis) became, as a list."""
+    ends = np.cumsum([np.shape(part)[axis] for part in parts])
+    return np.split(g, ends[:-1], axis=axis)
+''')
+
 # Backward-only pieces (no derivative of their own): gradient lists made, grown and read.
 for _name, _arity in (("list_add_at", 3), ("unstack", 1), ("pop", 1), ("list_zeros", 1)):
     primitive(_name, _arity, kind="piecewise", keywords=("axis",) if _name == "unstack" else ())
@@ -50,5 +59,5 @@ helper("add_lists", '''def add_lists(a, b):
     return [x + y for x, y in zip(a, b)]
 ''')
 
-ARRAY_RULES.update({"list", "append", "list_get", "stack_list", "array_list"})
+ARRAY_RULES.update({"list", "append", "list_get", "stack_list", "array_list", "concatenate_list"})
 LIST_MAKERS = {"list", "append"}  # the primitives whose value is a list

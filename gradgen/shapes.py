@@ -15,6 +15,7 @@ from gradgen.primitives import TABLE
 
 # primitives whose result is a plain number whatever their input
 _SCALAR_RESULTS = {"len", "shape", "ndim", "size", "max", "min", "norm", "float", "int", "round", "sum_list",
+                   "tree_len", "tree_keys", "range_slice",
                    "inner"} | {name for name, p in TABLE.items() if p.result == "number"}
 # reductions: a number unless axis= or keepdims= keep axes (the library's are marked in the table)
 _REDUCTIONS = {"sum", "mean", "prod", "amax", "amin"} | {name for name, p in TABLE.items() if p.result == "reduction"}

@@ -379,6 +379,7 @@ _ARRAY_OPS.update({
     "append": lambda t, e, a, p: list(a[0]) + [a[1]],
     "list_get": lambda t, e, a, p: a[0][t.value(e.args[1])],
     "stack_list": lambda t, e, a, p: np.stack([np.asarray(x, dtype=object) for x in a[0]], **p),
+    "concatenate_list": lambda t, e, a, p: np.concatenate([np.asarray(x, dtype=object) for x in a[0]], **p),
     "array_list": lambda t, e, a, p: np.array([np.asarray(x, dtype=object) for x in a[0]], dtype=object),
 })
 

@@ -32,8 +32,8 @@ def fresh(point):
     `same_global_draws()`, NumPy's global random state is also put back as it was."""
     if _global_state is not None:
         np.random.set_state(_global_state)
-    return {k: v.copy() if isinstance(v, np.ndarray) else copy.deepcopy(v) if _is_random_state(v) else v
-            for k, v in point.items()}
+    return {k: v.copy() if isinstance(v, np.ndarray) else copy.deepcopy(v)
+            if _is_random_state(v) or isinstance(v, (list, tuple, dict)) else v for k, v in point.items()}
 
 
 def _is_random_state(value):
@@ -155,7 +155,17 @@ def load_inputs(spec):
 
 def describe(point):
     """`x=0.5, a=array(3,)`: a point as the messages name it."""
-    return ", ".join(f"{k}=array{np.shape(v)}" if np.ndim(v) else f"{k}={_number(v)}" for k, v in point.items())
+    return ", ".join(f"{k}={_shown(v)}" for k, v in point.items())
+
+
+def _shown(value):
+    """An array by its shape, a number by its value, a list, tuple or dict by its parts."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_shown(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        inside = ", ".join(_shown(v) for v in value)
+        return f"[{inside}]" if isinstance(value, list) else f"({inside}{',' if len(value) == 1 else ''})"
+    return f"array{np.shape(value)}" if isinstance(value, np.ndarray) and np.ndim(value) else _number(value)
 
 
 def _number(value):

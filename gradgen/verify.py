@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -54,20 +55,113 @@ def _check_function(cf, compiled, f, value_and_grad, at, n_points, seed, filenam
 
 
 def _expect_numbers_and_arrays(point, cf, module):
-    """A differentiated parameter is a number or a NumPy array: a tuple, list or dict of them
-    (a structured parameter) is said to be one, at the function's `def`."""
+    """A differentiated parameter is a number or a NumPy array, or (where the function uses
+    it as a container) a list, tuple or dict of them; anything else is said to be wrong, at
+    the function's `def`."""
+    structured = {p.name for p in cf.ir.params if p.structured}
     for name in cf.wrt:
         value = point.get(name)
-        if not isinstance(value, (int, float, np.ndarray, np.number)):
-            node = module.functions[cf.name]
-            raise module.error(node, f"'{name}' is a {type(value).__name__} at the check point: gradgen "
-                                     "differentiates numbers and arrays; pass the parts of a structured "
-                                     "parameter as separate parameters")
+        node = module.functions[cf.name]
+        if name in structured:
+            bad = next((leaf for _, leaf in _leaves(value) if not _is_number_or_array(leaf)), None)
+            if bad is not None or isinstance(value, (int, float, np.number)):
+                what = type(bad if bad is not None else value).__name__
+                raise module.error(node, f"'{name}' holds a {what} at the check point: a structured parameter "
+                                         "is a list, tuple or dict of arrays and numbers")
+        elif not _is_number_or_array(value):
+            raise module.error(node, f"'{name}' is a {type(value).__name__} at the check point, but '{cf.name}' "
+                                     f"uses it only as a number or an array: annotate it (`{name}: list`, "
+                                     "tuple or dict) to compile it as a structured parameter")
 
 
-def check_point(cf, module, f, value_and_grad, point, generated_text=None):
+def _is_number_or_array(value):
+    return isinstance(value, (int, float, np.ndarray, np.number)) and not isinstance(value, bool)
+
+
+def _leaves(value, path=""):
+    """(path, leaf) of each array or number in a list, tuple or dict, nested, in order."""
+    if isinstance(value, dict):
+        for key, part in value.items():
+            yield from _leaves(part, f"{path}[{key!r}]")
+    elif isinstance(value, (list, tuple)):
+        for i, part in enumerate(value):
+            yield from _leaves(part, f"{path}[{i}]")
+    else:
+        yield path, value
+
+
+def _with_leaves(value, leaves):
+    """`value` with its leaves replaced, in order, by those of the iterator `leaves`."""
+    if isinstance(value, dict):
+        return {key: _with_leaves(part, leaves) for key, part in value.items()}
+    if isinstance(value, (list, tuple)):
+        parts = [_with_leaves(part, leaves) for part in value]
+        return tuple(parts) if isinstance(value, tuple) else parts
+    return next(leaves)
+
+
+def _same_structure(a, b):
+    """Whether gradient b has the containers of parameter a (same kinds, lengths and keys)."""
+    if isinstance(a, (dict, list, tuple)):
+        if type(a) is not type(b) or len(a) != len(b):
+            return False
+        if isinstance(a, dict):
+            return a.keys() == b.keys() and all(_same_structure(a[k], b[k]) for k in a)
+        return all(_same_structure(x, y) for x, y in zip(a, b))
+    return not isinstance(b, (dict, list, tuple))
+
+
+def _check_structured(cf, module, f, value_and_grad, point, generated_text, structured):
+    """A point with structured parameters, checked leaf by leaf: each array or number inside
+    one is a parameter of its own (`params[0][1]`), the function called with the structure
+    rebuilt around it; the gradient must have the parameter's structure."""
+    flat, names, parts = {}, [], {}
+    for name in cf.wrt:
+        if name in structured:
+            for path, leaf in _leaves(point[name]):
+                flat[name + path] = leaf
+                names.append(name + path)
+                parts.setdefault(name, []).append(name + path)
+        else:
+            flat[name] = point[name]
+            names.append(name)
+
+    def rebuild(kw):
+        whole = {k: v for k, v in point.items() if k not in structured}
+        whole.update({k: v for k, v in kw.items() if k in point and k not in structured})
+        for name in structured:
+            whole[name] = _with_leaves(point[name], iter([kw[n] for n in parts.get(name, [])]))
+        return whole
+
+    def f_flat(**kw):
+        return f(**rebuild(kw))
+
+    def value_and_grad_flat(**kw):
+        whole = rebuild(kw)
+        value, grads = value_and_grad(**whole)
+        grads = (grads,) if len(cf.wrt) == 1 else tuple(grads)
+        out = []
+        for name, g in zip(cf.wrt, grads):
+            if name not in structured:
+                out.append(g)
+            elif not _same_structure(whole[name], g):
+                raise TypeError(f"the gradient of '{name}' has not its structure: {type(g).__name__}")
+            else:
+                out += [leaf for _, leaf in _leaves(g)]
+        return value, tuple(out) if len(out) != 1 else out[0]
+
+    base = {k: v for k, v in point.items() if k not in structured}
+    flat_point = {**base, **flat}
+    flat_cf = replace(cf, wrt=names)
+    return check_point(flat_cf, module, f_flat, value_and_grad_flat, flat_point, generated_text, flattened=True)
+
+
+def check_point(cf, module, f, value_and_grad, point, generated_text=None, flattened=False):
     """One row per differentiated parameter at `point`; where a value or gradient is not
     finite, also where (which line of the user's file) it first became nan or inf."""
+    structured = {p.name for p in cf.ir.params if p.structured} & set(cf.wrt)
+    if structured and not flattened:
+        return _check_structured(cf, module, f, value_and_grad, point, generated_text, structured)
     try:
         with np.errstate(all="ignore"):
             value, grads = value_and_grad(**fresh(point))
@@ -83,9 +177,9 @@ def check_point(cf, module, f, value_and_grad, point, generated_text=None):
         nonfinite = locate_nonfinite(module, f, value_and_grad, point, generated_text)
     else:
         nonfinite = []
-    arrays = any(np.ndim(point[w]) for w in cf.wrt)
+    arrays = any(np.ndim(point[w]) for w in cf.wrt) or flattened  # (no sympy for a structured parameter)
     symbolic = [None] * len(cf.wrt) if arrays else sympy_gradient(cf.ir, module, point, cf.wrt)
-    by_element = sympy_array_gradient(cf.ir, module, point, cf.wrt) if arrays else {}
+    by_element = sympy_array_gradient(cf.ir, module, point, cf.wrt) if arrays and not flattened else {}
     with np.errstate(all="ignore"):
         report = PointReport(dict(point), float(value), float(f(**fresh(point))), nonfinite=nonfinite)
     for name, gen, sym in zip(cf.wrt, grads, symbolic):

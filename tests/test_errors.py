@@ -135,9 +135,9 @@ CASES = [
     ("loop over enumerate", "def f(x):\n    for i, c in enumerate((1.0, 2.0)):\n        x = x * c\n    return x\n", {},
      "bad.py:2:27: zip and enumerate run over arrays or parameters here; write the numbers as np.array([...]) "
      "or a module-level tuple\n        for i, c in enumerate((1.0, 2.0)):\n                              ^"),
-    ("loop over a list literal", "def f(x):\n    for c in [1.0, 2.0]:\n        x = x * c\n    return x\n", {},
+    ("loop over a list of values", "def f(x):\n    for c in [x, 2.0]:\n        x = x * c\n    return x\n", {},
      "bad.py:2:14: a loop must run over range(...), a module-level tuple of numbers, or a parameter\n"
-     "        for c in [1.0, 2.0]:\n                 ^"),
+     "        for c in [x, 2.0]:\n                 ^"),
     ("range with keywords", "def f(x):\n    for i in range(3, step=1):\n        x = x * 2\n    return x\n", {},
      "bad.py:2:14: range() takes one to three positional arguments here\n        for i in range(3, step=1):\n"
      "                 ^"),

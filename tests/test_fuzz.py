@@ -363,3 +363,19 @@ def test_a_saved_array_reproducer_runs_with_its_own_command(tmp_path, monkeypatc
     monkeypatch.undo()
     assert cli.main(args) == 0
     assert capsys.readouterr().out.endswith("all gradients match (1 point(s) checked)\n")
+
+
+def test_soak_1209_finite_differences_that_disagree_with_themselves_decide_nothing():
+    """Seed 1209, program 1523 (on a6c8742): six nested sin((1 + a²)^5) swing faster than
+    any step resolves (f' = -3.1e6); the generated gradient equals sympy's, but central
+    differences at 1e-6 (532,296) and 1e-7 (-3,053,931) disagree with it and with each
+    other. That row is undecided, not a mismatch; a step that agrees with itself still
+    decides."""
+    source = ("import math\n\ndef f(a: float=-0.9193489226865469, b: float=-0.5413462559142652):\n"
+              "    for i in range(6):\n        y = a\n        a = math.sin(pow((1 + a * a) * (1 + a * a), 2.5))\n"
+              "    return y\n")  # the shrunk reproducer
+    case = fuzz.Case("control", 1209, 1523, source, {"a": -0.9193489226865469, "b": -0.5413462559142652}, None, None)
+    outcome = fuzz.run(case)
+    assert outcome.status == "undecided"
+    assert outcome.problems[0].startswith("a: finite differences 532296.51")
+    assert outcome.problems[0].endswith("(steps 1e-6, 1e-7) disagree; sympy agrees")

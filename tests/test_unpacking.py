@@ -114,7 +114,7 @@ def test_unpacking_an_array_of_the_wrong_length_is_pythons_error():
      "the loop target unpacks 2 names from zip of 3 sequences"),
     ("def f(a):\n    s = 0.0\n    for i, x in enumerate(a, start=1):\n        s = s + x\n    return s\n",
      "enumerate() takes positional arguments only here (one sequence; no start=)"),
-    ("def f(m):\n    s = 0.0\n    for x, y in m:\n        s = s + x\n    return s\n",
+    ("def f(a):\n    s = 0.0\n    for x, y in a * 2.0:\n        s = s + x\n    return s\n",
      "a loop variable must be a plain name, or names unpacking zip(...) or enumerate(...) of arrays or "
      "parameters (`for x, y in zip(xs, ys)`)"),
 ])

@@ -1,0 +1,430 @@
+"""Lowering of structured parameters: a parameter that is a list, tuple or dict of arrays
+and numbers (`params = [(W1, b1), (W2, b2)]`, `params["W"]`), nested at will, whose
+length may be known only at run time.
+
+Such a parameter is never one value to the compiler. A name bound to part of it (`layer =
+params[i]`, `for W, b in params`, `*hidden, (W, b) = params`) is a TreeRef: the parameter
+and the path to the part. Reading it as a number or an array reads that path
+(`W = params[i][0]`), and the backward pass adds the part's gradient at the same path of
+the parameter's gradient (gradgen.rules_trees); indexing it further, unpacking it,
+looping over it or measuring it (`len`) extends the path instead. Loops run over indices
+(`for i in range(len(params))`), so the backward sweep walks the same parts in reverse.
+
+Which parameters are structured is decided by how the function uses them: annotated
+`list`, `tuple`, `dict` (or Sequence, Mapping, ...), or used as only a container can be
+(indexed by a string, unpacked, looped over with a target that unpacks, `.items()`). A
+first lowering treats every parameter as a number or an array; a use that needs a
+container raises NeedsStructure, and the function is lowered again with that parameter
+structured (gradgen.api). An array passed where a structured parameter is expected still
+works: its rows are its parts.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from gradgen.ir import Assign, Call, Const, Effect, For, Var
+
+# annotations that say a parameter is a container: `params: list`, `Sequence[...]`, `dict[str, ...]`
+_CONTAINERS = {"list", "tuple", "dict", "List", "Tuple", "Dict", "Sequence", "Mapping", "MutableMapping",
+               "MutableSequence", "Iterable", "Collection"}
+_DICT_VIEWS = {"items", "values", "keys"}
+
+
+class NeedsStructure(Exception):
+    """A use of `param` only a container allows, met while lowering it as an array."""
+
+    def __init__(self, param):
+        super().__init__(param)
+        self.param = param
+
+
+def names_a_container(annotation):
+    """`list`, `tuple[np.ndarray, ...]`, `typing.Dict[str, float]`, `Sequence[...]`."""
+    if isinstance(annotation, ast.Subscript):
+        annotation = annotation.value
+    if isinstance(annotation, ast.Attribute):
+        return annotation.attr in _CONTAINERS
+    return isinstance(annotation, ast.Name) and annotation.id in _CONTAINERS
+
+
+@dataclass(frozen=True)
+class SliceStep:
+    """`params[lo:hi:step]` as the last step of a path: a run of parts, never a value."""
+
+    lower: object
+    upper: object
+    step: object
+
+    def range_of(self, length):
+        """The indices of the parent the slice keeps: `range(len(parent))[lo:hi:step]`."""
+        return Call("range_slice", (length, *(Const(None) if p is None else p
+                                              for p in (self.lower, self.upper, self.step))), "builtins")
+
+
+@dataclass(frozen=True)
+class TreeRef:
+    """Part of a structured parameter: the parameter, the path to the part, and the
+    variable the part was read into where a name was bound to it."""
+
+    root: Var
+    path: tuple = ()
+    leaf: Var | None = None
+
+    def child(self, step):
+        """The part at `step` below this one (an index into a slice is one of its parent's)."""
+        if self.path and isinstance(self.path[-1], SliceStep):
+            parent = TreeRef(self.root, self.path[:-1])
+            index = Call("getitem", (self.path[-1].range_of(parent.length()), step), "op",
+                         params=(("index", ("i",)),))
+            return TreeRef(self.root, self.path[:-1] + (index,))
+        return TreeRef(self.root, self.path + (step,))
+
+    def length(self):
+        """`len(...)` of this part, as an expression."""
+        if self.path and isinstance(self.path[-1], SliceStep):
+            parent = TreeRef(self.root, self.path[:-1])
+            return Call("len", (self.path[-1].range_of(parent.length()),), "builtins")
+        return Call("tree_len", (self.root, *self.path), "builtins")
+
+    def indices(self):
+        """What a loop over this part runs over: `range(len(part))`, or the parent's indices
+        a slice keeps; and the part a loop index names."""
+        if self.path and isinstance(self.path[-1], SliceStep):
+            parent = TreeRef(self.root, self.path[:-1])
+            return self.path[-1].range_of(parent.length()), parent
+        return Call("range", (self.length(),), "builtins"), self
+
+    def read(self):
+        return Call("tree_get", (self.root, *self.path), "builtins")
+
+    def text(self):
+        """`params[i]['W']`: Python source, for a path of names and constants."""
+        return self.root.name + "".join(f"[{step.name if isinstance(step, Var) else repr(step.value)}]"
+                                        for step in self.path)
+
+
+class StructuredLowering:
+    """The part of gradgen.lower.Lowerer that lowers structured parameters (a mixin: it
+    uses the Lowerer's expr, _bind, _emit, _block machinery)."""
+
+    # ---- finding parts ----------------------------------------------------------------
+    def _ref(self, scope, node):
+        """The TreeRef `node` names (`params`, `params[i]["W"]`, `layer[0]`), else None."""
+        if isinstance(node, ast.Name):
+            value = self._lookup(scope, node.id)
+            return value if isinstance(value, TreeRef) else None
+        if isinstance(node, ast.Subscript):
+            base = self._ref(scope, node.value)
+            if base is None or isinstance(node.slice, ast.Tuple):
+                return None
+            if isinstance(node.slice, ast.Slice):
+                if base.path and isinstance(base.path[-1], SliceStep):
+                    return None
+                parts = (node.slice.lower, node.slice.upper, node.slice.step)
+                return TreeRef(base.root, base.path + (SliceStep(*(None if p is None else self.expr(scope, p)
+                                                                   for p in parts)),))
+            return base.child(self._step(scope, node.slice))
+        return None
+
+    def _step(self, scope, node):
+        """A step of a path: an int or a string, written or computed (never differentiated)."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return Const(node.value)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+                and type(node.operand.value) is int:
+            return Const(-node.operand.value)  # params[-1]
+        return self.expr(scope, node)
+
+    def _leaf(self, ref, node):
+        """The value of a part used as a number or an array."""
+        if ref.leaf is not None:
+            return ref.leaf
+        if not ref.path:
+            name = ref.root.name
+            raise self.m.error(node, f"'{name}' is a structured parameter (a list, tuple or dict): use its parts "
+                                     f"({name}[0], `for W, b in {name}`, {name}['W'])")
+        if isinstance(ref.path[-1], SliceStep):  # `W[1:]` of an array part
+            base = self._leaf(TreeRef(ref.root, ref.path[:-1]), node)
+            s = ref.path[-1]
+            parts = (s.lower, s.upper, s.step)
+            layout = "s" + "".join("0" if p is None else "1" for p in parts)
+            return self._call("getitem", (base, *[p for p in parts if p is not None]), "op", node,
+                              (("index", (layout,)),))
+        read = ref.read()
+        return self._call(read.prim, read.args, read.ns, node)
+
+    # ---- binding parts to names ---------------------------------------------------------
+    def _bind_ref(self, scope, name, ref, stmt):
+        """`name = part`: the part read into a variable of the user's name (dead code if the
+        name is only indexed further), remembered with its path."""
+        if ref.path and isinstance(ref.path[-1], SliceStep) or not ref.path:
+            scope.env[name] = TreeRef(ref.root, ref.path)  # a run of parts, or the whole parameter
+            return
+        self._bind(scope, name, self._call("tree_get", (ref.root, *ref.path), "builtins", stmt), stmt)
+        scope.env[name] = TreeRef(ref.root, ref.path, scope.env[name])
+
+    def _bind_target(self, scope, target, ref, stmt, bind=None):
+        """Bind an assignment or loop target (`W, b`, `(W, b), x`, `*hidden, (W, b)`) to `ref`."""
+        bind = bind or (lambda name, part: self._bind_ref(scope, name, part, stmt))
+        if isinstance(target, ast.Name):
+            bind(target.id, ref)
+            return
+        if not isinstance(target, (ast.Tuple, ast.List)):
+            raise self.m.error(target, "a part of a structured parameter unpacks into names only")
+        starred = [i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred)]
+        if len(starred) > 1:
+            raise self.m.error(target, "two starred names in one unpacking")
+        n = len(target.elts)
+        self._check_length(ref, n - len(starred), stmt, at_least=bool(starred))
+        star = starred[0] if starred else n
+        for i, t in enumerate(target.elts):
+            if i < star:
+                self._bind_target(scope, t, ref.child(Const(i)), stmt, bind)
+            elif i == star:
+                after = n - star - 1
+                rest = TreeRef(ref.root, ref.path + (SliceStep(Const(star) if star else None,
+                                                               Const(-after) if after else None, None),))
+                if not isinstance(t.value, ast.Name):
+                    raise self.m.error(t, "a starred target must be a name")
+                scope.env[t.value.id] = rest
+            else:
+                self._bind_target(scope, t, ref.child(Const(i - n)), stmt, bind)
+
+    def _check_length(self, ref, n, stmt, at_least=False):
+        """Python's own ValueError when the part has not as many items as the names."""
+        if ref.path and isinstance(ref.path[-1], SliceStep):
+            raise self.m.error(stmt, f"unpacking a slice of '{ref.root.name}' is not supported: unpack the "
+                                     "parameter itself")
+        if not all(isinstance(step, (Var, Const)) for step in ref.path):
+            return  # (a computed index: the generated code takes the first n parts without a check)
+        whole = ref.text()
+        test = f"len({whole}) < {n}" if at_least else f"len({whole}) != {n}"
+        message = f"cannot unpack {{len({whole})}} values into {n} names"
+        reads = (ref.root, *(s for s in ref.path if isinstance(s, Var)))
+        self.body.append(Effect(f"if {test}:\n    raise ValueError(f{message!r})", reads, stmt.lineno,
+                                self.m.segment(stmt)))
+
+    def _unref(self, scope, name, stmt, in_block=False):
+        """`name`, which held a part, is assigned a new value: from here on it is the variable
+        the part was read into (`W = W * 2` then `W[0]` reads the new W, not params[i][0][0])."""
+        ref = scope.env[name]
+        if ref.leaf is None:
+            what = "a structured parameter" if not ref.path else f"a run of parts of '{ref.root.name}'"
+            if self.depth > 0 or in_block:
+                raise self.m.error(stmt, f"'{name}' ({what}) is assigned inside a loop or branch: give the new "
+                                         "value another name")
+            del scope.env[name]
+            return None
+        scope.env[name] = ref.leaf
+        return ref.leaf
+
+    # ---- loops over parts ----------------------------------------------------------------
+    def _tree_for(self, scope, stmt):
+        """`for W, b in params`, `enumerate`, `zip` with other sequences, `reversed`, a slice,
+        `.items()` / `.values()` / `.keys()`: True if the loop runs over parts (and is now
+        lowered), False to leave it to the loops over arrays and lists."""
+        plan = self._tree_loop_plan(scope, stmt)
+        if plan is None:
+            return False
+        counter_name, iterable, binds = plan
+        if stmt.orelse:
+            raise self.m.error(stmt, "'else' on a loop is not supported")
+        target = self.namer.define(counter_name or "i")
+        scope.own(target)
+        self.loop_targets.add(target)
+        self.bound.add(target)
+        if counter_name is not None:
+            scope.env[counter_name] = Var(target)
+        outer, self.body = self.body, []
+        names = []
+
+        def bind(name, part):  # each name the target unpacks: read fresh every iteration
+            names.append(name)
+            if part.path and isinstance(part.path[-1], SliceStep):
+                scope.env[name] = part
+                return
+            element = self.namer.define(name)
+            scope.own(element)
+            self.bound.add(element)
+            self.body.append(Assign(element, part.read(), stmt.lineno, self._text(stmt), col=stmt.col_offset + 1,
+                                    overwrites=True))
+            scope.env[name] = TreeRef(part.root, part.path, Var(element)) if isinstance(part, TreeRef) \
+                else Var(element)
+
+        for node, make in binds:
+            self._bind_target(scope, node, make(Var(target)), stmt, bind)
+        first, self.body = self.body, outer
+        self._prebind(scope, stmt.body, stmt)
+        count = self._counter(stmt) if self._exits_loop(stmt.body) else None
+        body = self._loop_body(scope, stmt, count, first)
+        self.body.append(For(target, iterable, body, stmt.lineno, self._text(stmt), count))
+        for name in ([counter_name] if counter_name else []) + names:
+            scope.env[name] = self._after_loop(name)
+        return True
+
+    def _tree_loop_plan(self, scope, stmt):
+        """(user name of the loop index or None, what it runs over, [(target, part at index)])."""
+        target, node = stmt.target, stmt.iter
+        view = self._dict_view(scope, node)
+        if view is not None:
+            return self._dict_loop(scope, stmt, view, node.func.attr)
+        ref = self._ref(scope, node)
+        if ref is not None:
+            iterable, parent = ref.indices()
+            return None, iterable, [(target, parent.child)]
+        if self._is_builtin(scope, node, "reversed") and len(node.args) == 1:
+            ref = self._ref(scope, node.args[0])
+            if ref is not None:
+                iterable, parent = ref.indices()
+                backwards = Call("range_slice", (Call("len", (iterable,), "builtins"), Const(None), Const(None),
+                                                 Const(-1)), "builtins")
+                index = lambda i: Call("getitem", (iterable, i), "op", params=(("index", ("i",)),))  # noqa: E731
+                return None, backwards, [(target, lambda i: parent.child(index(i)))]
+            return None
+        if self._is_builtin(scope, node, "enumerate") and len(node.args) == 1 \
+                and isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name):
+            ref = self._ref(scope, node.args[0])
+            if ref is None:
+                return None
+            iterable, parent = ref.indices()
+            if iterable.prim != "range":
+                raise self.m.error(node, "enumerate of a slice of a structured parameter is not supported: "
+                                         "enumerate the parameter and skip the indices you do not want")
+            return target.elts[0].id, iterable, [(target.elts[1], parent.child)]
+        if self._is_builtin(scope, node, "zip") and isinstance(target, ast.Tuple) \
+                and any(self._ref(scope, a) is not None for a in node.args):
+            if len(target.elts) != len(node.args):
+                raise self.m.error(target, f"the loop target unpacks {len(target.elts)} names from zip of "
+                                           f"{len(node.args)} sequences")
+            return self._zip_plan(scope, stmt, target, node)
+        return None
+
+    def _zip_plan(self, scope, stmt, target, node):
+        """`for (W, b), x in zip(params, xs)`: one index over the shortest sequence."""
+        lengths, binds = [], []
+        for t, arg in zip(target.elts, node.args):
+            ref = self._ref(scope, arg)
+            if ref is not None:
+                lengths.append(ref.length())
+                binds.append((t, ref.child))
+                continue
+            sequence = self._loop_sequence(scope, arg, t.id if isinstance(t, ast.Name) else "items", stmt)
+            if not isinstance(t, ast.Name):
+                raise self.m.error(t, "unpacking the rows of an array in a loop target is not supported: loop "
+                                      "over zip(...) of the columns, or index the row")
+            lengths.append(self._call("len", (sequence,), "builtins", arg))
+            binds.append((t, self._row_of(sequence, arg)))
+        n = lengths[0] if len(lengths) == 1 else Call("min", tuple(lengths), "builtins")
+        return None, Call("range", (n,), "builtins"), binds
+
+    def _row_of(self, sequence, node):
+        """The reader of row i of an array or list, as a TreeRef-like part for _bind_target."""
+        lowerer = self
+
+        class _Row:
+            def __init__(self, i):
+                self.root, self.path = sequence, ()
+                prim = "list_get" if lowerer._is_list(sequence) else "getitem"
+                params = () if prim == "list_get" else (("index", ("i",)),)
+                self.value = lowerer._call(prim, (sequence, i), "builtins" if prim == "list_get" else "op", node,
+                                           params)
+
+            def read(self):
+                return self.value
+
+        return _Row
+
+    def _dict_view(self, scope, node):
+        """`params.items()` (or `.values()`, `.keys()`) of a part: the part, else None."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _DICT_VIEWS \
+                and not node.args and not node.keywords:
+            ref = self._ref(scope, node.func.value)
+            if ref is None:
+                self._needs_structure(scope, node.func.value)
+            return ref
+        return None
+
+    def _dict_loop(self, scope, stmt, ref, view):
+        """A loop over a dict's keys, as the forward pass lists them once (`params_keys =
+        list(params)`): the backward sweep walks the same list in reverse."""
+        if ref.path and isinstance(ref.path[-1], SliceStep):
+            raise self.m.error(stmt.iter, "a slice is not a dict")
+        keys = self.namer.define(f"{ref.root.name}_keys")
+        self._emit(keys, Call("tree_keys", (ref.root, *ref.path), "builtins"), stmt,
+                   overwrites=self.loop_depth > 0)
+        target = stmt.target
+        if view == "items":
+            if not (isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name)):
+                raise self.m.error(target, "a loop over .items() unpacks a key name and a value: "
+                                           "`for key, value in params.items()`")
+            key_name, value_target = target.elts[0].id, target.elts[1]
+        elif view == "keys":
+            if not isinstance(target, ast.Name):
+                raise self.m.error(target, "a loop over .keys() takes one name")
+            key_name, value_target = target.id, None
+        else:
+            key_name, value_target = None, target
+        key_of = lambda i: Call("tree_get", (Var(keys), i), "builtins")  # noqa: E731
+        binds = [] if value_target is None else [(value_target, lambda i: ref.child(key_of(i)))]
+        if key_name is not None:
+            binds.insert(0, (ast.Name(key_name, ast.Store()), lambda i: _Key(key_of(i))))
+        return None, Call("range", (Call("len", (Var(keys),), "builtins"),), "builtins"), binds
+
+    # ---- the array-mode lowering meeting a container ---------------------------------------
+    def _needs_structure(self, scope, node):
+        """Raise NeedsStructure if `node` is (a part of) a parameter lowered as an array."""
+        if isinstance(node, ast.Subscript):
+            return self._needs_structure(scope, node.value)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("reversed", "enumerate", "zip"):
+            for arg in node.args:  # `for W, b in reversed(params)`
+                self._needs_structure(scope, arg.value if isinstance(arg, ast.Starred) else arg)
+            return
+        if isinstance(node, ast.Name):
+            value = self._lookup(scope, node.id)
+            if isinstance(value, Var) and value.name in self.origins:
+                raise NeedsStructure(self.origins[value.name])
+
+    def _part_of_part(self, scope, node):
+        """`params[i][0]`, or `layer[0]` with `layer = params[k]`, in the array lowering: a
+        part of a part, as a list of layers is read; the parameter becomes structured (an
+        array still works so: its rows are its parts)."""
+        if isinstance(node.slice, (ast.Slice, ast.Tuple)):
+            return
+        base = node.value
+        if isinstance(base, ast.Subscript) and not isinstance(base.slice, (ast.Slice, ast.Tuple)):
+            self._needs_structure(scope, base)
+        elif isinstance(base, ast.Name):
+            value = self._lookup(scope, base.id)
+            if isinstance(value, Var) and value.name in self.parts:
+                raise NeedsStructure(self.origins[value.name])
+
+    def _note_origin(self, ssa, value):
+        """`x = params` (a second name) or `layer = params[k]` (a part, by one index): which
+        parameter lowered as an array `ssa` now holds, or a part of; forgotten when `ssa` is
+        assigned anything else."""
+        self.origins.pop(ssa, None)
+        self.parts.discard(ssa)
+        if isinstance(value, Var) and value.name in self.origins:
+            self.origins[ssa] = self.origins[value.name]
+            if value.name in self.parts:
+                self.parts.add(ssa)
+        elif isinstance(value, Call) and isinstance(value.args[0] if value.args else None, Var) \
+                and value.args[0].name in self.origins and (
+                    value.prim == "list_get" or value.prim == "getitem" and dict(value.params)["index"] == ("i",)):
+            self.origins[ssa] = self.origins[value.args[0].name]
+            self.parts.add(ssa)
+
+
+@dataclass(frozen=True)
+class _Key:
+    """A dict's key, bound by a loop over `.items()` or `.keys()`: a plain value."""
+
+    value: object
+    root: object = None
+    path: tuple = ()
+
+    def read(self):
+        return self.value
