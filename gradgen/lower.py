@@ -86,7 +86,7 @@ MAX_INLINED_NODES = 100_000  # syntax nodes copied by inlining into one function
 class Lowerer(StructuredLowering):
     """Lowers one top-level function (and the helpers it calls) into one IR Function."""
 
-    def __init__(self, module, fnode, namer, sigmoid_name, structured=frozenset()):
+    def __init__(self, module, fnode, namer, sigmoid_name, structured=frozenset(), arrays_only=frozenset()):
         self.m = module
         self.fnode = fnode
         self.namer = namer
@@ -104,6 +104,7 @@ class Lowerer(StructuredLowering):
         args = fnode.args.args + fnode.args.kwonlyargs
         self.structured = set(structured) | {a.arg for a in args if names_a_container(a.annotation)}
         self.origins = {}  # variable -> the parameter lowered as an array it is (a part of)
+        self.arrays_only = set(arrays_only)  # looped over, but also used whole: arrays (gradgen.structured)
         self.parts = set()  # the variables of origins that hold a part (`layer = params[k]`)
 
     # ---- functions -------------------------------------------------------------------
@@ -495,6 +496,8 @@ class Lowerer(StructuredLowering):
             return
         if not isinstance(stmt.target, ast.Name):
             raise self.m.error(stmt.target, "augmented assignment needs a plain name or x[index]")
+        if isinstance(_lookup(scope, stmt.target.id), TreeRef):  # W += e: W is no longer the part
+            self._unref(scope, stmt.target.id, stmt)
         current = self._read(scope, stmt.target)
         value = Call(op, (current, self.expr(scope, stmt.value)), "op")
         self._bind(scope, stmt.target.id, value, stmt, augmented=True)
@@ -508,6 +511,8 @@ class Lowerer(StructuredLowering):
             raise self.m.error(target, f"writing into '{self.m.segment(target)}' is not supported: write into a "
                                        "name with one index, x[i, j] = ... (not x[i][j] = ... nor x.attr[i] = ...)")
         name = target.value.id
+        if isinstance(_lookup(scope, name), TreeRef):  # W[i] = e: from here on W is a variable of its own
+            self._unref(scope, name, stmt)
         current = self._read(scope, target.value)
         if not isinstance(current, Var) or (name in self.m.constants and current == Var(name)):
             raise self.m.error(target, f"writing into '{name}' would change a module-level value for every later "
@@ -633,6 +638,7 @@ class Lowerer(StructuredLowering):
     def _for(self, scope, stmt):
         if self._tree_for(scope, stmt):  # over the parts of a structured parameter
             return
+        self._loop_over_parameter(scope, stmt.iter)  # `for c in coeffs`: coeffs may be a list
         if stmt.orelse:
             raise self.m.error(stmt, "'else' on a loop is not supported")
         counter, iterable, elements = self._loop_plan(scope, stmt)
@@ -672,6 +678,11 @@ class Lowerer(StructuredLowering):
                                              or self._builtin_call(scope, node, "enumerate")):
             raise self.m.error(target, f"'{target.id}' would be a tuple of {node.func.id}'s rows: unpack it in the "
                                        "loop target (`for x, y in zip(xs, ys)`, `for i, x in enumerate(xs)`)")
+        if isinstance(target, ast.Name) and self._builtin_call(scope, node, "reversed") and len(node.args) == 1:
+            sequence = self._loop_sequence(scope, node.args[0], target.id, stmt)  # `for c in reversed(coeffs)`
+            backwards = self._call("range_slice", (self._call("len", (sequence,), "builtins", node), Const(None),
+                                                   Const(None), Const(-1)), "builtins", node)
+            return None, backwards, [(target.id, sequence, node)]
         if isinstance(target, ast.Name):
             sequence = self._sequence(scope, stmt)
             if sequence is None:
@@ -1387,13 +1398,14 @@ def _assigned_names(fnode):
     return names
 
 
-def lower_function(module, name, namer, sigmoid_name, structured=frozenset()) -> Function:
+def lower_function(module, name, namer, sigmoid_name, structured=frozenset(), arrays_only=frozenset()) -> Function:
     """Lower top-level function `name` of `module` into IR.
 
     `sigmoid_name` is what the generated module calls its sigmoid helper; `structured`
-    names the parameters lowered as lists, tuples or dicts (gradgen.structured).
+    names the parameters lowered as lists, tuples or dicts, `arrays_only` those looped
+    over that must stay arrays (gradgen.structured).
     """
-    return Lowerer(module, module.functions[name], namer, sigmoid_name, structured).lower()
+    return Lowerer(module, module.functions[name], namer, sigmoid_name, structured, arrays_only).lower()
 
 
 def parameter_names(fnode):

@@ -33,11 +33,23 @@ _DICT_VIEWS = {"items", "values", "keys"}
 
 
 class NeedsStructure(Exception):
-    """A use of `param` only a container allows, met while lowering it as an array."""
+    """A use of `param` only a container allows, met while lowering it as an array; `soft`
+    for one a list or an array allows alike (a loop over its parts), which an array's whole
+    use elsewhere (`np.tanh(x)`) overrules."""
 
-    def __init__(self, param):
+    def __init__(self, param, soft=False):
         super().__init__(param)
         self.param = param
+        self.soft = soft
+
+
+class UsedWhole(Exception):
+    """A structured parameter read as one value; `error` says so at its place."""
+
+    def __init__(self, param, error):
+        super().__init__(param)
+        self.param = param
+        self.error = error
 
 
 def names_a_container(annotation):
@@ -143,8 +155,8 @@ class StructuredLowering:
             return ref.leaf
         if not ref.path:
             name = ref.root.name
-            raise self.m.error(node, f"'{name}' is a structured parameter (a list, tuple or dict): use its parts "
-                                     f"({name}[0], `for W, b in {name}`, {name}['W'])")
+            raise UsedWhole(name, self.m.error(node, f"'{name}' is a structured parameter (a list, tuple or dict): "
+                                                     f"use its parts ({name}[0], `for W, b in {name}`, {name}['W'])"))
         if isinstance(ref.path[-1], SliceStep):  # `W[1:]` of an array part
             base = self._leaf(TreeRef(ref.root, ref.path[:-1]), node)
             s = ref.path[-1]
@@ -386,6 +398,21 @@ class StructuredLowering:
             value = self._lookup(scope, node.id)
             if isinstance(value, Var) and value.name in self.origins:
                 raise NeedsStructure(self.origins[value.name])
+
+    def _loop_over_parameter(self, scope, node):
+        """`for c in coeffs`, `reversed(coeffs)`, `enumerate`, `zip` of a parameter lowered as
+        an array: a loop over its parts, which is how a list is read; the parameter becomes
+        structured, so that a list (of numbers or of arrays of any shapes) and an array both
+        work, and a list's gradient is a list."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("reversed", "enumerate", "zip"):
+            for arg in node.args:
+                self._loop_over_parameter(scope, arg)
+        elif isinstance(node, ast.Name):
+            value = self._lookup(scope, node.id)
+            if isinstance(value, Var) and self.origins.get(value.name) == value.name \
+                    and value.name not in self.arrays_only:
+                raise NeedsStructure(value.name, soft=True)
 
     def _part_of_part(self, scope, node):
         """`params[i][0]`, or `layer[0]` with `layer = params[k]`, in the array lowering: a

@@ -116,6 +116,10 @@ class _Trace:
             items = range(*[self.value(a) for a in it.args])
         elif isinstance(it, Var) and isinstance(self.values.get(it.name), tuple):
             items = self.values[it.name]
+        elif isinstance(it, Const) and isinstance(it.value, tuple):  # for c in [1.0, 2.0]
+            items = it.value
+        elif isinstance(it, Call) and it.prim == "range_slice":  # for x in reversed(xs): range(len(xs))[::-1]
+            items = self.value(it)
         else:
             raise _Unsupported("loop over an array")
         for item in items:
@@ -379,9 +383,17 @@ _ARRAY_OPS.update({
     "append": lambda t, e, a, p: list(a[0]) + [a[1]],
     "list_get": lambda t, e, a, p: a[0][t.value(e.args[1])],
     "stack_list": lambda t, e, a, p: np.stack([np.asarray(x, dtype=object) for x in a[0]], **p),
+    "tree_get": lambda t, e, a, p: _along(a[0], [t.value(step) for step in e.args[1:]]),
     "concatenate_list": lambda t, e, a, p: np.concatenate([np.asarray(x, dtype=object) for x in a[0]], **p),
     "array_list": lambda t, e, a, p: np.array([np.asarray(x, dtype=object) for x in a[0]], dtype=object),
 })
+
+
+def _along(value, path):
+    """value[k1][k2]...: a part of a structured parameter (an array's, given one)."""
+    for step in path:
+        value = value[step]
+    return value
 
 
 def _write_objects(trace, e, x, v):

@@ -159,7 +159,8 @@ def _check_structured(cf, module, f, value_and_grad, point, generated_text, stru
 def check_point(cf, module, f, value_and_grad, point, generated_text=None, flattened=False):
     """One row per differentiated parameter at `point`; where a value or gradient is not
     finite, also where (which line of the user's file) it first became nan or inf."""
-    structured = {p.name for p in cf.ir.params if p.structured} & set(cf.wrt)
+    structured = {p.name for p in cf.ir.params if p.structured and isinstance(point.get(p.name), (list, tuple, dict))}
+    structured &= set(cf.wrt)  # (one given an array is checked as an array, by sympy too)
     if structured and not flattened:
         return _check_structured(cf, module, f, value_and_grad, point, generated_text, structured)
     try:

@@ -65,6 +65,7 @@ from gradgen.emit import unformatted  # noqa: E402
 from gradgen.verify import check_source  # noqa: E402
 from programs import build_program, seeded_control_program, SeededChoices  # noqa: E402
 from rewrite import draws, effects, functions, lists, rewrite  # noqa: E402
+from rewrite_structured import structured  # noqa: E402
 
 KINDS = (("straight", 30), ("wrt", 10), ("control", 40), ("array", 20))  # (kind, weight)
 REWRITE_RATE = 0.7  # share of scalar programs rewritten with helpers and tuples
@@ -72,6 +73,7 @@ FUNCTIONS_RATE = 0.5  # share of programs calling through closures, lambdas, fac
 EFFECTS_RATE = 0.3  # share of programs with prints, asserts and logging
 DRAW_RATE = 0.25  # share of programs drawing from a random state `rs` (kind "draw" / "array-draw")
 LISTS_RATE = 0.3  # share of programs recording values in Python lists (drawn last: the others are unchanged)
+STRUCTURED_RATE = 0.25  # share of array programs taking a, b as one structured parameter (drawn after lists)
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,9 @@ def generate(seed: int, index: int) -> Case:
             source = effects(source, rng, arrays=True)
         if rng.random() < LISTS_RATE:
             source = lists(source, rng, arrays=True)
+        if rng.random() < STRUCTURED_RATE:
+            source, point = structured(source, point, rng)
+            kind += "-structured" if "params" in point else ""
         return Case(kind, seed, index, source, point, rs_seed=rs_seed)
     if kind == "control":
         program = seeded_control_program(sub)
@@ -247,8 +252,9 @@ def array_problems(case: Case, undecided: list | None = None) -> list[str]:
     [report] = check_source(case.source, functions=["f"], at=case.point, n_points=1)
     [point] = report.points
     problems = []
-    if report.wrt != ["a", "b"]:
-        problems.append(f"wrt {report.wrt} != ['a', 'b'] (X, after *, is data)")
+    expected = ["params"] if case.kind.endswith("structured") else ["a", "b"]
+    if report.wrt != expected:
+        problems.append(f"wrt {report.wrt} != {expected} (X, after *, is data)")
     if not _close(point.value_generated, point.value_original, 1e-12, 1e-12):
         problems.append(f"value: generated {point.value_generated!r} != original {point.value_original!r}")
     for row in point.rows:
@@ -269,14 +275,33 @@ def array_problems(case: Case, undecided: list | None = None) -> list[str]:
     if len(report.wrt) == 1:  # (the wrong wrt is the problem, already said: one gradient, not a tuple)
         grads, again = (grads,), (again,)
     for name, grad, again in zip(report.wrt, grads, again):
-        if np.shape(grad) != np.shape(case.point[name]) or np.asarray(grad).dtype != np.float64:
-            problems.append(f"{name}: gradient shape {np.shape(grad)} dtype {np.asarray(grad).dtype}")
-        elif not np.array_equal(grad, again):
+        if _shapes(grad) != _shapes(case.point[name]) or any(np.asarray(g).dtype != np.float64 for g in _leaves(grad)):
+            problems.append(f"{name}: gradient {_shapes(grad)} dtypes {[np.asarray(g).dtype for g in _leaves(grad)]}")
+        elif not all(np.array_equal(g, h) for g, h in zip(_leaves(grad), _leaves(again))):
             problems.append(f"{name}: f_grad differs from f_value_and_grad")
     for name, x in case.point.items():
-        if isinstance(x, np.ndarray) and not np.array_equal(inputs[name], x):
+        if isinstance(x, (np.ndarray, list, tuple, dict)) and not all(
+                np.array_equal(u, v) for u, v in zip(_leaves(inputs[name]), _leaves(x))):
             problems.append(f"the gradient modified its input {name}")
     return problems
+
+
+def _leaves(value):
+    """The arrays and numbers of a structured value (a list, tuple or dict), in order."""
+    if isinstance(value, dict):
+        return [leaf for part in value.values() for leaf in _leaves(part)]
+    if isinstance(value, (list, tuple)):
+        return [leaf for part in value for leaf in _leaves(part)]
+    return [value]
+
+
+def _shapes(value):
+    """The containers of a value (their kinds, lengths and keys), each array by its shape."""
+    if isinstance(value, dict):
+        return {key: _shapes(part) for key, part in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_shapes(part) for part in value)
+    return np.shape(value)
 
 
 def _array_row(row) -> tuple[list[str], list[str]]:
@@ -523,6 +548,11 @@ def _input_text(case: Case, name: str, value) -> str:
     afresh from its seed, never a repr)."""
     if isinstance(value, np.ndarray):
         return f"np.array({value.tolist()!r})"
+    if isinstance(value, dict):  # a structured parameter, its parts written the same way
+        return "{" + ", ".join(f"{k!r}: {_input_text(case, name, v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        parts = ", ".join(_input_text(case, name, v) for v in value)
+        return f"[{parts}]" if isinstance(value, list) else f"({parts}{',' if len(value) == 1 else ''})"
     if isinstance(value, np.random.RandomState):
         return f"np.random.RandomState({case.rs_seed!r})"
     return repr(value)

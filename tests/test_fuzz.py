@@ -42,6 +42,12 @@ def test_the_programs_cover_the_subset():
         if "rs" in case.point:
             assert isinstance(case.point["rs"], fuzz.np.random.RandomState) and case.rs_seed is not None
             functions.update(draw_constructs(tree))
+        if case.kind.endswith("structured"):  # (tests/rewrite_structured.py)
+            params = case.point["params"]
+            nodes[f"structured {type(params).__name__}"] += 1
+            nodes["structured nested"] += isinstance(params, dict) and "layer" in params or isinstance(params, list) \
+                and isinstance(params[0], tuple)
+            nodes["structured annotated"] += ast.parse(case.source).body[-1].args.args[0].annotation is not None
         for node in ast.walk(tree):
             nodes[type(node).__name__] += 1
             if isinstance(node, ast.Call):
@@ -73,7 +79,8 @@ def test_the_programs_cover_the_subset():
                   "AugAssign", "IfExp", "If", "For", "While", "Break", "Continue", "BoolOp", "Compare",
                   "tuple unpacking", "tuple helper", "Subscript", "Slice", "keyword", "AnnAssign", "write",
                   "write in a loop", "write with a slice", "list", "append", "ListComp", "sum of a generator",
-                  "comprehension with if"]
+                  "comprehension with if", "structured tuple", "structured list", "structured dict",
+                  "structured nested", "structured annotated"]
     assert all(nodes[c] >= 5 for c in constructs), {c: nodes[c] for c in constructs}
     arrays = ["sum", "mean", "prod", "cumsum", "matmul", "dot", "outer", "inner", "transpose", "reshape",
               "ravel", "squeeze", "flip", "expand_dims", "concatenate", "norm", "len"]

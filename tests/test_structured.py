@@ -257,6 +257,43 @@ def f(params: list, x):
     assert_gradient(source, {"params": [RS.randn(3), RS.randn(2, 2)], "x": RS.randn(2)})
 
 
+@pytest.mark.parametrize("coeffs", [[1.0, -2.0, 0.5, 3.0], (1.0, -2.0, 0.5), np.array([1.0, -2.0, 0.5, 3.0])])
+def test_a_loop_over_a_parameter_takes_a_list_of_numbers_or_an_array(coeffs):
+    """`for c in reversed(coeffs)` (Horner's rule): a loop over a parameter's parts compiles
+    it as structured, so a list, a tuple and an array all work, each with its own kind of
+    gradient; given an array, `gradgen check` compares it with sympy too."""
+    source = """
+def f(coeffs, t):
+    result = 0.0
+    for c in reversed(coeffs):
+        result = result * t + c
+    return result
+"""
+    grad = assert_gradient(source, {"coeffs": coeffs, "t": 0.7}, name="coeffs")
+    assert type(grad) is type(coeffs)
+    np.testing.assert_allclose(np.asarray(grad, dtype=float), 0.7 ** np.arange(len(coeffs)), rtol=1e-12)
+    if isinstance(coeffs, np.ndarray):
+        [report] = check_source(HEADER + source, functions=["f"], at={"coeffs": coeffs, "t": 0.7})
+        assert all(row.sympy is not None for row in report.points[0].rows)
+
+
+def test_a_parameter_looped_over_and_used_whole_stays_an_array():
+    """`for w in x` and `np.tanh(x)`: a list would not do, so x is compiled as an array."""
+    source = """
+def f(x, c):
+    s = np.sum(np.tanh(x))
+    for w in x:
+        s = s + c * np.sum(w ** 2)
+    return s
+"""
+    text = compile_source(HEADER + source).text
+    assert "zeros_like_tree" not in text
+    value_and_grad, _ = compiled(source)
+    x = RS.randn(3, 2)
+    _, (dx, dc) = value_and_grad(x, 0.5)
+    np.testing.assert_allclose(dx, 1 - np.tanh(x) ** 2 + 2 * 0.5 * x, rtol=1e-12)
+
+
 def test_an_array_passed_for_a_structured_parameter_still_works():
     """The parts of an array are its rows: `W, b = params` of a (2, 3) array."""
     source = """
@@ -325,7 +362,9 @@ def test_check_needs_the_value_of_a_structured_parameter():
 
 
 def test_check_says_to_annotate_a_parameter_compiled_as_an_array():
-    source = "def f(params, x):\n    return sum(np.sum(p * x) for p in params)\n"
+    """`params[0] * x + params[1]` reads an array as well as a list: compiled for an array,
+    which a list given to check is not."""
+    source = "def f(params, x):\n    return np.sum(params[0] * x + params[1])\n"
     with pytest.raises(CompileError) as info:
         check_source(HEADER + source, functions=["f"], at={"params": [RS.randn(2), RS.randn(2)], "x": RS.randn(2)})
     assert "'params' is a list at the check point, but 'f' uses it only as a number or an array: annotate it " \
