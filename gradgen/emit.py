@@ -278,6 +278,8 @@ _SPECIAL = {
     "list_get": lambda em, args, kw: ast.Subscript(args[0], args[1]),
     "stack_list": lambda em, args, kw: em._numpy_call("stack", args, kw),
     "concatenate_list": lambda em, args, kw: em._numpy_call("concatenate", args, kw),
+    "vstack_list": lambda em, args, kw: em._numpy_call("vstack", args, kw),
+    "hstack_list": lambda em, args, kw: em._numpy_call("hstack", args, kw),
     "array_list": lambda em, args, kw: em._numpy_call("array", args, []),
     "unstack": lambda em, args, kw: ast.Call(ast.Name("list"), [_rows(em, args[0], kw)], []),
     "pop": lambda em, args, kw: ast.Call(ast.Attribute(args[0], "pop"), [], []),

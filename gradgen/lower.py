@@ -272,6 +272,9 @@ class Lowerer(StructuredLowering):
     def _tuple_return(self, scope, node):
         """`return a, b` of a helper whose call is unpacked: the tuple of its values."""
         n = scope.unpacked
+        helper = self._helper_node(scope, node)
+        if isinstance(helper, FunctionValue):  # `return unpack(...)`: the tuple the helper it calls returns
+            return self._inline(scope, node, helper.node, unpacked=n, closure=helper.closure)
         if not isinstance(node, ast.Tuple) or len(node.elts) != n:
             raise self.m.error(node, f"'{scope.node.name}' must return a tuple of {n} values here, "
                                      f"as its call is unpacked into {n} names")
@@ -636,6 +639,7 @@ class Lowerer(StructuredLowering):
         self.body.append(If(test, body, orelse, stmt.lineno, self._text(stmt)))
 
     def _for(self, scope, stmt):
+        stmt = self._spread_zip(scope, stmt)
         if self._tree_for(scope, stmt):  # over the parts of a structured parameter
             return
         self._loop_over_parameter(scope, stmt.iter)  # `for c in coeffs`: coeffs may be a list
@@ -668,6 +672,31 @@ class Lowerer(StructuredLowering):
         for name in ([counter] if users else []) + [name for name, _, _ in elements]:
             scope.env[name] = _LoopVariable(name)
 
+    def _spread_zip(self, scope, stmt):
+        """`for a, b, c in zip(*unpack(params))`: the helper's tuple, computed once before
+        the loop into variables of their own, spread as zip's arguments."""
+        node, target = stmt.iter, stmt.target
+        if not (self._builtin_call(scope, node, "zip") and isinstance(target, ast.Tuple)
+                and any(isinstance(a, ast.Starred) for a in node.args)):
+            return stmt
+        starred = [a for a in node.args if isinstance(a, ast.Starred)]
+        helper = self._helper_node(scope, starred[0].value)
+        if len(starred) > 1 or not isinstance(helper, FunctionValue):
+            raise self.m.error(starred[0], "zip(*...) takes one starred call of a function of this file that returns "
+                                           "a tuple (zip(*unpack(params)))")
+        n = len(target.elts) - (len(node.args) - 1)
+        values = self._inline(scope, starred[0].value, helper.node, unpacked=n, closure=helper.closure)
+        spread = []
+        for k, value in enumerate(values):
+            name = f"{helper.node.name}_{k}"
+            temp = self.namer.define(name)
+            self._emit(temp, value, stmt, overwrites=self.loop_depth > 0)
+            scope.env[name] = Var(temp)
+            spread.append(ast.copy_location(ast.Name(name, ast.Load()), starred[0]))
+        args = [x for a in node.args for x in (spread if a is starred[0] else [a])]
+        return ast.copy_location(ast.For(target, ast.copy_location(ast.Call(node.func, args, []), node), stmt.body,
+                                         stmt.orelse, None), stmt)
+
     def _loop_plan(self, scope, stmt):
         """(the counter's user name or None, what it runs over, [(name, sequence, node)]): a loop over
         values runs over their first axis by index (`for W in Ws`, `for x, y in zip(xs,
@@ -678,6 +707,15 @@ class Lowerer(StructuredLowering):
                                              or self._builtin_call(scope, node, "enumerate")):
             raise self.m.error(target, f"'{target.id}' would be a tuple of {node.func.id}'s rows: unpack it in the "
                                        "loop target (`for x, y in zip(xs, ys)`, `for i, x in enumerate(xs)`)")
+        if isinstance(target, ast.Name) and isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) \
+                and isinstance(node.value, ast.Name) and isinstance(_lookup(scope, node.value.id), Var):
+            # `for h in hs[1:]` (a list or an array): over the indices the slice keeps, read from hs itself
+            sequence = self._loop_sequence(scope, node.value, target.id, stmt)
+            parts = [Const(None) if p is None else self.expr(scope, p)
+                     for p in (node.slice.lower, node.slice.upper, node.slice.step)]
+            kept = self._call("range_slice", (self._call("len", (sequence,), "builtins", node), *parts), "builtins",
+                              node)
+            return None, kept, [(target.id, sequence, node)]
         if isinstance(target, ast.Name) and self._builtin_call(scope, node, "reversed") and len(node.args) == 1:
             sequence = self._loop_sequence(scope, node.args[0], target.id, stmt)  # `for c in reversed(coeffs)`
             backwards = self._call("range_slice", (self._call("len", (sequence,), "builtins", node), Const(None),
@@ -816,8 +854,8 @@ class Lowerer(StructuredLowering):
             return Const(tuple(e.value for e in node.elts))  # for name in ["layer1", "layer2"]
         if isinstance(node, ast.Subscript) and self._list_arg(scope, node.value) is not None:
             name = node.value.id
-            raise self.m.error(node, f"a loop over a slice of the list '{name}' is not supported yet: loop over "
-                                     f"range(...) and read {name}[i]")
+            raise self.m.error(node, f"a loop over '{self.m.segment(node)}' is not supported: loop over the list "
+                                     f"'{name}', a slice of it ({name}[1:]), or range(...) and read {name}[i]")
         raise self.m.error(node, "a loop must run over range(...), a module-level tuple of numbers, "
                                  "or a parameter")
 
@@ -1085,12 +1123,13 @@ class Lowerer(StructuredLowering):
         args = list(node.args)
         items = self._list_arg(scope, args[0]) if args else None
         if items is None and args and isinstance(args[0], ast.ListComp) and prim_name in ("stack", "array",
-                                                                                          "concatenate"):
+                                                                                          "concatenate", "vstack",
+                                                                                          "hstack"):
             items = self._comprehension(scope, args[0])
         if items is not None:  # a list variable: len(hs), np.stack(hs), np.array(hs), np.sum(hs)
             if prim_name == "len":
                 return prim_name, [items]
-            if prim_name in ("stack", "array", "concatenate"):
+            if prim_name in ("stack", "array", "concatenate", "vstack", "hstack"):
                 return f"{prim_name}_list", [items]
             if prim_name in ("sum", "mean", "amax", "amin", "prod"):
                 return prim_name, [self._call("array_list", (items,), "numpy", node)] + [

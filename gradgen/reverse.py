@@ -255,7 +255,7 @@ class _Reverser:
             out = self.list_gradient(name)
             entry = Call("getitem", (Var(adj), index), "op", params=(("index", ("i",)),))
             return out + [IndexAdd(adj, ("i",), (index,), simplify.add(entry, as_float(g)), assign=True)]
-        assert isinstance(contribution, Call) and contribution.prim in ("unstack", "unconcatenate"), contribution
+        assert isinstance(contribution, Call) and contribution.prim in ("unstack", "unconcatenate", "unjoin"), contribution
         current = self.state.get(name)
         self.state[name] = Var(adj)
         if current is None:

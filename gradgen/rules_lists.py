@@ -50,6 +50,22 @@ helper("unconcatenate", '''def unconcatenate(g, parts, axis=0):
     return np.split(g, ends[:-1], axis=axis)
 ''')
 
+# `np.vstack(parts)` / `np.hstack(parts)` of a list variable: its pieces, each in its part's shape
+for _name in ("vstack_list", "hstack_list"):
+    primitive(_name, 1, elementwise=False,
+              vjp=(lambda how: lambda g, out, xs: Call("unjoin", (g, xs, Const(how)), None))(_name[0]))
+helper("unjoin", '''def unjoin(g, parts, how):
+    """The pieces of g that the parts of np.vstack ("v") or np.hstack ("h") became."""
+    if how == "v":
+        shaped, axis = [np.atleast_2d(p) for p in parts], 0
+    else:
+        shaped = [np.atleast_1d(p) for p in parts]
+        axis = 0 if np.ndim(shaped[0]) == 1 else 1
+    ends = np.cumsum([np.shape(p)[axis] for p in shaped])
+    pieces = np.split(g, ends[:-1], axis=axis)
+    return [np.reshape(piece, np.shape(p)) for piece, p in zip(pieces, parts)]
+''')
+
 # Backward-only pieces (no derivative of their own): gradient lists made, grown and read.
 for _name, _arity in (("list_add_at", 3), ("unstack", 1), ("pop", 1), ("list_zeros", 1)):
     primitive(_name, _arity, kind="piecewise", keywords=("axis",) if _name == "unstack" else ())
@@ -59,5 +75,5 @@ helper("add_lists", '''def add_lists(a, b):
     return [x + y for x, y in zip(a, b)]
 ''')
 
-ARRAY_RULES.update({"list", "append", "list_get", "stack_list", "array_list", "concatenate_list"})
+ARRAY_RULES.update({"list", "append", "list_get", "stack_list", "array_list", "concatenate_list", "vstack_list", "hstack_list"})
 LIST_MAKERS = {"list", "append"}  # the primitives whose value is a list

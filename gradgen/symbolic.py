@@ -385,6 +385,8 @@ _ARRAY_OPS.update({
     "stack_list": lambda t, e, a, p: np.stack([np.asarray(x, dtype=object) for x in a[0]], **p),
     "tree_get": lambda t, e, a, p: _along(a[0], [t.value(step) for step in e.args[1:]]),
     "concatenate_list": lambda t, e, a, p: np.concatenate([np.asarray(x, dtype=object) for x in a[0]], **p),
+    "vstack_list": lambda t, e, a, p: np.vstack([np.asarray(x, dtype=object) for x in a[0]]),
+    "hstack_list": lambda t, e, a, p: np.hstack([np.asarray(x, dtype=object) for x in a[0]]),
     "array_list": lambda t, e, a, p: np.array([np.asarray(x, dtype=object) for x in a[0]], dtype=object),
 })
 

@@ -43,8 +43,6 @@ BLOCKED = {
         'lists are not supported here',
     ('fluid.py', 'advection_loss'):
         'an integer dtype (an index computed from data) is not supported yet: compute the integer indices in the caller and pass them in as keyword-only data',
-    ('gmm.py', 'objective'):
-        'the loop target unpacks 3 names from zip of 1 sequences',
     ('gp.py', 'gp_objective'):
         "'gp_objective' returns an array, and a gradient needs one number: return one (np.sum(...), np.mean(...)), or annotate 'def gp_objective(...) -> float' if it is one; a function whose result is an array is inlined where a loss calls it",
     ('hmm.py', 'negative_log_likelihood'):
@@ -53,10 +51,6 @@ BLOCKED = {
         "'repeats=' must be a constant here",
     ('rnn.py', 'training_loss'):
         "'repeats=' must be a constant here",
-    ('rnn.py', 'elman_loss'):
-        "a loop over a slice of the list 'hs' is not supported yet: loop over range(...) and read hs[i]",
-    ('vae.py', 'objective'):
-        "'nn_predict_gaussian' must return a tuple of 2 values here, as its call is unpacked into 2 names",
 }
 
 CORPUS = Path(__file__).parent / "corpus" / "real"
