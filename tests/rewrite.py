@@ -648,9 +648,11 @@ def lists(source: str, rng: random.Random, arrays: bool = False) -> str:
         forms = [f"sum({name})", f"sum(t * t for t in {name})", f"len({name}) * 0.5",
                  f"sum({name}[k] for k in range(len({name})) if k % 2 == 0)",
                  f"sum([{name}[k] * {name}[k] for k in range(len({name})) if k >= 1])"]
-        forms += [f"({name}[-1] if len({name}) > 0 else 0.0)"]
+        forms += [f"({name}[-1] if len({name}) > 0 else 0.0)", f"sum(t * t for t in {name}[1::2])",
+                  f"sum(t for t in reversed({name}))"]
         if arrays:  # (np.stack makes an array: scalar programs keep to what sympy follows)
-            forms += [f"(np.sum(np.stack({name})) if len({name}) > 0 else 0.0)", f"np.sum(sum({name}))"]
+            forms += [f"(np.sum(np.stack({name})) if len({name}) > 0 else 0.0)", f"np.sum(sum({name}))",
+                      f"(np.sum(np.vstack({name}) ** 2) if len({name}) > 0 else 0.0)"]
         aggregate = rng.choice(forms)
         if arrays:
             aggregate = f"np.sum({aggregate})"
