@@ -222,8 +222,11 @@ def _select(module, functions):
                                         "compiles a function only as its 'def' wrote it")
     if not module.functions:
         raise CompileError("no functions found: gradgen compiles top-level 'def' functions", module.filename)
-    if not functions:  # a helper that returns a tuple has no gradient of its own
-        scalar = [f for f, node in module.functions.items() if not _returns_tuples(node)]
+    if not functions:  # a helper that returns a tuple, or takes the *args its callers pass, has no gradient of its own
+        called = {n.func.id for node in module.functions.values() for n in ast.walk(node)
+                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        scalar = [f for f, node in module.functions.items()
+                  if not _returns_tuples(node) and not (node.args.vararg is not None and f in called)]
         return scalar or list(module.functions)
     for f in functions:
         if f not in module.functions:

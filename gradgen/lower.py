@@ -135,14 +135,14 @@ class Lowerer(StructuredLowering):
         return Function(self.fnode.name, params, self.body, result, result_name, self.fnode.lineno,
                         helpers=self.helpers, display=dict(self.namer.base_of))
 
-    def _params(self, fnode):
+    def _params(self, fnode, helper=False):
         for node in ast.walk(fnode):
             if isinstance(node, (ast.Yield, ast.YieldFrom)):
                 raise self.m.error(node, "generators are not supported")
         args = fnode.args
         if fnode.decorator_list:
             raise self.m.error(fnode.decorator_list[0], "decorators are not supported")
-        for bad, what in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
+        for bad, what in ((None if helper else args.vararg, "*args"), (args.kwarg, "**kwargs")):
             if bad is not None:
                 raise self.m.error(bad, f"{what} parameters are not supported: name each parameter")
         if args.posonlyargs:
@@ -879,6 +879,9 @@ class Lowerer(StructuredLowering):
             value = self._read(scope, node)
             if isinstance(value, TreeRef):
                 return self._leaf(value, node)
+            if isinstance(value, ArgsTuple):
+                raise self.m.error(node, f"'{node.id}' is a helper's *args: use its items ({node.id}[0]), "
+                                         f"len({node.id}), or pass them on (f(*{node.id}), np.hstack({node.id}))")
             if self._is_list(value):
                 raise self.m.error(node, f"'{node.id}' is a list: gradgen reads a list by index ({node.id}[i]), "
                                          f"len({node.id}), a loop over it, sum({node.id}) or np.stack({node.id})")
@@ -937,6 +940,13 @@ class Lowerer(StructuredLowering):
         ref = self._ref(scope, node)
         if ref is not None:  # params[i][0], layer["W"]: a part of a structured parameter
             return self._leaf(ref, node)
+        items = self._args_tuple(scope, node.value)
+        if items is not None:  # args[0] of a helper's *args
+            index = _static_int(node.slice)
+            if index is None or not -len(items.items) <= index < len(items.items):
+                raise self.m.error(node, f"an index into *args must be a number from {-len(items.items)} to "
+                                         f"{len(items.items) - 1} here")
+            return items.items[index]
         self._part_of_part(scope, node)  # params[i][0]: params is a list of layers
         if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
             if isinstance(node.value, ast.Name) and isinstance(self.m.constants.get(node.value.id), dict) \
@@ -1050,6 +1060,9 @@ class Lowerer(StructuredLowering):
             raise self.m.error(node, f"'{func.id}' is a class: gradgen differentiates plain functions only")
         if isinstance(func, ast.Name) and func.id == "len" and len(node.args) == 1 and not node.keywords \
                 and _lookup(scope, "len") is None and "len" not in self.m.functions:
+            items = self._args_tuple(scope, node.args[0])
+            if items is not None:  # len(args): known where the helper is called
+                return Const(len(items.items))
             ref = self._ref(scope, node.args[0])
             if ref is not None:  # len(params), len(params[i]): measured at run time
                 length = ref.length()
@@ -1137,8 +1150,16 @@ class Lowerer(StructuredLowering):
             raise self.m.error(args[0], f"'{ast.unparse(args[0])}' is a list: pass np.stack({ast.unparse(args[0])}) "
                                         "(an array) instead")
         sequence = (ast.List, ast.Tuple)
-        if prim_name in ("concatenate", "stack", "sum", "array") and args and isinstance(args[0], sequence):
+        spread = self._args_tuple(scope, args[0]) if args and not isinstance(args[0], sequence) else None
+        if spread is not None and prim_name in ("concatenate", "stack", "hstack", "vstack", "column_stack", "array",
+                                                "sum"):  # np.hstack(args + (ones,)): the items, as a list
+            args = [ast.copy_location(ast.List([], ast.Load()), args[0])] + list(args[1:])
+            elements = list(spread.items)
+        elif prim_name in ("concatenate", "stack", "sum", "array") and args and isinstance(args[0], sequence):
             elements = [self.expr(scope, e) for e in args[0].elts]
+        else:
+            elements = None
+        if elements is not None:
             if prim_name == "sum" and len(args) == 1:
                 if node.keywords:  # np.sum([a, b], axis=0): a sum over the stacked list
                     return "sum", [self._call("stack", tuple(elements), "numpy", node)]
@@ -1239,15 +1260,17 @@ class Lowerer(StructuredLowering):
         if self.inlined > MAX_INLINED_NODES:  # helpers calling a helper twice double at every level
             raise self.m.error(node, f"inlining the helpers '{self.fnode.name}' calls copies more than "
                                      f"{MAX_INLINED_NODES:,} syntax nodes; gradgen stops here")
-        self._params(hnode)  # `*args`, decorators, ...: said of the helper before its call is matched
+        self._params(hnode, helper=True)  # decorators, ...: said of the helper before its call is matched
         args = self._bind_arguments(scope, node, hnode)
         sigmoid_ns = sigmoid_pattern(hnode, self.m)
         if sigmoid_ns is not None and unpacked is None:
             self.helpers["sigmoid"] = self.sigmoid_name
             return self._call("sigmoid", (args[hnode.args.args[0].arg],), sigmoid_ns, node)
-        self._params(hnode)
         env = {}
         for name, value in args.items():
+            if isinstance(value, ArgsTuple):  # *args: each value in a variable of its own
+                env[name] = ArgsTuple(tuple(self._named(name, v, node) for v in value.items))
+                continue
             if not isinstance(value, (Var, Const, TreeRef, *FUNCTION_VALUES)):
                 ssa = self.namer.define(name)
                 self._emit(ssa, value, node, overwrites=self.loop_depth > 0)
@@ -1264,10 +1287,13 @@ class Lowerer(StructuredLowering):
         positional = [a.arg for a in hnode.args.args]
         names = parameter_names(hnode)
         bound = {}
-        if len(node.args) > len(positional):
-            raise self.m.error(node, f"'{hnode.name}' takes {len(positional)} arguments, got {len(node.args)}")
-        for name, arg in zip(positional, node.args):
-            bound[name] = self._argument(scope, arg)
+        given = self._spread(scope, node.args)
+        if len(given) > len(positional) and hnode.args.vararg is None:
+            raise self.m.error(node, f"'{hnode.name}' takes {len(positional)} arguments, got {len(given)}")
+        for name, value in zip(positional, given):
+            bound[name] = value
+        if hnode.args.vararg is not None:  # `def f(w, *args)`: the rest, as a tuple of values
+            bound[hnode.args.vararg.arg] = ArgsTuple(tuple(given[len(positional):]))
         for kw in node.keywords:
             if kw.arg is None or kw.arg not in names:
                 raise self.m.error(kw, f"'{hnode.name}' has no parameter '{kw.arg}'")
@@ -1281,7 +1307,48 @@ class Lowerer(StructuredLowering):
                 if name not in defaults:
                     raise self.m.error(node, f"'{hnode.name}' is missing its argument '{name}'")
                 bound[name] = self._function_default(defaults[name]) or Const(self._default(defaults[name], name))
-        return {name: bound[name] for name in names}
+        return {name: bound[name] for name in names + ([hnode.args.vararg.arg] if hnode.args.vararg else [])}
+
+    def _spread(self, scope, nodes):
+        """A call's positional values, `*args` of a tuple spread into them."""
+        out = []
+        for arg in nodes:
+            if isinstance(arg, ast.Starred):
+                items = self._args_tuple(scope, arg.value)
+                if items is None:
+                    raise self.m.error(arg, "a starred argument must be a helper's *args (f(*args))")
+                out += list(items.items)
+            else:
+                out.append(self._argument(scope, arg))
+        return out
+
+    def _named(self, name, value, node):
+        """`value` in a variable of its own unless it is one (or a number, a part, a function)."""
+        if isinstance(value, (Var, Const, TreeRef, *FUNCTION_VALUES)):
+            return value
+        ssa = self.namer.define(name)
+        self._emit(ssa, value, node, overwrites=self.loop_depth > 0)
+        return Var(ssa)
+
+    def _args_tuple(self, scope, node):
+        """The ArgsTuple `node` makes: `args`, `args + (x,)`, `args[1:]`; else None."""
+        if isinstance(node, ast.Name):
+            value = _lookup(scope, node.id)
+            return value if isinstance(value, ArgsTuple) else None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = (self._args_tuple(scope, n) if not isinstance(n, ast.Tuple) else ArgsTuple(
+                tuple(self.expr(scope, e) for e in n.elts)) for n in (node.left, node.right))
+            if left is not None and right is not None and not (isinstance(node.left, ast.Tuple)
+                                                               and isinstance(node.right, ast.Tuple)):
+                return ArgsTuple(left.items + right.items)
+            return None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            whole = self._args_tuple(scope, node.value)
+            if whole is not None:
+                parts = [None if p is None else _static_int(p) for p in (node.slice.lower, node.slice.upper,
+                                                                           node.slice.step)]
+                return ArgsTuple(whole.items[slice(*parts)])
+        return None
 
     def _argument(self, scope, node):
         """A helper's argument: a part of a structured parameter and a list pass as they are."""
@@ -1312,6 +1379,23 @@ _LIBRARIES = {"math", "numpy", "scipy", "builtins"}
 _DRAW = ("'{call}' draws from Python's random module, whose state the generated code cannot share: draw with "
          "NumPy (a np.random.RandomState or Generator parameter, or np.random.*), or pass the noise in as data "
          "(def f(..., *, eps))")
+
+
+class ArgsTuple:
+    """A helper's `*args`: the values its call passed past the named parameters."""
+
+    def __init__(self, items):
+        self.items = tuple(items)
+
+
+def _static_int(node):
+    """The int `node` writes (`0`, `-1`), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _static_int(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
 
 
 def _is_text(node):

@@ -11,7 +11,7 @@ helpers written into the generated module when used.
 from __future__ import annotations
 
 from gradgen.ir import Const
-from gradgen.primitives import ARRAY_RULES, F, _kept, helper, primitive
+from gradgen.primitives import ARRAY_RULES, REQUIRED, F, _kept, helper, primitive
 from gradgen.rules_linalg import component
 
 def _given(p, name):
@@ -42,8 +42,10 @@ helper("repeat_grad", '''def repeat_grad(g, x, repeats, axis=None):
     np.add.at(moved, owner, np.moveaxis(g, axis, 0))
     return np.reshape(out, np.shape(x))
 ''')
-primitive("repeat", spellings=["numpy.repeat"], keywords=("repeats", "axis"), method=True, elementwise=False,
-          vjp=lambda g, out, x, **p: F.repeat_grad(g, x, Const(p["repeats"]), *_given(p, "axis")))
+# repeats is a value (`np.repeat(h0, inputs.shape[1], axis=0)`, known when the code runs), never differentiated
+primitive("repeat", 2, spellings=["numpy.repeat"], keywords=("axis",), method=True, elementwise=False,
+          positional=(("a", REQUIRED), ("repeats", REQUIRED)),
+          vjp=(lambda g, out, x, repeats, **p: F.repeat_grad(g, x, repeats, *_given(p, "axis")), None))
 
 helper("tile_grad", '''def tile_grad(g, x, reps):
     """Gradient of np.tile(x, reps): the sum of the tiles."""

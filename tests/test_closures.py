@@ -105,6 +105,30 @@ PROGRAMS = {
             g = act
             return np.sum(g(x) * act(2.0 * x))
         """, {"x": np.array([0.3, 1.1, -0.4])}),
+    "star_args_helper": ("""
+        import numpy as np
+
+        def concat_and_multiply(weights, *args):
+            cat_state = np.hstack(args + (np.ones((args[0].shape[0], 1)),))
+            return np.dot(cat_state, weights)
+
+        def scaled(*args):
+            return args[-1] * len(args) + sum_two(*args[:2])
+
+        def sum_two(a, b):
+            return a + b
+
+        def f(W, h, x):
+            return np.sum(np.tanh(concat_and_multiply(W, x, h)) ** 2) + np.sum(scaled(h, x, h))
+        """, {"W": np.array([[0.3, -0.2], [0.5, 0.1], [-0.4, 0.6], [0.2, 0.2], [0.1, -0.7]]),
+              "h": np.array([[0.1, -0.3], [0.7, 0.2]]), "x": np.array([[0.5, -0.1], [0.2, 0.3]])}),
+    "repeat_by_a_runtime_count": ("""
+        import numpy as np
+
+        def f(h0, inputs):
+            hiddens = np.repeat(h0, inputs.shape[1], axis=0)
+            return np.sum(np.tanh(hiddens * inputs[0]))
+        """, {"h0": np.array([[0.3, -0.5, 0.8]]), "inputs": np.array([[[0.2, 0.1, -0.4], [1.0, 0.3, 0.5]]])}),
 }
 
 

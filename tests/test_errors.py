@@ -73,9 +73,11 @@ CASES = [
      "        return 0.0\n", {},
      "bad.py:2:5: 'try' is not supported: gradgen differentiates one path of straight code; check the inputs "
      "before calling the function instead\n        try:\n        ^"),
-    ("*args in a helper, not an argument count", "def h(*args):\n    return args[0]\n\n\ndef f(x):\n"
-     "    return h(x, x)\n", {"functions": ["f"]},
-     "bad.py:1:8: *args parameters are not supported: name each parameter\n    def h(*args):\n           ^"),
+    ("**kwargs in a helper, not an argument count", "def h(**kwargs):\n    return kwargs['a']\n\n\ndef f(x):\n"
+     "    return h(a=x)\n", {"functions": ["f"]},
+     "bad.py:1:9: **kwargs parameters are not supported: name each parameter\n    def h(**kwargs):\n            ^"),
+    ("*args of the loss itself", "def f(x, *args):\n    return x\n", {},
+     "bad.py:1:11: *args parameters are not supported: name each parameter\n    def f(x, *args):\n              ^"),
     ("a lambda, not a numeric constant", "sq = lambda t: t * t\n\n\ndef f(x):\n    return sq(x)\n", {},
      "bad.py:5:12: 'sq' is a lambda, which gradgen does not inline yet; write it as a 'def' in this file\n"
      "        return sq(x)\n               ^"),

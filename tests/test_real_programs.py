@@ -47,10 +47,6 @@ BLOCKED = {
         "'gp_objective' returns an array, and a gradient needs one number: return one (np.sum(...), np.mean(...)), or annotate 'def gp_objective(...) -> float' if it is one; a function whose result is an array is inlined where a loss calls it",
     ('hmm.py', 'negative_log_likelihood'):
         'gradgen differentiates functions that return one number',
-    ('lstm.py', 'training_loss'):
-        "'repeats=' must be a constant here",
-    ('rnn.py', 'training_loss'):
-        "'repeats=' must be a constant here",
 }
 
 CORPUS = Path(__file__).parent / "corpus" / "real"
