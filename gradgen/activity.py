@@ -118,20 +118,27 @@ def _integer_parameters(fn, names):
     counts = set()
     for stmt in walk(fn.body):
         for expr in expressions(stmt):
-            for call in _integer_calls(expr):
-                for arg in call.args:
+            for positions in _integer_positions(expr):
+                for arg in positions:
                     for v in diff_vars(arg):
                         counts |= origins.get(v, set())
     return counts
 
 
-def _integer_calls(expr):
+# the arguments of a read or write that are its index (`x[i]`, `x[i] = v`, `params[i][j]`)
+_INDEXES = {"getitem": 1, "list_get": 1, "tree_get": 1, "setitem": 2}
+
+
+def _integer_positions(expr):
+    """The arguments in integer positions: of int(), range(), len(), ...; and indices."""
     stack = [expr]
     while stack:
         e = stack.pop()
         if isinstance(e, Call):
             if TABLE[e.prim].kind == "integer":
-                yield e
+                yield e.args
+            elif e.prim in _INDEXES:
+                yield e.args[_INDEXES[e.prim]:]
             stack.extend(e.args)
         elif isinstance(e, Cond):
             stack.extend((e.test, e.body, e.orelse))

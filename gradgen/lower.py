@@ -331,6 +331,15 @@ class Lowerer(StructuredLowering):
             self._bind(scope, target.id, self._draw_call(scope, value), stmt)  # eps = rs.randn(n)
         elif isinstance(target, ast.Name) and isinstance(value, (ast.List, ast.ListComp)):
             self._new_list(scope, target.id, value, stmt)
+        elif isinstance(target, ast.Name) and self._tuple_of_values(scope, value, stmt) is not None:
+            scope.env[target.id] = self._tuple_of_values(scope, value, stmt)  # pair = helper(...): its values
+        elif isinstance(target, ast.Tuple) and self._args_tuple(scope, value) is not None:
+            items = self._args_tuple(scope, value).items  # a, b = pair
+            if len(items) != len(target.elts) or not all(isinstance(t, ast.Name) for t in target.elts):
+                raise self.m.error(target, f"'{self.m.segment(value)}' holds {len(items)} values: unpack them into "
+                                           f"{len(items)} names")
+            for t, item in zip(target.elts, items):
+                self._bind(scope, t.id, item, stmt)
         elif isinstance(target, (ast.Name, ast.Tuple, ast.List)) and self._ref(scope, value) is not None:
             self._bind_target(scope, target, self._ref(scope, value), stmt)  # layer = params[i]; W, b = layer
         elif isinstance(target, ast.Name):
@@ -609,6 +618,9 @@ class Lowerer(StructuredLowering):
             current = scope.env.get(name)
             if isinstance(current, TreeRef):  # assigned in the block: from here on a variable
                 current = self._unref(scope, name, stmt, in_block=True)
+            if isinstance(current, ArgsTuple):
+                raise self.m.error(stmt, f"'{name}' holds a tuple of values and is assigned inside a loop or branch: "
+                                         "unpack it into names before (a, b = pair) and assign those")
             if isinstance(current, Var) and scope.owns(current.name):
                 continue
             ssa = self.namer.define(name)
@@ -1330,6 +1342,21 @@ class Lowerer(StructuredLowering):
         self._emit(ssa, value, node, overwrites=self.loop_depth > 0)
         return Var(ssa)
 
+    def _tuple_of_values(self, scope, node, stmt):
+        """`pair = helper(...)` of a helper that returns a tuple (`return a, b`), or `pair =
+        (a, b)`: the values, each in a variable of its own; else None."""
+        if isinstance(node, ast.Tuple) and node.elts and not any(isinstance(e, ast.Starred) for e in node.elts):
+            return ArgsTuple(tuple(self._named("item", self.expr(scope, e), stmt) for e in node.elts))
+        helper = self._helper_node(scope, node)
+        if not isinstance(helper, FunctionValue):
+            return None
+        returns = [n.value for n in own_nodes(helper.node.body) if isinstance(n, ast.Return)]
+        sizes = {len(r.elts) if isinstance(r, ast.Tuple) else None for r in returns}
+        if len(sizes) != 1 or None in sizes:
+            return None
+        values = self._inline(scope, node, helper.node, unpacked=sizes.pop(), closure=helper.closure)
+        return ArgsTuple(tuple(self._named(f"{helper.node.name}_{k}", v, stmt) for k, v in enumerate(values)))
+
     def _args_tuple(self, scope, node):
         """The ArgsTuple `node` makes: `args`, `args + (x,)`, `args[1:]`; else None."""
         if isinstance(node, ast.Name):
@@ -1351,7 +1378,11 @@ class Lowerer(StructuredLowering):
         return None
 
     def _argument(self, scope, node):
-        """A helper's argument: a part of a structured parameter and a list pass as they are."""
+        """A helper's argument: a part of a structured parameter, a list and a tuple of values
+        pass as they are."""
+        items = self._args_tuple(scope, node)
+        if items is not None:
+            return items
         ref = self._ref(scope, node)
         if ref is not None:
             return ref

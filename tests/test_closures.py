@@ -122,6 +122,23 @@ PROGRAMS = {
             return np.sum(np.tanh(concat_and_multiply(W, x, h)) ** 2) + np.sum(scaled(h, x, h))
         """, {"W": np.array([[0.3, -0.2], [0.5, 0.1], [-0.4, 0.6], [0.2, 0.2], [0.1, -0.7]]),
               "h": np.array([[0.1, -0.3], [0.7, 0.2]]), "x": np.array([[0.5, -0.1], [0.2, 0.3]])}),
+    "tuple_of_values_bound_to_a_name": ("""
+        import numpy as np
+
+        def unpack(params):
+            a, b = params
+            return np.tanh(a), b * 2.0
+
+        def use(pair, x):
+            u, v = pair
+            return np.sum(u * x + v)
+
+        def f(params, x):
+            natural = unpack(params)
+            fixed = (x, 3.0)
+            y, c = fixed
+            return use(natural, x) + np.sum(y) * c
+        """, {"params": (np.array([0.3, -0.5]), np.array([1.5, 0.2])), "x": np.array([0.7, -0.1])}),
     "repeat_by_a_runtime_count": ("""
         import numpy as np
 
@@ -212,3 +229,13 @@ def test_a_function_default_imports_its_module():
     text = compile_source(source, filename="m.py").text
     assert "import math\n" in text and "def f_grad(a, b, *, act=math.tanh):" in text
     assert load_module(text, "m_grad").f_grad(2.0, 3.0) == (3.0, 2.0)
+
+
+def test_a_tuple_of_values_assigned_in_a_loop_is_refused_with_what_to_write():
+    source = ("def f(x):\n    pair = (x, 1.0)\n    for i in range(3):\n        a, b = pair\n"
+              "        pair = (a * b, b)\n    return pair[0]\n")
+    with pytest.raises(CompileError) as caught:
+        compile_source(source, filename="t.py")
+    assert caught.value.format().splitlines()[0] == (
+        "t.py:3:5: 'pair' holds a tuple of values and is assigned inside a loop or branch: unpack it into names "
+        "before (a, b = pair) and assign those")

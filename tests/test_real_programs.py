@@ -45,8 +45,6 @@ BLOCKED = {
         'an integer dtype (an index computed from data) is not supported yet: compute the integer indices in the caller and pass them in as keyword-only data',
     ('gp.py', 'gp_objective'):
         "'gp_objective' returns an array, and a gradient needs one number: return one (np.sum(...), np.mean(...)), or annotate 'def gp_objective(...) -> float' if it is one; a function whose result is an array is inlined where a loss calls it",
-    ('hmm.py', 'negative_log_likelihood'):
-        'gradgen differentiates functions that return one number',
 }
 
 CORPUS = Path(__file__).parent / "corpus" / "real"
