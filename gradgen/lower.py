@@ -1167,7 +1167,8 @@ class Lowerer(StructuredLowering):
                                                 "sum"):  # np.hstack(args + (ones,)): the items, as a list
             args = [ast.copy_location(ast.List([], ast.Load()), args[0])] + list(args[1:])
             elements = list(spread.items)
-        elif prim_name in ("concatenate", "stack", "sum", "array") and args and isinstance(args[0], sequence):
+        elif prim_name in ("concatenate", "stack", "sum", "array", "hstack", "vstack", "column_stack") and args \
+                and isinstance(args[0], sequence):
             elements = [self.expr(scope, e) for e in args[0].elts]
         else:
             elements = None

@@ -1,6 +1,7 @@
 """Array corpus: shape operations: reshape (method and function, with -1), concatenate,
-stack, expand_dims, squeeze, transpose with axes, np.sum over a list, and the
-non-differentiated shape facts (x.shape, np.shape, len, zeros_like, ones_like)."""
+stack, hstack/vstack/column_stack of a list, expand_dims, squeeze, transpose with axes,
+np.sum over a list, and the non-differentiated shape facts (x.shape, np.shape, len,
+zeros_like, ones_like)."""
 
 import numpy as np
 
@@ -173,3 +174,16 @@ def outer_with_newaxis(x, w):
 def inputs_outer_with_newaxis():
     rng = np.random.default_rng(531)
     return {"x": rng.standard_normal(4), "w": rng.standard_normal(3)}
+
+
+def stacks_of_list_literals(a, B):
+    """np.hstack / np.vstack / np.column_stack of a list written out."""
+    h = np.hstack([a, np.tanh(a)])
+    v = np.vstack([B, a[:2] * B[0]])
+    c = np.column_stack([a, a ** 2])
+    return np.sum(h ** 2) + np.sum(np.sin(v)) + np.sum(c[:, 1] * c[:, 0])
+
+
+def inputs_stacks_of_list_literals():
+    rng = np.random.default_rng(509)
+    return {"a": rng.standard_normal(3), "B": rng.standard_normal((2, 2))}
