@@ -288,6 +288,8 @@ def _compile_function(module, fn, fnamer, names, wrt, emitter):
     arrays = shapes.array_values(fn, module)
     sharing.refuse_shared_updates(fn, arrays, module)
     adjoints = reverse.backward(fn, act, fnamer, fn.result_name, arrays)
+    needed = sharing.numbers_read(adjoints.statements) | set(adjoints.targets.values())
+    sharing.refuse_changes_the_gradient_reads(fn, arrays, module, needed, adjoints.saved)
     structured = {p.name for p in fn.params if p.structured}
     grads = [_gradient(adjoints.get(p), p, arrays, p in structured) for p in chosen]
     backward = adjoints.statements

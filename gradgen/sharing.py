@@ -53,6 +53,58 @@ def refuse_shared_updates(fn, arrays, module):
                                   f"'{name} = {name} {op} ...'", module)
 
 
+def refuse_changes_the_gradient_reads(fn, arrays, module, needed, saved):
+    """An update that stays in place (`x[i] = e`, `x += e` keeping x's name) changes the
+    array every name that ever held it still holds: where the backward pass reads one of
+    those names (`needed`: its reads and the values it pops back), it would read the new
+    numbers, not the ones the forward pass computed with (seed 1210 #366: `inputs = z`, a
+    loop from it, then `z[1, -2] = 0.5`). Refused, with what to write. `saved`: updates the
+    forward pass no longer does in place (it keeps the old value instead)."""
+    sharing = _Sharing(fn, arrays, shapes.arrays_on_entry(fn, module), generated=True)
+    sharing.at_updates()
+    for s in walk(fn.body):
+        if id(s) not in sharing.held or (id(s) in saved and s.expr.prim != "setitem"):
+            continue
+        if sharing.held[id(s)] & needed:
+            op, name = _AUG_OPS.get(s.expr.prim, "+"), fn.display.get(s.target, s.target)
+            what = f"'{name}[...] = ...'" if s.expr.prim == "setitem" else f"'{name} {op}= ...'"
+            fix = f"'{name} = {name}.copy()' first" if s.expr.prim == "setitem" else f"'{name} = {name} {op} ...'"
+            where = types.SimpleNamespace(lineno=s.line, col_offset=s.col - 1)
+            raise error_at(where, f"{what} would change an array another name held before (a copy or a view), "
+                                  f"whose old numbers the gradient needs; write {fix}", module)
+
+
+# arguments the backward pass reads only for their shape (never their numbers)
+_SHAPE_ONLY = {"zeros_like": (0,), "ones_like": (0,), "shape": (0,), "len": (0,), "ndim": (0,), "size": (0,),
+               "unbroadcast": (1,), "scatter": (1,), "list_zeros": (0,), "zeros_like_tree": (0,),
+               "concatenate_grad": (1,), "stack_part_grad": (1,), "unconcatenate": (1,), "unjoin": (1,)}
+
+
+def numbers_read(stmts):
+    """The names whose numbers `stmts` read (a name read only for its shape is left out:
+    `np.zeros_like(x)`, `unbroadcast(g, x)`)."""
+    found = set()
+
+    def visit(e):
+        if isinstance(e, Var):
+            found.add(e.name)
+        elif isinstance(e, Cond):
+            visit(e.test), visit(e.body), visit(e.orelse)
+        elif isinstance(e, Call):
+            skip = _SHAPE_ONLY.get(e.prim, ())
+            for i, arg in enumerate(e.args):
+                if i not in skip:
+                    visit(arg)
+
+    for t in walk(stmts):
+        for e in expressions(t):
+            visit(e)
+        for attr in ("name", "target"):  # a value popped back or added into
+            if not hasattr(t, "expr") and isinstance(getattr(t, attr, None), str):
+                found.add(getattr(t, attr))
+    return found
+
+
 class _Sharing:
     """Which names may hold the same array, statement by statement (a points-to analysis:
     an array is named by the statement that made it, or by the parameter it came in as).
@@ -61,8 +113,11 @@ class _Sharing:
     object; `x += e` changes x's object in place. Branches join, loops run to a fixed point,
     and `break`/`continue` carry their state to the loop's exit and head."""
 
-    def __init__(self, fn, arrays, on_entry):
+    def __init__(self, fn, arrays, on_entry, generated=False):
         self.fn, self.arrays, self.on_entry, self.found = fn, arrays, on_entry, {}
+        self.generated = generated  # the generated code's arrays: `x_1 = x + e` under a new name is a new one
+        self.ever = {}  # array -> every name that held it at some point (a saved old value may still)
+        self.held = {}  # id(in-place update) -> every other name that ever held the array it changes
 
     def at_updates(self):
         """id(`x += e` statement) -> the other names that may share the array it changes."""
@@ -119,9 +174,12 @@ class _Sharing:
             env[s.target] = frozenset(held)
             return
         if s.augmented and isinstance(e, Call) and e.args and isinstance(e.args[0], Var) \
-                and e.args[0].name in env:
+                and e.args[0].name in env and (_in_place(s) or not self.generated):
             objects = env[e.args[0].name]
             others = {n for n, o in env.items() if o & objects and n != s.target}
+            if _in_place(s):  # every name that held the array before (`inputs = z`, then rebound)
+                self.held[id(s)] = self.held.get(id(s), set()) | (
+                    {n for o in objects for n in self.ever.get(o, ())} - {s.target})
             self.found[id(s)] = self.found.get(id(s), set()) | others
             env[s.target] = objects  # the same array, changed
             return
@@ -137,11 +195,19 @@ class _Sharing:
             for name, held in env.items():
                 if made in held:
                     env[name] = (held - {made}) | {older}
+            self.ever.setdefault(older, set()).update(self.ever.pop(made, set()))
             objects = {older if o == made else o for o in objects} | {made}
         if objects:
             env[s.target] = frozenset(objects)
+            for o in objects:
+                self.ever.setdefault(o, set()).add(s.target)
         else:
             env.pop(s.target, None)  # a number: nothing to share
+
+
+def _in_place(s):
+    """`x += e` or `x[i] = e` that keeps x's name: the generated code changes x's array."""
+    return bool(s.expr.args) and s.expr.args[0] == Var(s.target)
 
 
 def _runs_at_least_once(s):

@@ -439,6 +439,7 @@ class _ArrayBuilder:
         else:
             w = self.choice(["np.tanh(a.T @ a)", "np.sin(a.T @ a) / n_rows"]).replace("n_rows", str(n))
         start = self.start_vector(d)
+        self.owned.discard(start[0])  # `h = z`: z's array is the loop's first h (seed 1210 #366)
         h = self.choice([n for n in LOCALS + ("inputs", "outputs") if n not in ("a", "b", "X")])
         name, lines, bias = self.predict_helper(h, start)
         self.helpers[name] = lines
@@ -603,6 +604,8 @@ class _ArrayBuilder:
             e = self.squash(e) if e.bound > LIMIT else e
         name = self.choice(LOCALS)
         self.note_views(e.text)
+        if e.prec == ATOM:  # `y = x`: x's array now has two names
+            self.owned.discard(e.text)
         self.owned.discard(name)
         self.viewed.discard(name)
         if e.prec != ATOM or _fresh_call(e.text):  # a new array, shared with no other name

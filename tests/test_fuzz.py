@@ -386,3 +386,12 @@ def test_soak_1209_finite_differences_that_disagree_with_themselves_decide_nothi
     assert outcome.status == "undecided"
     assert outcome.problems[0].startswith("a: finite differences 532296.51")
     assert outcome.problems[0].endswith("(steps 1e-6, 1e-7) disagree; sympy agrees")
+
+
+def test_soak_1210_the_generator_never_writes_into_an_array_a_loop_started_from():
+    """Seed 1210, program 366 (on 05cb88e): `inputs = z`, a predict loop from it, then
+    `z[1, -2] = ...`: gradgen gave a wrong gradient (now refused, tests/test_writes.py);
+    the generator knows `h = z` gives z's array a second name, and writes into it no more."""
+    case = fuzz.generate(1210, 366)
+    assert "    inputs = z\n" in case.source and "z[1, -2]" not in case.source
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok")

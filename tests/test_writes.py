@@ -13,7 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from gradgen import compile_source, load_module
+from gradgen import CompileError, compile_source, load_module
 from gradgen.verify import check_source
 
 SOURCE = textwrap.dedent('''
@@ -130,3 +130,29 @@ def test_a_scalar_broadcast_into_a_slice_gets_the_sum_of_its_gradient():
     dx, ds = module.f_grad(x, 0.25)
     np.testing.assert_array_equal(dx, [1.0, 0.25, 0.25])
     assert ds == -1.0
+
+
+def test_a_write_into_an_array_an_earlier_name_held_is_refused():
+    """Seed 1210, program 366 (on 05cb88e), shrunk: `inputs = z` hands z's array to a loop
+    whose backward pass reads it again (saved by reference), then `z[1, -2] = 0.5` changed
+    it in place: a silently wrong gradient. A write or in-place update into an array
+    another name held before, and read, is refused with what to write."""
+    source = ("import numpy as np\n\n\ndef predict2(inputs, w, bias):\n    outputs = inputs @ w\n"
+              "    inputs = outputs\n    return inputs\n\n\ndef f(a, b, *, X):\n    z = X * 1.0\n    inputs = z\n"
+              "    for i in range(2):\n        inputs = predict2(inputs, a.T, b)\n    z[1, -2] = 0.5\n"
+              "    return np.sum(z + inputs)\n")
+    with pytest.raises(CompileError) as caught:
+        compile_source(source, filename="w.py")
+    assert caught.value.format().splitlines()[0] == (
+        "w.py:15:5: 'z[...] = ...' would change an array another name held before (a copy or a view), whose old "
+        "numbers the gradient needs; write 'z = z.copy()' first")
+
+
+def test_a_fresh_array_each_iteration_is_written_without_refusal():
+    """The recency abstraction still holds: `u_new` is a new array every iteration, and
+    `u = u_new` names last iteration's, never the one written now."""
+    source = ("import numpy as np\n\n\ndef f(u0):\n    u = u0\n    for step in range(3):\n"
+              "        u_new = np.zeros(len(u))\n        for i in range(1, len(u) - 1):\n"
+              "            u_new[i] = u[i] - 0.1 * (u[i + 1] - u[i - 1])\n        u = u_new\n    return np.sum(u ** 2)\n")
+    [report] = check_source(source, "w.py", ["f"], at={"u0": np.array([0.3, 1.2, -0.5, 0.8, 0.1])})
+    assert report.ok, report
