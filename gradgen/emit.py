@@ -290,6 +290,7 @@ _SPECIAL = {
     "tree_len": lambda em, args, kw: ast.Call(ast.Name("len"), [_path(args[0], args[1:])], []),
     "tree_keys": lambda em, args, kw: ast.Call(ast.Name("list"), [_path(args[0], args[1:])], []),
     "range": lambda em, args, kw: ast.Call(ast.Name("range"), args, []),
+    "einsum": lambda em, args, kw: em._numpy_call("einsum", [kw[0].value] + args, []),
     "range_slice": lambda em, args, kw: ast.Subscript(ast.Call(ast.Name("range"), [args[0]], []),
                                                       ast.Slice(*[None if _is_none(a) else a for a in args[1:]])),
 }

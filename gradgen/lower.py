@@ -1205,6 +1205,8 @@ class Lowerer(StructuredLowering):
     def _static(self, value, name):
         if isinstance(value, ast.Constant) and value.value is None:
             return None
+        if name == "subscripts" and isinstance(value, ast.Constant) and isinstance(value.value, str):
+            return value.value  # np.einsum's, checked by _einsum_subscripts
         if name == "dtype" and ast.unparse(value) in ("float", "np.float64", "numpy.float64", "'float64'"):
             return Spelled("float")
         if name == "dtype" and ast.unparse(value) in ("int", "np.int64", "np.int32", "numpy.int64", "'int'"):
@@ -1216,6 +1218,8 @@ class Lowerer(StructuredLowering):
             raise self.m.error(value, f"'{name}=' must be a constant here") from None
 
     def _primitive_call(self, scope, node, spelled, prim_name, ns):
+        if prim_name == "einsum":
+            node = self._einsum_subscripts(node, spelled)
         node = self._keywords_by_position(node, primitives.TABLE[prim_name], spelled)
         prim_name, args = self._arguments(scope, node, prim_name)
         if prim_name == "log" and len(args) == 2:
@@ -1238,6 +1242,28 @@ class Lowerer(StructuredLowering):
         if prim_name == "sigmoid":
             self.helpers["sigmoid"] = self.sigmoid_name
         return self._call(prim_name, args, ns, node, params)
+
+    def _einsum_subscripts(self, node, spelled):
+        """`np.einsum('wc,wco->o', x, W)`: the subscripts, checked and with the output
+        written out, as a static keyword; the operands as the arguments."""
+        first = node.args[0] if node.args else None
+        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)) or node.keywords:
+            raise self.m.error(node, f"'{spelled}' takes its subscripts as a string first, then the operands "
+                                     "(np.einsum('ij,jk->ik', A, B)), no keywords")
+        text = first.value.replace(" ", "")
+        inputs, arrow, output = text.partition("->")
+        parts = inputs.split(",")
+        letters = "".join(parts)
+        if not arrow:  # implicit: the letters that appear once, in alphabetical order
+            output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+        if "." in text or not all(p.isalpha() for p in parts) or not (output.isalpha() or output == "") \
+                or any(len(set(p)) != len(p) for p in parts + [output]) or len(parts) != len(node.args) - 1 \
+                or any(c not in letters for c in output):
+            raise self.m.error(first, f"'{spelled}' is supported with letters only, one per axis of each operand "
+                                      "(no index repeated within one, no '...'), one operand per subscript; write a "
+                                      "diagonal as np.diagonal(...) first")
+        spec = ast.copy_location(ast.Constant(f"{inputs}->{output}"), first)
+        return ast.copy_location(ast.Call(node.func, list(node.args[1:]), [ast.keyword("subscripts", spec)]), node)
 
     def _keywords_by_position(self, node, prim, spelled):
         """`norm.logpdf(w, loc=0.0, scale=s)` as `norm.logpdf(w, 0.0, s)`: a keyword the

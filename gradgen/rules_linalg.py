@@ -130,5 +130,27 @@ primitive("tril", spellings=["numpy.tril"], keywords=("k",), elementwise=False,
 primitive("triu", spellings=["numpy.triu"], keywords=("k",), elementwise=False,
           vjp=lambda g, out, a, **p: F.triu(g, **p))
 
-ARRAY_RULES.update({"solve", "inv", "det", "slogdet", "cholesky", "solve_triangular", "trace", "diag", "tril",
+# np.einsum(subscripts, *operands), no index repeated within one operand, no `...`: the
+# gradient of operand i is the output's gradient contracted with the other operands back to
+# operand i's indices (and spread over the indices only operand i has)
+helper("einsum_grad", '''def einsum_grad(g, operands, i, subscripts):
+    """Gradient of np.einsum(subscripts, *operands) with respect to operand i."""
+    inputs, output = subscripts.split("->")
+    parts = inputs.split(",")
+    others = [p for k, p in enumerate(parts) if k != i]
+    seen = output + "".join(others)
+    kept = "".join(c for c in parts[i] if c in seen)
+    own = "".join(c for c in parts[i] if c not in seen)
+    rest = [x for k, x in enumerate(operands) if k != i]
+    piece = np.einsum(",".join([output] + others) + "->" + kept, g, *rest)
+    if own:  # summed in operand i alone: every element there gets the same gradient
+        sizes = [np.shape(operands[i])[parts[i].index(c)] for c in own]
+        piece = np.einsum(kept + "," + own + "->" + parts[i], piece, np.ones(sizes))
+    return piece
+''')
+primitive("einsum", None, spellings=["numpy.einsum"], keywords=("subscripts",), min_args=1, elementwise=False,
+          vjp=(lambda i: lambda g, out, *xs, **p: Call("einsum_grad", (g, Call("tuple", xs, "builtins"), Const(i),
+                                                                      Const(p["subscripts"])), None),))
+
+ARRAY_RULES.update({"einsum", "solve", "inv", "det", "slogdet", "cholesky", "solve_triangular", "trace", "diag", "tril",
                     "triu"})

@@ -73,6 +73,10 @@ CASES = [
      "        return 0.0\n", {},
      "bad.py:2:5: 'try' is not supported: gradgen differentiates one path of straight code; check the inputs "
      "before calling the function instead\n        try:\n        ^"),
+    ("einsum with a diagonal", "import numpy as np\n\n\ndef f(A):\n    return np.einsum('ii->', A)\n", {},
+     "bad.py:5:22: 'np.einsum' is supported with letters only, one per axis of each operand (no index repeated "
+     "within one, no '...'), one operand per subscript; write a diagonal as np.diagonal(...) first\n"
+     "        return np.einsum('ii->', A)\n                         ^"),
     ("**kwargs in a helper, not an argument count", "def h(**kwargs):\n    return kwargs['a']\n\n\ndef f(x):\n"
      "    return h(a=x)\n", {"functions": ["f"]},
      "bad.py:1:9: **kwargs parameters are not supported: name each parameter\n    def h(**kwargs):\n            ^"),

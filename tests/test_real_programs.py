@@ -37,8 +37,6 @@ from gradgen.verify import check_source
 BLOCKED = {
     ('conv1d.py', 'cnn_loss'):
         "a list made inside a loop or branch ('maps') is not supported yet: make it before the loop or branch and append to it there",
-    ('conv1d.py', 'strided_net_loss'):
-        "gradgen has no derivative rule for 'np.einsum'",
     ('factory.py', 'map_objective'):
         'lists are not supported here',
     ('fluid.py', 'advection_loss'):

@@ -140,3 +140,18 @@ def inputs_chain_of_products():
         "B": rng.standard_normal((4, 3)),
         "C": rng.standard_normal((4, 2)),
     }
+
+
+def einsum_contractions(A, B, v):
+    """np.einsum: a matrix product, an implicit output, a sum over an index one operand
+    alone has, an outer product and a full contraction."""
+    C = np.einsum('ij,jk->ik', A, B)
+    s = np.einsum('ij,j', C, v)
+    t = np.einsum('ij->i', A * A)
+    T = np.einsum('ij,k->ijk', A, v)
+    return np.sum(s ** 2) + np.einsum('i,i->', t, t) + np.einsum('ijk,ij->', T, A)
+
+
+def inputs_einsum_contractions():
+    rng = np.random.default_rng(611)
+    return {"A": rng.standard_normal((3, 2)), "B": rng.standard_normal((2, 2)), "v": rng.standard_normal(2)}
