@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gradgen import activity, closures, emit, lower, parse, reverse, shapes, sharing, simplify
 from gradgen.errors import CompileError
-from gradgen.ir import Assign, Call, Const, For, If, Init, Save, Spelled, Var, While, assigned, expressions, variables, walk
+from gradgen.ir import Assign, Call, Const, For, If, Init, Save, Spelled, Var, While, expressions, variables, walk
 from gradgen.naming import ModuleNamer, identifiers
 from gradgen.structured import NeedsStructure, UsedWhole
 

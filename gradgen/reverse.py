@@ -208,7 +208,7 @@ class _Reverser:
         then exactly as long as hs was before the append. The gradient list is made (zeros,
         as long as hs is now) where the backward pass first meets it, so an append whose
         value is never read still pops, and every later index means the same element."""
-        v, (items, value) = stmt.target, stmt.expr.args
+        v, (_, value) = stmt.target, stmt.expr.args
         if v not in self.active:
             return []
         out = self.list_gradient(v)

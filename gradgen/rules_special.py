@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sympy
 
-from gradgen.ir import Call, Const, lift
+from gradgen.ir import Const, lift
 from gradgen.primitives import ARRAY_RULES, REQUIRED, F, _kept, helper, primitive
 
 # --- logarithms of sums ---------------------------------------------------------------------

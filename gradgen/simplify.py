@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gradgen.ir import (Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, assigned,
+from gradgen.ir import (Assign, Break, Call, Cond, Const, Continue, For, If, While, assigned,
                         expressions, has_effect, is_draw, variables, walk)
 
 
