@@ -176,8 +176,7 @@ class CallLowering:
         if name == "dtype" and ast.unparse(value) in ("float", "np.float64", "numpy.float64", "'float64'"):
             return Spelled("float")
         if name == "dtype" and ast.unparse(value) in ("int", "np.int64", "np.int32", "numpy.int64", "'int'"):
-            raise self.m.error(value, "an integer dtype (an index computed from data) is not supported yet: compute "
-                                      "the integer indices in the caller and pass them in as keyword-only data")
+            return Spelled("int")  # `np.floor(x).astype(int)`: indices computed from data, no derivative
         try:
             return constant_value(value, self.m)
         except ValueError:

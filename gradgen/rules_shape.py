@@ -10,7 +10,7 @@ helpers written into the generated module when used.
 
 from __future__ import annotations
 
-from gradgen.ir import Const
+from gradgen.ir import Const, Spelled
 from gradgen.primitives import ARRAY_RULES, REQUIRED, F, _kept, helper, primitive
 from gradgen.rules_linalg import component
 
@@ -138,7 +138,9 @@ primitive("std", spellings=["numpy.std"], keywords=_STATS, method=True, elementw
           vjp=_std)
 
 # --- x.astype(float): a float dtype changes nothing to a derivative -----------------------------------
-primitive("astype", 1, keywords=("dtype",), method=True, elementwise=False, vjp=lambda g, out, x, **p: g)
+# to a float: the same numbers; to an int (indices computed from data): piecewise constant, as floor is
+primitive("astype", 1, keywords=("dtype",), method=True, elementwise=False,
+          vjp=lambda g, out, x, **p: Const(0.0) if p.get("dtype") == Spelled("int") else g)
 
 # --- sorting and gathering along an axis --------------------------------------------------------------
 helper("take_along_axis_grad", '''def take_along_axis_grad(g, x, indices, axis=None):

@@ -166,3 +166,21 @@ def arange_and_zeros(x):
 def inputs_arange_and_zeros():
     rng = np.random.default_rng(815)
     return {"x": rng.standard_normal(4)}
+
+
+def interpolate_at_computed_cells(f, v):
+    """Indices computed from data (`np.floor(...).astype(int)`, np.mod for a periodic grid):
+    no derivative through them, the values gathered are differentiated (a cell may be
+    gathered twice: its gradient adds up)."""
+    n = f.shape[0]
+    centers = np.arange(n) - 0.7 * v
+    left = np.floor(centers).astype(int)
+    weight = centers - left
+    right = np.mod(left + 1, n)
+    left = np.mod(left, n)
+    return np.sum(((1 - weight) * f[left] + weight * f[right]) ** 2)
+
+
+def inputs_interpolate_at_computed_cells():
+    rng = np.random.default_rng(521)
+    return {"f": rng.standard_normal(6), "v": 1.2 + 0.3 * rng.uniform(size=6)}
