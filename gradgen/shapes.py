@@ -19,6 +19,8 @@ _SCALAR_RESULTS = {"len", "shape", "ndim", "size", "max", "min", "norm", "float"
                    "inner"} | {name for name, p in TABLE.items() if p.result == "number"}
 # reductions: a number unless axis= or keepdims= keep axes (the library's are marked in the table)
 _REDUCTIONS = {"sum", "mean", "prod", "amax", "amin"} | {name for name, p in TABLE.items() if p.result == "reduction"}
+# densities whose last axis is one point's coordinates: a number for one point, one per row for several
+_POINT_DENSITIES = {"mvn_logpdf"}
 _ARRAY_RESULTS = {"zeros", "ones", "eye", "arange", "linspace", "full", "stack", "concatenate", "outer",
                   "expand_dims", "reshape", "broadcast_to", "cumsum"}  # arrays even of a number
 
@@ -96,6 +98,8 @@ def _rows_of_arrays(expr, arrays):
         return False
     if isinstance(expr, Call) and expr.prim in _REDUCTIONS:  # along an axis of a vector: a number
         return bool(dict(expr.params).get("keepdims"))
+    if isinstance(expr, Call) and expr.prim in _POINT_DENSITIES:  # of one point (a vector): a number
+        return False
     if isinstance(expr, Call) and not (expr.prim in _REDUCTIONS or expr.prim in _ARRAY_RESULTS
                                        or expr.prim in _SCALAR_RESULTS):
         return may_be_array(expr, arrays) and (not expr.args or any(_rows_of_arrays(a, arrays) for a in expr.args))

@@ -39,8 +39,6 @@ BLOCKED = {
         "a list made inside a loop or branch ('maps') is not supported yet: make it before the loop or branch and append to it there",
     ('factory.py', 'map_objective'):
         'lists are not supported here',
-    ('gp.py', 'gp_objective'):
-        "'gp_objective' returns an array, and a gradient needs one number: return one (np.sum(...), np.mean(...)), or annotate 'def gp_objective(...) -> float' if it is one; a function whose result is an array is inlined where a loss calls it",
 }
 
 CORPUS = Path(__file__).parent / "corpus" / "real"
