@@ -304,9 +304,9 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
             if not all(isinstance(t, ast.Name) for t in names):
                 self._needs_structure(scope, value)
                 raise self.m.error(target, "tuple unpacking needs plain names on the left")
-            if isinstance(value, ast.Name) and isinstance(self._lookup(scope, value.id), Var) \
-                    and self.origins.get(self._lookup(scope, value.id).name) == self._lookup(scope, value.id).name:
-                raise NeedsStructure(self._lookup(scope, value.id).name)  # W, b = params: its parts
+            if isinstance(value, ast.Name) and isinstance(_lookup(scope, value.id), Var) \
+                    and self.origins.get(_lookup(scope, value.id).name) == _lookup(scope, value.id).name:
+                raise NeedsStructure(_lookup(scope, value.id).name)  # W, b = params: its parts
             helper = self._helper_node(scope, value)
             if isinstance(helper, FunctionValue):  # a, b = helper(...): the helper's returned tuple
                 values = self._inline(scope, value, helper.node, unpacked=len(names), closure=helper.closure)
@@ -518,8 +518,6 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         self.bound |= after_body
         self.body.append(If(test, body, orelse, stmt.lineno, self._text(stmt)))
 
-    def _lookup(self, scope, name):
-        return _lookup(scope, name)
 
 
 def _signature_spelling(function):

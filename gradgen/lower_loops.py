@@ -235,11 +235,3 @@ class LoopLowering:
         raise self.m.error(node, "a loop must run over range(...), a module-level tuple of numbers, "
                                  "or a parameter")
 
-    def _is_builtin(self, scope, node, name):
-        return self._builtin_call(scope, node, name)
-
-    def _exits_loop(self, stmts):
-        return _exits(stmts, ast.Break)
-
-    def _after_loop(self, name):
-        return _LoopVariable(name)

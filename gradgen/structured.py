@@ -25,6 +25,7 @@ import ast
 from dataclasses import dataclass
 
 from gradgen.ir import Assign, Call, Const, Effect, For, Var
+from gradgen.scopes import _LoopVariable, _exits, _lookup
 
 # annotations that say a parameter is a container: `params: list`, `Sequence[...]`, `dict[str, ...]`
 _CONTAINERS = {"list", "tuple", "dict", "List", "Tuple", "Dict", "Sequence", "Mapping", "MutableMapping",
@@ -125,7 +126,7 @@ class StructuredLowering:
     def _ref(self, scope, node):
         """The TreeRef `node` names (`params`, `params[i]["W"]`, `layer[0]`), else None."""
         if isinstance(node, ast.Name):
-            value = self._lookup(scope, node.id)
+            value = _lookup(scope, node.id)
             return value if isinstance(value, TreeRef) else None
         if isinstance(node, ast.Subscript):
             base = self._ref(scope, node.value)
@@ -269,11 +270,11 @@ class StructuredLowering:
             self._bind_target(scope, node, make(Var(target)), stmt, bind)
         first, self.body = self.body, outer
         self._prebind(scope, stmt.body, stmt)
-        count = self._counter(stmt) if self._exits_loop(stmt.body) else None
+        count = self._counter(stmt) if _exits(stmt.body, ast.Break) else None
         body = self._loop_body(scope, stmt, count, first)
         self.body.append(For(target, iterable, body, stmt.lineno, self._text(stmt), count))
         for name in ([counter_name] if counter_name else []) + names:
-            scope.env[name] = self._after_loop(name)
+            scope.env[name] = _LoopVariable(name)
         return True
 
     def _tree_loop_plan(self, scope, stmt):
@@ -286,7 +287,7 @@ class StructuredLowering:
         if ref is not None:
             iterable, parent = ref.indices()
             return None, iterable, [(target, parent.child)]
-        if self._is_builtin(scope, node, "reversed") and len(node.args) == 1:
+        if self._builtin_call(scope, node, "reversed") and len(node.args) == 1:
             ref = self._ref(scope, node.args[0])
             if ref is not None:
                 iterable, parent = ref.indices()
@@ -295,7 +296,7 @@ class StructuredLowering:
                 index = lambda i: Call("getitem", (iterable, i), "op", params=(("index", ("i",)),))  # noqa: E731
                 return None, backwards, [(target, lambda i: parent.child(index(i)))]
             return None
-        if self._is_builtin(scope, node, "enumerate") and len(node.args) == 1 \
+        if self._builtin_call(scope, node, "enumerate") and len(node.args) == 1 \
                 and isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name):
             ref = self._ref(scope, node.args[0])
             if ref is None:
@@ -305,7 +306,7 @@ class StructuredLowering:
                 raise self.m.error(node, "enumerate of a slice of a structured parameter is not supported: "
                                          "enumerate the parameter and skip the indices you do not want")
             return target.elts[0].id, iterable, [(target.elts[1], parent.child)]
-        if self._is_builtin(scope, node, "zip") and isinstance(target, ast.Tuple) \
+        if self._builtin_call(scope, node, "zip") and isinstance(target, ast.Tuple) \
                 and any(self._ref(scope, a) is not None for a in node.args):
             if len(target.elts) != len(node.args):
                 raise self.m.error(target, f"the loop target unpacks {len(target.elts)} names from zip of "
@@ -395,7 +396,7 @@ class StructuredLowering:
                 self._needs_structure(scope, arg.value if isinstance(arg, ast.Starred) else arg)
             return
         if isinstance(node, ast.Name):
-            value = self._lookup(scope, node.id)
+            value = _lookup(scope, node.id)
             if isinstance(value, Var) and value.name in self.origins:
                 raise NeedsStructure(self.origins[value.name])
 
@@ -409,7 +410,7 @@ class StructuredLowering:
             for arg in node.args:
                 self._loop_over_parameter(scope, arg)
         elif isinstance(node, ast.Name):
-            value = self._lookup(scope, node.id)
+            value = _lookup(scope, node.id)
             if isinstance(value, Var) and self.origins.get(value.name) == value.name \
                     and value.name not in self.arrays_only:
                 raise NeedsStructure(value.name, soft=True)
@@ -424,7 +425,7 @@ class StructuredLowering:
         if isinstance(base, ast.Subscript) and not isinstance(base.slice, (ast.Slice, ast.Tuple)):
             self._needs_structure(scope, base)
         elif isinstance(base, ast.Name):
-            value = self._lookup(scope, base.id)
+            value = _lookup(scope, base.id)
             if isinstance(value, Var) and value.name in self.parts:
                 raise NeedsStructure(self.origins[value.name])
 
