@@ -22,6 +22,7 @@ point. Every program is correct input, so any mismatch it finds is a bug in grad
 
 from __future__ import annotations
 
+import ast
 import math
 import random
 import re
@@ -45,6 +46,7 @@ HELPER_BASES = ("step", "mix", "cell", "polar", "blend", "warp", "update")
 HELPER_NAMES = ("a", "b", "c", "d", "x", "y", "h", "s", "u", "t", "r", "w", "z")
 MAX_HELPERS = 4  # helpers per program
 MAX_HELPER_DEPTH = 2  # a helper calling a helper, at most
+IN_PLACE = re.compile(r"^(\s*)([A-Za-z_]\w*) (\*\*|//|[-+*/%])= (.+)$")  # `name op= e`, one line
 
 
 @dataclass
@@ -1529,6 +1531,7 @@ class _ControlBuilder(_Builder):
         if kind == "while":
             order.insert(0 if increment_first else len(order),  "increment")
         body = []
+        zero_d_before = set(self.zero_d)
         for item in order:
             if item == "increment":
                 body.append(self.choice([f"{index} += 1", f"{index} = {index} + 1"]))
@@ -1539,6 +1542,8 @@ class _ControlBuilder(_Builder):
                 body.append(self.accumulate(name, declared[name][2]))
             else:
                 body += self.any_statement(nest + 1)
+        if self.zero_d - zero_d_before:
+            body = self.no_in_place_after_0d(body)
         for name in [n for n in self.box if self.owner.get(n) == self.level]:
             self.drop(name)  # the body's temporaries
         self.drop(index)
@@ -1549,6 +1554,18 @@ class _ControlBuilder(_Builder):
             self.env[name] = self.env.get(name, 0.0)
         lines += [header] + indent(body)
         return lines
+
+    def no_in_place_after_0d(self, body: list[str]) -> list[str]:
+        """A loop body in which a name first came to hold a 0-d array (`np.where`): on the next
+        trip a name the body bound earlier may share that array (`w = a` before `a = np.where
+        (...)`), so every name the body assigns counts as 0-d from here on, and every update in
+        place in the body is written `name = name op (e)` (the same value; seed 1213 #6802)."""
+        text = PLACEHOLDER.sub("0.0", "\n".join(indent(body)))  # (comparison sites not yet rendered)
+        tree = ast.parse("while True:\n" + text)
+        assigned = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)
+                    and isinstance(node.ctx, ast.Store)}
+        self.zero_d |= assigned
+        return [IN_PLACE.sub(r"\1\2 = \2 \3 (\4)", line) for line in body]
 
     def index_test_of(self, index: str) -> str:
         saved, self.indices = self.indices, [index]

@@ -397,12 +397,13 @@ def test_soak_1210_the_generator_never_writes_into_an_array_a_loop_started_from(
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")
 
 
-@pytest.mark.xfail(strict=True, reason="generator gap, open: a name made a 0-d array later in a loop body "
-                                       "(np.where) reaches an in-place update earlier in the body on the next trip")
 def test_soak_1213_the_generator_knows_a_0d_array_made_later_in_a_loop_body():
     """Seed 1213, program 6802 (on a8fe8b8): `w = ... a ...; w *= _h6()` in one branch of a
     loop body, `a, w = (np.where(...), ...)` in the other: on the next trip w may share a's
     0-d array, and gradgen rightly refuses `w *= ...` (a is read later). The generator marks
-    a name 0-d only from the statement on, in text order, not for the trips before."""
+    a name 0-d only from the statement on, in text order, not for the trips before; now a
+    loop body in which a name became 0-d makes every name it assigns 0-d and writes no
+    update in place."""
     case = fuzz.generate(1213, 6802)
-    assert fuzz.run(case).status == "ok"
+    assert "a = np.where(" in case.source and "w *=" not in case.source
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok")
