@@ -3,11 +3,50 @@
 The pipeline is one module per stage (see README): parse -> lower -> analyse (activity)
 -> reverse -> simplify -> emit; verify checks the result against sympy and finite
 differences. The public entry points live in :mod:`gradgen.api`.
+
+Importing gradgen imports none of them: each public name is looked up in EXPORTS and its
+module imported on first use, so `gradgen --version` starts as fast as Python does and only
+the command that needs sympy or black pays for it. A new public name is one line in EXPORTS.
 """
+
+import importlib
+import importlib.util
 
 __version__ = "0.1.0"
 
-from gradgen.errors import CompileError  # noqa: E402
-from gradgen.api import compile_source, compile_file, load_module  # noqa: E402
+# public name -> the module that defines it (imported when the name is first used)
+EXPORTS = {
+    "CompileError": "gradgen.errors",
+    "compile_source": "gradgen.api",
+    "compile_file": "gradgen.api",
+    "load_module": "gradgen.api",
+    "custom_vjp": "gradgen.custom",
+    "stop_gradient": "gradgen.custom",
+    "grad": "gradgen.live",
+    "value_and_grad": "gradgen.live",
+    "jvp": "gradgen.live",
+    "vjp": "gradgen.live",
+    "hvp": "gradgen.live",
+    "hessian": "gradgen.live",
+    "jacobian": "gradgen.live",
+}
 
-__all__ = ["CompileError", "compile_source", "compile_file", "load_module", "__version__"]
+
+def __getattr__(name):
+    if name == "__all__":  # `from gradgen import *`: the names whose modules are there
+        return ["__version__", *(n for n, m in EXPORTS.items() if importlib.util.find_spec(m) is not None)]
+    if name not in EXPORTS:
+        raise AttributeError(f"module 'gradgen' has no attribute '{name}'")
+    try:
+        module = importlib.import_module(EXPORTS[name])
+    except ModuleNotFoundError as exc:
+        if exc.name != EXPORTS[name]:
+            raise
+        raise AttributeError(f"gradgen.{name} is not available: its module {EXPORTS[name]} is missing") from None
+    value = getattr(module, name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(EXPORTS))

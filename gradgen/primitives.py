@@ -24,9 +24,30 @@ import math
 import operator
 from dataclasses import dataclass, field
 
-import sympy
-
 from gradgen.ir import Call, Cond, Const, Spelled, lift, variables
+
+
+class _Sympy:
+    """sympy, imported on first use. Each primitive's sympy twin is written in the table,
+    but only `check` evaluates one: `compile` never imports sympy (a third of a second).
+    Inside a twin's lambda, `sympy.exp` is sympy's own; a twin named directly is `twin("exp")`."""
+
+    def __getattr__(self, name):
+        import sympy as module
+
+        return getattr(module, name)
+
+
+sympy = _Sympy()
+
+
+def twin(name):
+    """sympy's function `name`, looked up when called (see _Sympy)."""
+    def call(*args, **kwargs):
+        return getattr(sympy, name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
 @dataclass(frozen=True)
@@ -190,50 +211,50 @@ primitive("mod", 2, spellings=["numpy.mod", "numpy.remainder"], sympy=lambda x, 
           vjp=(lambda g, out, x, y: g, lambda g, out, x, y: -g * F.floor(x / y)))
 
 # --- exponentials and logarithms ------------------------------------------------------
-primitive("exp", spellings=["math.exp", "numpy.exp"], sympy=sympy.exp, vjp=lambda g, out, x: g * out)
+primitive("exp", spellings=["math.exp", "numpy.exp"], sympy=twin("exp"), vjp=lambda g, out, x: g * out)
 primitive("expm1", spellings=["math.expm1", "numpy.expm1"], sympy=lambda x: sympy.exp(x) - 1,
           vjp=lambda g, out, x: g * (out + 1))
 # math.log(x, base) is "logb"; registered first so that the one-argument "log" owns the spelling
-primitive("logb", 2, spellings=["math.log"], sympy=sympy.log,
+primitive("logb", 2, spellings=["math.log"], sympy=twin("log"),
           vjp=(lambda g, out, x, b: g / (x * F.log(b)), lambda g, out, x, b: -g * out / (b * F.log(b))))
-primitive("log", spellings=["math.log", "numpy.log"], sympy=sympy.log, vjp=lambda g, out, x: g / x)
+primitive("log", spellings=["math.log", "numpy.log"], sympy=twin("log"), vjp=lambda g, out, x: g / x)
 primitive("log2", spellings=["math.log2", "numpy.log2"], sympy=lambda x: sympy.log(x, 2),
           vjp=lambda g, out, x: g / (x * F.log(Const(2))))
 primitive("log10", spellings=["math.log10", "numpy.log10"], sympy=lambda x: sympy.log(x, 10),
           vjp=lambda g, out, x: g / (x * F.log(Const(10))))
 primitive("log1p", spellings=["math.log1p", "numpy.log1p"], sympy=lambda x: sympy.log(1 + x),
           vjp=lambda g, out, x: g / (1 + x))
-primitive("sqrt", spellings=["math.sqrt", "numpy.sqrt"], sympy=sympy.sqrt, vjp=lambda g, out, x: g / (2 * out))
+primitive("sqrt", spellings=["math.sqrt", "numpy.sqrt"], sympy=twin("sqrt"), vjp=lambda g, out, x: g / (2 * out))
 primitive("sigmoid", spellings=["scipy.special.expit"], sympy=lambda x: 1 / (1 + sympy.exp(-x)),
           vjp=lambda g, out, x: g * out * (1 - out))
 
 # --- trigonometric and hyperbolic -----------------------------------------------------
-primitive("sin", spellings=["math.sin", "numpy.sin"], sympy=sympy.sin, vjp=lambda g, out, x: g * F.cos(x))
-primitive("cos", spellings=["math.cos", "numpy.cos"], sympy=sympy.cos, vjp=lambda g, out, x: -g * F.sin(x))
-primitive("tan", spellings=["math.tan", "numpy.tan"], sympy=sympy.tan, vjp=lambda g, out, x: g * (1 + out**2))
-primitive("asin", spellings=["math.asin", "numpy.arcsin"], sympy=sympy.asin,
+primitive("sin", spellings=["math.sin", "numpy.sin"], sympy=twin("sin"), vjp=lambda g, out, x: g * F.cos(x))
+primitive("cos", spellings=["math.cos", "numpy.cos"], sympy=twin("cos"), vjp=lambda g, out, x: -g * F.sin(x))
+primitive("tan", spellings=["math.tan", "numpy.tan"], sympy=twin("tan"), vjp=lambda g, out, x: g * (1 + out**2))
+primitive("asin", spellings=["math.asin", "numpy.arcsin"], sympy=twin("asin"),
           vjp=lambda g, out, x: g / F.sqrt(1 - x**2))
-primitive("acos", spellings=["math.acos", "numpy.arccos"], sympy=sympy.acos,
+primitive("acos", spellings=["math.acos", "numpy.arccos"], sympy=twin("acos"),
           vjp=lambda g, out, x: -g / F.sqrt(1 - x**2))
-primitive("atan", spellings=["math.atan", "numpy.arctan"], sympy=sympy.atan, vjp=lambda g, out, x: g / (1 + x**2))
-primitive("atan2", 2, spellings=["math.atan2", "numpy.arctan2"], sympy=sympy.atan2,
+primitive("atan", spellings=["math.atan", "numpy.arctan"], sympy=twin("atan"), vjp=lambda g, out, x: g / (1 + x**2))
+primitive("atan2", 2, spellings=["math.atan2", "numpy.arctan2"], sympy=twin("atan2"),
           vjp=(lambda g, out, y, x: g * x / (x**2 + y**2), lambda g, out, y, x: -g * y / (x**2 + y**2)))
 primitive("hypot", None, spellings=["math.hypot", "numpy.hypot"], sympy=lambda *xs: sympy.sqrt(sum(x**2 for x in xs)),
           vjp=lambda i: lambda g, out, *xs: _over_norm(g, xs[i], out))
-primitive("sinh", spellings=["math.sinh", "numpy.sinh"], sympy=sympy.sinh, vjp=lambda g, out, x: g * F.cosh(x))
-primitive("cosh", spellings=["math.cosh", "numpy.cosh"], sympy=sympy.cosh, vjp=lambda g, out, x: g * F.sinh(x))
-primitive("tanh", spellings=["math.tanh", "numpy.tanh"], sympy=sympy.tanh,
+primitive("sinh", spellings=["math.sinh", "numpy.sinh"], sympy=twin("sinh"), vjp=lambda g, out, x: g * F.cosh(x))
+primitive("cosh", spellings=["math.cosh", "numpy.cosh"], sympy=twin("cosh"), vjp=lambda g, out, x: g * F.sinh(x))
+primitive("tanh", spellings=["math.tanh", "numpy.tanh"], sympy=twin("tanh"),
           vjp=lambda g, out, x: g * (1 - out**2))
-primitive("erf", spellings=["math.erf", "scipy.special.erf"], sympy=sympy.erf,
+primitive("erf", spellings=["math.erf", "scipy.special.erf"], sympy=twin("erf"),
           vjp=lambda g, out, x: g * 2 / F.sqrt(F.pi()) * F.exp(-(x**2)))
-primitive("erfc", spellings=["math.erfc", "scipy.special.erfc"], sympy=sympy.erfc,
+primitive("erfc", spellings=["math.erfc", "scipy.special.erfc"], sympy=twin("erfc"),
           vjp=lambda g, out, x: -g * 2 / F.sqrt(F.pi()) * F.exp(-(x**2)))
 
 # --- absolute value, extremes -----------------------------------------------------------
 primitive("abs", spellings=["abs", "math.fabs", "numpy.abs", "numpy.absolute", "numpy.fabs"],
-          sympy=sympy.Abs, vjp=lambda g, out, x: g * F.sign(x))
-primitive("max", None, spellings=["max"], sympy=sympy.Max, vjp=_maxlike("ge"))
-primitive("min", None, spellings=["min"], sympy=sympy.Min, vjp=_maxlike("le"))
+          sympy=twin("Abs"), vjp=lambda g, out, x: g * F.sign(x))
+primitive("max", None, spellings=["max"], sympy=twin("Max"), vjp=_maxlike("ge"))
+primitive("min", None, spellings=["min"], sympy=twin("Min"), vjp=_maxlike("le"))
 
 # --- named constants --------------------------------------------------------------------
 primitive("pi", 0, spellings=["math.pi", "numpy.pi"], sympy=lambda: sympy.pi, kind="attribute")
@@ -241,9 +262,9 @@ primitive("e", 0, spellings=["math.e", "numpy.e"], sympy=lambda: sympy.E, kind="
 primitive("tau", 0, spellings=["math.tau"], sympy=lambda: 2 * sympy.pi, kind="attribute")
 
 # --- piecewise constant: zero gradient almost everywhere (as JAX and PyTorch) -----------
-primitive("sign", spellings=["numpy.sign"], sympy=sympy.sign, kind="piecewise", expand=_sign_scalar)
-primitive("floor", spellings=["math.floor", "numpy.floor"], sympy=sympy.floor, kind="piecewise")
-primitive("ceil", spellings=["math.ceil", "numpy.ceil"], sympy=sympy.ceiling, kind="piecewise")
+primitive("sign", spellings=["numpy.sign"], sympy=twin("sign"), kind="piecewise", expand=_sign_scalar)
+primitive("floor", spellings=["math.floor", "numpy.floor"], sympy=twin("floor"), kind="piecewise")
+primitive("ceil", spellings=["math.ceil", "numpy.ceil"], sympy=twin("ceiling"), kind="piecewise")
 primitive("trunc", spellings=["math.trunc", "numpy.trunc"], sympy=lambda x: sympy.sign(x) * sympy.floor(abs(x)),
           kind="piecewise")
 primitive("round", spellings=["round", "numpy.round"], sympy=lambda x: sympy.floor(x + sympy.Rational(1, 2)),
@@ -260,7 +281,7 @@ primitive("not", 1, sympy=operator.not_, kind="piecewise", op=ast.Not)
 
 # --- integer positions: a differentiated value may not flow here ------------------------
 primitive("int", spellings=["int"], sympy=lambda x: sympy.Integer(int(x)), kind="integer")
-primitive("factorial", spellings=["math.factorial"], sympy=sympy.factorial, kind="integer")
+primitive("factorial", spellings=["math.factorial"], sympy=twin("factorial"), kind="integer")
 primitive("len", spellings=["len"], sympy=len, kind="piecewise")
 primitive("invert", 1, sympy=operator.invert, kind="piecewise", op=ast.Invert)  # ~mask
 primitive("range", None, sympy=range, kind="integer", min_args=1)  # a loop's range (1 to 3 arguments)
@@ -274,9 +295,9 @@ def _tie_weight(mine, other, wins):
     return F.where(Call("eq", (mine, other), "op"), 0.5, Call(wins, (mine, other), "op"))
 
 
-primitive("maximum", 2, spellings=["numpy.maximum", "numpy.fmax"], sympy=sympy.Max,
+primitive("maximum", 2, spellings=["numpy.maximum", "numpy.fmax"], sympy=twin("Max"),
           vjp=(lambda g, out, x, y: g * _tie_weight(x, y, "gt"), lambda g, out, x, y: g * _tie_weight(y, x, "gt")))
-primitive("minimum", 2, spellings=["numpy.minimum", "numpy.fmin"], sympy=sympy.Min,
+primitive("minimum", 2, spellings=["numpy.minimum", "numpy.fmin"], sympy=twin("Min"),
           vjp=(lambda g, out, x, y: g * _tie_weight(x, y, "lt"), lambda g, out, x, y: g * _tie_weight(y, x, "lt")))
 primitive("where", 3, spellings=["numpy.where"], sympy=lambda c, a, b: a if c else b,
           vjp=(None, lambda g, out, c, a, b: F.where(c, g, 0.0), lambda g, out, c, a, b: F.where(c, 0.0, g)))

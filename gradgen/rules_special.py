@@ -11,11 +11,8 @@ gammaln) calls it there, so the generated module imports nothing the user's file
 
 from __future__ import annotations
 
-
-import sympy
-
 from gradgen.ir import Const, lift
-from gradgen.primitives import ARRAY_RULES, REQUIRED, F, _kept, helper, primitive
+from gradgen.primitives import ARRAY_RULES, REQUIRED, F, _kept, helper, primitive, sympy, twin
 
 # --- logarithms of sums ---------------------------------------------------------------------
 primitive("logaddexp", 2, spellings=["numpy.logaddexp"], sympy=lambda x, y: sympy.log(sympy.exp(x) + sympy.exp(y)),
@@ -25,11 +22,11 @@ primitive("logaddexp2", 2, spellings=["numpy.logaddexp2"],
           vjp=(lambda g, out, x, y: g * Const(2.0) ** (x - out), lambda g, out, x, y: g * Const(2.0) ** (y - out)))
 
 # --- gamma family -----------------------------------------------------------------------------
-primitive("gammaln", spellings=["scipy.special.gammaln"], sympy=sympy.loggamma,
+primitive("gammaln", spellings=["scipy.special.gammaln"], sympy=twin("loggamma"),
           vjp=lambda g, out, x: g * F.digamma(x))
 primitive("digamma", spellings=["scipy.special.digamma", "scipy.special.psi"],
           sympy=lambda x: sympy.polygamma(0, x), vjp=lambda g, out, x: g * F.polygamma(Const(1), x))
-primitive("polygamma", 2, spellings=["scipy.special.polygamma"], sympy=sympy.polygamma,
+primitive("polygamma", 2, spellings=["scipy.special.polygamma"], sympy=twin("polygamma"),
           vjp=(None, lambda g, out, n, x: g * F.polygamma(n + 1, x)))  # n is an order: no derivative
 
 # --- logs and logistic --------------------------------------------------------------------------
@@ -105,16 +102,19 @@ def _sympy_z(x, loc=0, scale=1):
     return (x - loc) / scale
 
 
-_SQRT_2PI = sympy.sqrt(2 * sympy.pi)
+def _sqrt_2pi():
+    return sympy.sqrt(2 * sympy.pi)
+
+
 _NORM = dict(arity=None, keywords=("loc", "scale"), elementwise=True, min_args=1,
              positional=(("x", REQUIRED), ("loc", 0), ("scale", 1)))
 
 primitive("norm_logpdf", spellings=["scipy.stats.norm.logpdf"], **_NORM,
-          sympy=lambda x, loc=0, scale=1: -_sympy_z(x, loc, scale) ** 2 / 2 - sympy.log(scale * _SQRT_2PI),
+          sympy=lambda x, loc=0, scale=1: -_sympy_z(x, loc, scale) ** 2 / 2 - sympy.log(scale * _sqrt_2pi()),
           vjp=_norm_rule(lambda g, out, xs, p: -g * _standard(xs, p)[0] / _standard(xs, p)[1],
                          lambda g, out, xs, p: g * (_standard(xs, p)[0] ** 2 - 1) / _standard(xs, p)[1]))
 primitive("norm_pdf", spellings=["scipy.stats.norm.pdf"], **_NORM,
-          sympy=lambda x, loc=0, scale=1: sympy.exp(-_sympy_z(x, loc, scale) ** 2 / 2) / (scale * _SQRT_2PI),
+          sympy=lambda x, loc=0, scale=1: sympy.exp(-_sympy_z(x, loc, scale) ** 2 / 2) / (scale * _sqrt_2pi()),
           vjp=_norm_rule(lambda g, out, xs, p: -g * out * _standard(xs, p)[0] / _standard(xs, p)[1],
                          lambda g, out, xs, p: g * out * (_standard(xs, p)[0] ** 2 - 1) / _standard(xs, p)[1]))
 primitive("norm_cdf", spellings=["scipy.stats.norm.cdf"], **_NORM,
