@@ -774,10 +774,11 @@ def assert_only_generated_code(text, functions, constants=()):
                 assert base.id in ("math", "np") or func.attr in ("append", "pop"), ast.unparse(node)
             else:
                 assert isinstance(func, ast.Name) and func.id in ALLOWED_CALLS | defined, ast.unparse(node)
-    header = [line for line in text.split("\n")[:2]]
+    header = [line for line in text.split("\n")[:3]]
     assert header[0].startswith(HEADER_MARK) and header[1].startswith("# Do not edit: run `gradgen compile ")
+    assert re.fullmatch(r'# Source "[ -~]*"; body sha256 [0-9a-f]{64}\.', header[2]), header[2]
     for tok in tokenize.generate_tokens(iter(text.splitlines(keepends=True)).__next__):
-        if tok.type == tokenize.COMMENT and tok.start[0] > 2:
+        if tok.type == tokenize.COMMENT and tok.start[0] > 3:
             assert re.fullmatch(r"# (forward pass|backward pass: .*|line \d+: .*)", tok.string), tok.string
     assert "\r" not in text and "\x0c" not in text
 
