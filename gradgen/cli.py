@@ -8,6 +8,7 @@ unexpected failure inside gradgen is reported as an internal error (status 2).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 
@@ -51,19 +52,29 @@ def _parser():
     parser.add_argument("--version", action="version", version=f"gradgen {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     compile_ = sub.add_parser("compile", help="write DIR/<stem>_grad.py with f_grad and f_value_and_grad")
-    _common(compile_)
+    _common(compile_, several=True)
     compile_.add_argument("--out-dir", default="generated", help="where to write (default: generated/)")
-    compile_.add_argument("--force", action="store_true", help="overwrite a file gradgen did not write")
+    compile_.add_argument("--force", action="store_true",
+                          help="overwrite a file gradgen did not write, or one edited since it did")
     compile_.add_argument("--check", action="store_true", help="then run `check` on the result")
     compile_.set_defaults(run=_compile)
     check = sub.add_parser("check", help="compare generated gradients with sympy and finite differences")
     _common(check)
     check.set_defaults(run=_check)
+    status = sub.add_parser("status", help="is every generated module current? fresh, stale, edited or orphaned")
+    status.add_argument("sources", nargs="*", metavar="SOURCE",
+                        help="only the modules generated from these sources (one without a module is missing)")
+    status.add_argument("--out-dir", default="generated", help="where the modules are (default: generated/)")
+    status.add_argument("--json", action="store_true", help="a JSON list of {source, module, state, reason}")
+    status.set_defaults(run=_status)
     return parser
 
 
-def _common(parser):
-    parser.add_argument("file", help="the Python source file to differentiate")
+def _common(parser, several=False):
+    if several:
+        parser.add_argument("file", nargs="+", help="the Python source files to differentiate, one module each")
+    else:
+        parser.add_argument("file", help="the Python source file to differentiate")
     parser.add_argument("--function", action="append", metavar="NAME",
                         help="differentiate only this function (repeatable)")
     parser.add_argument("--wrt", type=_names, metavar="a,b", help="parameters to differentiate")
@@ -90,6 +101,23 @@ def _point(text):
 
 
 def _compile(args):
+    """Each file in turn: one that fails is reported and the others are still compiled
+    (as pre-commit passes every changed source at once); status 1 if any failed."""
+    failed = False
+    for path in args.file:
+        try:
+            failed |= _compile_one(argparse.Namespace(**{**vars(args), "file": path})) != 0
+        except CompileError as exc:
+            print(exc.format(), file=sys.stderr)
+            failed = True
+        except _OutOfTime:
+            print(CompileError(f"compiling took longer than {COMPILE_SECONDS:g} s, so gradgen stopped; nothing "
+                               "was written", path).format(), file=sys.stderr)
+            failed = True
+    return 1 if failed else 0
+
+
+def _compile_one(args):
     from gradgen.api import compile_file
 
     with time_limit(COMPILE_SECONDS, _OutOfTime):
@@ -99,6 +127,17 @@ def _compile(args):
     for line in summary_lines(compiled):
         print(f"  {line}")
     return _check(args) if args.check else 0
+
+
+def _status(args):
+    from gradgen import freshness
+
+    entries = freshness.status(args.out_dir, args.sources)
+    if args.json:
+        print(json.dumps([e.as_dict() for e in entries], indent=2))
+    else:
+        print("\n".join(freshness.report_lines(entries, args.out_dir)))
+    return 0 if all(e.state == freshness.FRESH for e in entries) else 1
 
 
 def summary_lines(compiled):
