@@ -1,0 +1,548 @@
+"""`gradgen graph`: the computational graph of one function at one point, as the lessons
+draw it.
+
+The function is compiled by gradgen's own pipeline (so everything `compile` refuses is
+refused here too, with the same message), then its lowered IR is followed at the point,
+as `check`'s sympy trace does: one node per variable (parameters, constants the function
+reads, intermediates, the result) and one per operation (each primitive call of each
+statement). Every node gets its forward value; a reverse sweep over the graph, with the
+rule table's local derivatives evaluated numerically on the edges, gives each node that
+depends on a differentiated parameter its gradient dL/dnode (L the returned value).
+
+Control flow is followed at the point: the branch taken, and each loop unrolled for as
+many iterations as it runs there, within MAX_NODES (past that, a located refusal).
+Arrays are drawn by shape and norm; their edges carry the vector-Jacobian product rule
+(`g * (1 - h ** 2)`, g the gradient arriving at the operation), since their local
+derivative is a Jacobian. The user's file is never run (a `--inputs` builder is, as for
+`check`); only gradgen's own IR is evaluated. gradgen/graph_svg.py lays out and writes it.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gradgen.emit import HELPERS, Emitter
+from gradgen.errors import CompileError
+from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While
+from gradgen.primitives import TABLE
+
+MAX_NODES = 400  # drawn (after nodes that cannot reach the result are dropped)
+BUILD_NODES = 4 * MAX_NODES  # made while following the function (a bound on the work)
+MAX_ITERATIONS = 100_000  # of one `while` that makes no nodes (its body only counts)
+FORMULA_CHARS = 22  # an edge shows its rule as a formula up to this length, else just the number
+
+# primitives whose values are not numbers or arrays (lists, structured parameters, draws)
+_REFUSED = {"draw": "a random draw", "append": "a Python list", "list": "a Python list",
+            "tree_get": "a structured parameter", "tree_len": "a structured parameter",
+            "tree_keys": "a structured parameter"}
+
+
+@dataclass
+class Node:
+    """A variable (kind "param", "data" or "var") or an operation ("op") of the graph.
+
+    `active`: depends on a differentiated parameter, so it has a gradient (`grad`).
+    `names`: for an op, the variable its result is assigned to, if any (its value and
+    gradient are then shown there rather than on the op)."""
+
+    id: int
+    kind: str
+    label: str
+    value: object
+    active: bool = False
+    grad: object = None
+    line: int | None = None
+    result: bool = False
+    names: bool = False
+    prim: str | None = None
+    call: object = None  # the op's Call over placeholders `_a0, _a1, ...` and literals
+    env: dict = field(default_factory=dict, repr=False)  # the placeholders' values
+    shown: object = None  # the IR expression of this node in the user's names (for formulas)
+    inputs_shown: tuple = ()  # an op's arguments in the user's names
+
+
+@dataclass
+class Edge:
+    """`src` feeds input `index` of op `dst` (kind "input"), or is assigned to variable `dst`
+    ("assign"). `label`: the local derivative d(dst)/d(src) at the point (or the rule)."""
+
+    src: int
+    dst: int
+    index: int = 0
+    kind: str = "input"
+    label: str = ""
+    local: object = None
+
+
+@dataclass
+class Graph:
+    function: str
+    result_name: str
+    point: dict
+    wrt: list
+    nodes: list
+    edges: list
+
+    def node(self, label, kind=None):
+        """The last node drawn with `label` (and `kind`), for tests and readers."""
+        found = [n for n in self.nodes if n.label == label and (kind is None or n.kind == kind)]
+        if not found:
+            raise KeyError(label)
+        return found[-1]
+
+
+class _Literal:
+    """A constant inside an expression: folded into its operation's label, not a node."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+def graph_source(source, filename="<string>", function=None, wrt=None, at=None) -> Graph:
+    """The graph of `function` (the only compiled function if None) of `source` at the
+    point `at` (a dict; the function's defaults fill in the rest)."""
+    from gradgen.api import compile_source
+
+    compiled = compile_source(source, filename, [function] if function else None, wrt)
+    if len(compiled.functions) != 1:
+        names = ", ".join(f.name for f in compiled.functions)
+        raise CompileError(f"this file has several functions with a gradient ({names}); name the one to draw "
+                           "with --function NAME", filename)
+    cf = compiled.functions[0]
+    module = compiled.module
+    point = _point(cf, module, at or {})
+    builder = _Builder(cf.ir, module, point, cf.wrt)
+    nodes, edges = builder.build()
+    graph = Graph(cf.name, cf.ir.result_name, point, list(cf.wrt), nodes, edges)
+    _sweep(graph, builder)
+    return graph
+
+
+def _point(cf, module, at):
+    """Each parameter's value: from `at`, else its default; numbers and arrays only."""
+    fnode = module.functions[cf.name]
+    params = [p for p in cf.ir.params if not p.function]
+    names = {p.name for p in params}
+    for name in at:
+        if name not in names:
+            listed = ", ".join(p.name for p in params) or "none"
+            raise CompileError(f"no parameter '{name}' in '{cf.name}' (from --at or --inputs); the parameters "
+                               f"are: {listed}", module.filename)
+    point = {}
+    for p in params:
+        if p.name in at:
+            point[p.name] = at[p.name]
+        elif p.has_default:
+            point[p.name] = p.default
+        else:
+            raise module.error(fnode, f"no value for parameter '{p.name}' of '{cf.name}': the graph is drawn at "
+                                      "a point; give it with --at name=value,... or --inputs FILE:FUNC")
+        if p.structured or not _drawable(point[p.name]):
+            raise module.error(fnode, f"parameter '{p.name}' of '{cf.name}' is a {type(point[p.name]).__name__} "
+                                      "here: gradgen graph draws functions of numbers and arrays")
+    return point
+
+
+def _drawable(value):
+    return isinstance(value, (int, float, np.number, np.ndarray, bool, np.bool_))
+
+
+def _environment():
+    """What the IR's Python text needs: math, NumPy, the sigmoid, the generated helpers."""
+    from gradgen.symbolic import _scipy
+
+    env = {"math": math, "np": np, "sigmoid": lambda x: 1 / (1 + np.exp(-x)), **_scipy()}
+    for _, source in HELPERS.values():
+        exec(source, env)  # noqa: S102 - gradgen's own helper definitions
+    return env
+
+
+class _Builder:
+    """Follows the lowered function at the point, making nodes and edges as it goes."""
+
+    def __init__(self, fn, module, point, wrt):
+        self.fn, self.module, self.wrt = fn, module, set(wrt)
+        self.nodes, self.edges = [], []
+        self.values = dict(module.constants)
+        self.values.update(point)
+        self.where = {}  # variable -> the node holding its current value
+        self.loops = []  # (statement, iterations) of every loop followed
+        self.env = _environment()
+        self.emitter = Emitter("numpy", {"sigmoid": "sigmoid"})
+        self.code = {}
+        for p in fn.params:
+            if not p.function:
+                self.where[p.name] = self.node("param" if p.name in self.wrt else "data", p.name,
+                                               point[p.name], active=p.name in self.wrt, line=fn.line).id
+        self.first_param = len(self.nodes)
+
+    def build(self):
+        self.run(self.fn.body)
+        result = self.expression(self.fn.result)
+        if not isinstance(result, Node) or result.kind == "op":
+            result = self.variable(self.fn.result_name, result, self.fn.line)
+        result.result = True
+        return self.drawn(result)
+
+    # ---- nodes -------------------------------------------------------------------------------
+
+    def node(self, kind, label, value, **fields):
+        if len(self.nodes) >= BUILD_NODES:
+            raise self.too_large(len(self.nodes))
+        node = Node(len(self.nodes), kind, label, value, **fields)
+        if node.shown is None:
+            node.shown = Var(label)
+        self.nodes.append(node)
+        return node
+
+    def read(self, name):
+        """The node holding `name`; a constant or a loop variable gets one when first read."""
+        if name not in self.where:
+            self.where[name] = self.node("data", self.display(name), self.values[name]).id
+        return self.nodes[self.where[name]]
+
+    def display(self, name):
+        return self.fn.display.get(name, name)
+
+    def variable(self, target, source, line):
+        """Variable `target` assigned from `source` (a node or a literal)."""
+        if isinstance(source, _Literal):
+            node = self.node("data", self.display(target), source.value, line=line)
+        else:
+            node = self.node("var", self.display(target), source.value, active=source.active, line=line)
+            self.edges.append(Edge(source.id, node.id, kind="assign"))
+            if source.kind == "op":
+                source.names = True
+                source.shown = node.shown
+        self.where[target] = node.id
+        return node
+
+    # ---- statements --------------------------------------------------------------------------
+
+    def run(self, stmts):
+        for stmt in stmts:
+            if isinstance(stmt, Assign):
+                self.assign(stmt)
+            elif isinstance(stmt, If):
+                self.run(stmt.body if self.test(stmt.test, stmt) else stmt.orelse)
+            elif isinstance(stmt, For):
+                self.loop(stmt, self.items(stmt))
+            elif isinstance(stmt, While):
+                self.loop(stmt, None)
+            elif isinstance(stmt, Break):
+                raise _Break
+            elif isinstance(stmt, Continue):
+                raise _Continue
+            # an Effect (print, assert, logging) draws nothing
+
+    def assign(self, stmt):
+        if stmt.counter:  # a loop's own iteration count: bookkeeping, not part of the function
+            self.values[stmt.target] = self.evaluate(stmt.expr, {}, stmt)
+            return
+        source = self.expression(stmt.expr, stmt)
+        self.values[stmt.target] = source.value
+        self.variable(stmt.target, source, stmt.line)
+
+    def test(self, expr, stmt):
+        return bool(self.evaluate(expr, {}, stmt))
+
+    def items(self, stmt):
+        it = stmt.iter
+        if isinstance(it, Call) and it.prim == "range":
+            return range(*[int(self.evaluate(a, {}, stmt)) for a in it.args])
+        if isinstance(it, Const) and isinstance(it.value, tuple):
+            return it.value
+        value = self.evaluate(it, {}, stmt, numbers=False)
+        if isinstance(value, (tuple, range)):
+            return value
+        raise self.error(stmt, f"gradgen graph follows loops over range(...) and tuples of numbers; this one runs "
+                               f"over a {type(value).__name__}")
+
+    def loop(self, stmt, items):
+        """Unrolled at the point: every iteration's statements make nodes of their own."""
+        self.loops.append([stmt, 0])
+        record = self.loops[-1]
+        iterations = iter(items) if items is not None else None
+        while True:
+            if iterations is not None:
+                item = next(iterations, _Break)
+                if item is _Break:
+                    break
+                self.values[stmt.target] = item
+                self.where.pop(stmt.target, None)  # a node of its own when read
+            elif not self.test(stmt.test, stmt):
+                break
+            record[1] += 1
+            if record[1] > MAX_ITERATIONS:
+                raise self.error(stmt, f"this loop ran more than {MAX_ITERATIONS:,} times at the point; draw the "
+                                       "graph at a point where it runs fewer times")
+            try:
+                self.run(stmt.body)
+            except _Continue:
+                continue
+            except _Break:
+                break
+
+    # ---- expressions -------------------------------------------------------------------------
+
+    def expression(self, expr, stmt=None):
+        """The node (or literal) `expr` evaluates to, making a node per operation."""
+        if isinstance(expr, Var):
+            return self.read(expr.name)
+        if isinstance(expr, Const):
+            return _Literal(expr.value)
+        if isinstance(expr, Cond):  # only the branch taken is part of the graph at the point
+            return self.expression(expr.body if self.test(expr.test, stmt) else expr.orelse, stmt)
+        if not isinstance(expr, Call):
+            raise self.error(stmt, f"gradgen graph cannot draw {type(expr).__name__}")
+        if expr.prim in _REFUSED:
+            raise self.error(stmt, f"gradgen graph draws functions of numbers and arrays; this uses "
+                                   f"{_REFUSED[expr.prim]}", expr.loc)
+        args = [self.expression(a, stmt) for a in expr.args]
+        env, placeholders, shown = {}, [], []
+        for i, arg in enumerate(args):
+            if isinstance(arg, _Literal):
+                placeholders.append(Const(arg.value))
+                shown.append(Const(arg.value))
+            else:
+                placeholders.append(Var(f"_a{i}"))
+                env[f"_a{i}"] = arg.value
+                shown.append(arg.shown)
+        call = Call(expr.prim, tuple(placeholders), expr.ns, expr.loc, expr.params)
+        value = self.evaluate(call, env, stmt)
+        if not env:  # made of constants only (np.zeros(3), math.pi): a constant itself
+            return _Literal(value)
+        prim = TABLE[expr.prim]
+        smooth = prim.kind == "smooth" and prim.vjp is not None
+        active = smooth and any(isinstance(a, Node) and a.active and _rule(prim, i) is not None
+                                for i, a in enumerate(args))
+        line = expr.loc[0] if expr.loc else getattr(stmt, "line", None)
+        node = self.node("op", op_label(expr.prim, args, expr.params), value, active=active, line=line,
+                         prim=expr.prim, call=call, env=env,
+                         shown=Call(expr.prim, tuple(shown), expr.ns, None, expr.params), inputs_shown=tuple(shown))
+        for i, arg in enumerate(args):
+            if isinstance(arg, Node):
+                self.edges.append(Edge(arg.id, node.id, i))
+        return node
+
+    def evaluate(self, expr, env, stmt, numbers=True):
+        """`expr` (IR over names in `self.values` and `env`) evaluated as the program would
+        (a number or an array, where `numbers`)."""
+        if isinstance(expr, Call) and expr.prim == "setitem":
+            return self._write(expr, env, stmt)
+        text = ast.unparse(self.emitter.expr(expr))
+        code = self.code.get(text)
+        if code is None:
+            code = self.code[text] = compile(text, "<graph>", "eval")
+        try:
+            with np.errstate(all="ignore"):
+                value = eval(code, self.env, {**self.values, **env})  # noqa: S307 - gradgen's own IR
+        except Exception as exc:  # noqa: BLE001 - the function fails at this point: said where
+            loc = getattr(expr, "loc", None)
+            raise self.error(stmt, f"at the point, this raises {type(exc).__name__}: {exc}", loc) from None
+        if numbers and not _drawable(value):
+            raise self.error(stmt, f"gradgen graph draws functions of numbers and arrays; this makes a "
+                                   f"{type(value).__name__}", getattr(expr, "loc", None))
+        return value
+
+    def _write(self, expr, env, stmt):
+        """`x[index] = v`, into a copy of x (the IR's meaning of a write)."""
+        x, v, *index = expr.args
+        names = {"_x": self.evaluate(x, env, stmt), "_v": self.evaluate(v, env, stmt)}
+        names.update({f"_i{k}": self.evaluate(e, env, stmt) for k, e in enumerate(index)})
+        subscript = self.emitter.index(dict(expr.params)["index"], [Var(f"_i{k}") for k in range(len(index))])
+        out = np.array(names["_x"], dtype=np.result_type(names["_x"], names["_v"]))
+        exec(f"_out[{ast.unparse(subscript)}] = _v", self.env, {**names, "_out": out})  # noqa: S102
+        return out
+
+    # ---- what is drawn -----------------------------------------------------------------------
+
+    def drawn(self, result):
+        """The nodes that reach the result, and every parameter; renumbered in order."""
+        reaches = {result.id}
+        feeds = {}
+        for e in self.edges:
+            feeds.setdefault(e.dst, []).append(e.src)
+        for node in reversed(self.nodes):
+            if node.id in reaches:
+                reaches.update(feeds.get(node.id, ()))
+        keep = [n for n in self.nodes if n.id in reaches or n.id < self.first_param]
+        if len(keep) > MAX_NODES:
+            raise self.too_large(len(keep))
+        number = {n.id: i for i, n in enumerate(keep)}
+        for n in keep:
+            n.id = number[n.id]
+        edges = [Edge(number[e.src], number[e.dst], e.index, e.kind) for e in self.edges
+                 if e.src in number and e.dst in number]
+        return keep, edges
+
+    def too_large(self, count):
+        name = self.fn.name
+        if self.loops:
+            stmt, times = max(self.loops, key=lambda r: r[1])
+            return self.error(stmt, f"the graph of '{name}' at this point has more than {MAX_NODES} nodes (this loop "
+                                    f"runs {times} times here); draw it at a point where the loop runs fewer times "
+                                    "(--at), or draw a function without the loop")
+        return self.module.error(self.module.functions[name],
+                                 f"the graph of '{name}' has {count} nodes; gradgen graph draws at most {MAX_NODES}")
+
+    def error(self, stmt, message, loc=None):
+        line, col = loc if loc else (getattr(stmt, "line", None) or self.fn.line, getattr(stmt, "col", 1))
+        return CompileError(message, self.module.filename, line, col, self.module.line_text(line))
+
+
+def _rule(prim, i):
+    return prim.vjp[0](i) if prim.arity is None else prim.vjp[i] if i < len(prim.vjp) else None
+
+
+def op_label(prim, args, params=()):
+    """An operation as the lessons write it: `+`, `×`, `σ`, `exp`; a constant argument is
+    part of the label (`** 2`, `1 /`, `+ 1.0`), as are static keywords (`sum axis=0`)."""
+    symbol = _SYMBOLS.get(prim, prim)
+    consts = [format_value(a.value) if isinstance(a, _Literal) else None for a in args]
+    operator = TABLE[prim].operator is not None and prim in _SYMBOLS
+    if operator and len(args) == 2 and any(c is not None for c in consts):
+        text = f"{consts[0]} {symbol}" if consts[0] is not None else f"{symbol} {consts[1]}"
+    elif any(c is not None for c in consts):
+        text = f"{symbol}({', '.join(c if c is not None else '·' for c in consts)})"
+    else:
+        text = symbol
+    keywords = " ".join(f"{k}={v!r}" for k, v in params if k != "index")
+    return f"{text} {keywords}" if keywords else text
+
+
+_SYMBOLS = {"add": "+", "sub": "−", "mul": "×", "div": "/", "pow": "**", "neg": "−", "pos": "+", "mod": "%",
+            "matmul": "@", "sigmoid": "σ", "getitem": "[ ]", "setitem": "[ ]=", "T": ".T"}
+
+
+def format_value(value):
+    """A number as the lessons write it (1, 0.5, -0.25), an array by its shape."""
+    if isinstance(value, np.ndarray) and value.ndim:
+        return f"array{value.shape}"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    value = float(value)
+    text = f"{value:.4g}"
+    return "0" if text == "-0" else text
+
+
+def is_array(value):
+    return isinstance(value, np.ndarray) and value.ndim > 0
+
+
+def summary(value):
+    """A value as a node shows it: a number, or an array's shape and norm."""
+    if is_array(value):
+        return f"shape {value.shape}, norm {format_value(np.linalg.norm(value))}"
+    return format_value(value)
+
+
+# ---- the reverse sweep -----------------------------------------------------------------------
+
+def _sweep(graph, builder):
+    """dL/dnode for every active node: from the result back, upstream gradient times local
+    gradient along each edge, summed where a value fans out; each edge labelled with its
+    local derivative at the point."""
+    nodes = graph.nodes
+    inputs = {}
+    for e in graph.edges:
+        inputs.setdefault(e.dst, []).append(e)
+    result = next(n for n in nodes if n.result)
+    if result.active:
+        result.grad = _ones(result.value)
+    for node in reversed(nodes):
+        for edge in inputs.get(node.id, ()):
+            src = nodes[edge.src]
+            if edge.kind == "assign" or not src.active:
+                continue
+            if not node.active:  # piecewise constant (floor, a comparison): no gradient passes
+                edge.local, edge.label = 0.0, "0"
+                continue
+            edge.local, edge.label = _local(node, edge, src, builder)
+            if node.grad is not None:
+                part = _unbroadcast(_contribution(node, edge, node.grad, builder), src.value)
+                src.grad = part if src.grad is None else src.grad + part
+        if node.grad is not None:
+            for edge in inputs.get(node.id, ()):
+                if edge.kind == "assign" and nodes[edge.src].active:
+                    src = nodes[edge.src]
+                    src.grad = node.grad if src.grad is None else src.grad + node.grad
+    for node in nodes:
+        if node.active and node.grad is None:  # a parameter the result does not depend on
+            node.grad = _ones(node.value) * 0.0
+
+
+def _ones(value):
+    return np.ones_like(value, dtype=float) if is_array(value) else 1.0
+
+
+def _rule_expr(node, index, g, out, args):
+    prim = TABLE[node.prim]
+    rule = _rule(prim, index)
+    return rule(g, out, *args, **dict(node.call.params))
+
+
+def _contribution(node, edge, g, builder):
+    expr = _rule_expr(node, edge.index, Var("_g"), Var("_out"), node.call.args)
+    return builder.evaluate(expr, {**node.env, "_g": g, "_out": node.value}, node)
+
+
+def _local(node, edge, src, builder):
+    """The local derivative d(node)/d(src) at the point and its label: `x1 = 1` (the
+    rule written in the user's names, then its number) for numbers; for arrays, the
+    vector-Jacobian product rule with g the gradient arriving at the operation."""
+    scalar = not is_array(node.value) and not is_array(src.value)
+    g = Const(1) if scalar else Var("g")
+    formula = _readable(_rule_expr(node, edge.index, g, node.shown, node.inputs_shown), builder)
+    if not scalar:
+        text = formula if len(formula) <= 2 * FORMULA_CHARS else formula[:2 * FORMULA_CHARS - 1] + "…"
+        return None, text
+    local = builder.evaluate(_rule_expr(node, edge.index, Const(1.0), Var("_out"), node.call.args),
+                             {**node.env, "_out": node.value}, node)
+    number = format_value(local)
+    if formula == number or len(formula) > FORMULA_CHARS or _is_number(formula):
+        return local, number
+    return local, f"{formula} = {number}"
+
+
+def _readable(expr, builder):
+    text = ast.unparse(builder.emitter.expr(expr))
+    return text.replace("np.", "").replace("math.", "")
+
+
+def _is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _unbroadcast(g, value):
+    """`g` summed back to the shape of `value` (NumPy broadcasting undone)."""
+    shape = np.shape(value)
+    if np.shape(g) == shape:
+        return g
+    g = np.asarray(g)
+    if not shape:
+        return float(np.sum(g))
+    while g.ndim > len(shape):
+        g = g.sum(axis=0)
+    for axis, size in enumerate(shape):
+        if size == 1 and g.shape[axis] != 1:
+            g = g.sum(axis=axis, keepdims=True)
+    return g
