@@ -67,6 +67,15 @@ def _parser():
     status.add_argument("--out-dir", default="generated", help="where the modules are (default: generated/)")
     status.add_argument("--json", action="store_true", help="a JSON list of {source, module, state, reason}")
     status.set_defaults(run=_status)
+    graph = sub.add_parser("graph", help="draw the computational graph of a function at a point (SVG or DOT)")
+    graph.add_argument("file", help="the Python source file")
+    graph.add_argument("--function", metavar="NAME", help="the function to draw (needed if the file has several)")
+    graph.add_argument("--wrt", type=_names, metavar="a,b", help="parameters whose gradients are drawn")
+    graph.add_argument("--at", type=_point, metavar="name=value,...", help="the point (default: the defaults)")
+    graph.add_argument("--inputs", metavar="FILE:FUNC", help="the point FUNC() in FILE returns (arrays too)")
+    graph.add_argument("-o", "--output", required=True, metavar="OUT.svg",
+                       help="where to write: .svg (a picture) or .dot (graphviz text)")
+    graph.set_defaults(run=_graph)
     return parser
 
 
@@ -179,6 +188,28 @@ def _check(args):
     if not failed:
         print(f"all gradients match ({sum(len(r.points) for r in reports)} point(s) checked)")
     return 1 if failed else 0
+
+
+def _graph(args):
+    """`gradgen graph`: the function's graph at the point, with values, gradients and local
+    derivatives on it (gradgen/graph.py), written as SVG or DOT (gradgen/graph_svg.py)."""
+    import os
+
+    from gradgen.api import read_source, write_atomically
+    from gradgen.graph import graph_source
+    from gradgen.graph_svg import dot, svg
+
+    writers = {".svg": svg, ".dot": dot}
+    suffix = os.path.splitext(args.output)[1].lower()
+    if suffix not in writers:
+        raise CompileError("the output must end in .svg (a picture) or .dot (graphviz text)", args.output)
+    data = read_source(args.file)
+    at = {**(_inputs(args.inputs) if args.inputs else {}), **(args.at or {})}
+    with time_limit(COMPILE_SECONDS, _OutOfTime):
+        graph = graph_source(data, args.file, args.function, args.wrt, at)
+    write_atomically(args.output, writers[suffix](graph))
+    print(f"wrote {args.output} ({len(graph.nodes)} nodes, {len(graph.edges)} edges)")
+    return 0
 
 
 def _inputs(spec):

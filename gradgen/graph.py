@@ -116,11 +116,7 @@ def graph_source(source, filename="<string>", function=None, wrt=None, at=None) 
     from gradgen.api import compile_source
 
     compiled = compile_source(source, filename, [function] if function else None, wrt)
-    if len(compiled.functions) != 1:
-        names = ", ".join(f.name for f in compiled.functions)
-        raise CompileError(f"this file has several functions with a gradient ({names}); name the one to draw "
-                           "with --function NAME", filename)
-    cf = compiled.functions[0]
+    cf = _chosen(compiled, filename)
     module = compiled.module
     point = _point(cf, module, at or {})
     builder = _Builder(cf.ir, module, point, cf.wrt)
@@ -128,6 +124,21 @@ def graph_source(source, filename="<string>", function=None, wrt=None, at=None) 
     graph = Graph(cf.name, cf.ir.result_name, point, list(cf.wrt), nodes, edges)
     _sweep(graph, builder)
     return graph
+
+
+def _chosen(compiled, filename):
+    """The one compiled function, or the one no other compiled function calls (the loss,
+    not its helpers)."""
+    functions = compiled.functions
+    if len(functions) > 1:
+        calls = {f.name: {n.func.id for n in ast.walk(compiled.module.functions[f.name])
+                          if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)} for f in functions}
+        functions = [f for f in functions if not any(f.name in calls[g.name] for g in functions if g is not f)]
+    if len(functions) != 1:
+        names = ", ".join(f.name for f in functions or compiled.functions)
+        raise CompileError(f"this file has several functions to draw ({names}); name one with --function NAME",
+                           filename)
+    return functions[0]
 
 
 def _point(cf, module, at):
@@ -380,7 +391,7 @@ class _Builder:
                 reaches.update(feeds.get(node.id, ()))
         keep = [n for n in self.nodes if n.id in reaches or n.id < self.first_param]
         if len(keep) > MAX_NODES:
-            raise self.too_large(len(keep))
+            raise self.too_large(len(keep), finished=True)
         number = {n.id: i for i, n in enumerate(keep)}
         for n in keep:
             n.id = number[n.id]
@@ -388,19 +399,25 @@ class _Builder:
                  if e.src in number and e.dst in number]
         return keep, edges
 
-    def too_large(self, count):
+    def too_large(self, count, finished=False):
         name = self.fn.name
+        size = (f"has {count} nodes, more than the {MAX_NODES} gradgen graph draws" if finished
+                else f"has more than {MAX_NODES} nodes")
         if self.loops:
             stmt, times = max(self.loops, key=lambda r: r[1])
-            return self.error(stmt, f"the graph of '{name}' at this point has more than {MAX_NODES} nodes (this loop "
-                                    f"runs {times} times here); draw it at a point where the loop runs fewer times "
-                                    "(--at), or draw a function without the loop")
-        return self.module.error(self.module.functions[name],
-                                 f"the graph of '{name}' has {count} nodes; gradgen graph draws at most {MAX_NODES}")
+            runs = f"runs {times} times here" if finished else f"had run {times} times when gradgen stopped"
+            return self.error(stmt, f"the graph of '{name}' at this point {size} (this loop {runs}); draw it at a "
+                                    "point where the loop runs fewer times (--at), or draw a function without the loop")
+        return self.module.error(self.module.functions[name], f"the graph of '{name}' {size}")
 
     def error(self, stmt, message, loc=None):
-        line, col = loc if loc else (getattr(stmt, "line", None) or self.fn.line, getattr(stmt, "col", 1))
-        return CompileError(message, self.module.filename, line, col, self.module.line_text(line))
+        """A located error: at `loc` (line, col), else at the statement's first character."""
+        line = loc[0] if loc else getattr(stmt, "line", None) or self.fn.line
+        text = self.module.line_text(line)
+        col = loc[1] if loc else getattr(stmt, "col", None)
+        if col is None:
+            col = len(text) - len(text.lstrip()) + 1 if text else 1
+        return CompileError(message, self.module.filename, line, col, text)
 
 
 def _rule(prim, i):
@@ -447,7 +464,7 @@ def is_array(value):
 def summary(value):
     """A value as a node shows it: a number, or an array's shape and norm."""
     if is_array(value):
-        return f"shape {value.shape}, norm {format_value(np.linalg.norm(value))}"
+        return f"{value.shape} array, norm {format_value(np.linalg.norm(value))}"
     return format_value(value)
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape
 
-from gradgen.graph import format_value, summary
+import numpy as np
+
+from gradgen.graph import format_value, is_array, summary
 
 FONT = "DejaVu Sans Mono, Menlo, Consolas, monospace"
 CHAR = 7.3  # width of one character at FONT_SIZE, in px (a monospaced font)
@@ -38,18 +40,19 @@ LEGEND = ("node: its value at the point, then ∂{L}/∂node (where a differenti
 
 def node_lines(graph, node):
     """The text lines of a node: its name (or operation), value, gradient."""
-    of = graph.result_name
-    if node.kind == "op":
-        if node.names:  # its value and gradient are shown on the variable it is assigned to
-            return [node.label]
-        lines = [node.label, f"= {summary(node.value)}"]
-        if node.grad is not None:
-            lines.append(f"∂{of}/∂· = {summary(node.grad)}")
-        return lines
+    if node.kind == "op" and node.names:  # value and gradient shown on the variable it is assigned to
+        return [node.label]
     lines = [node.label, f"= {summary(node.value)}"]
     if node.grad is not None:
-        lines.append(f"∂{of}/∂{node.label} = {summary(node.grad)}")
+        name = "·" if node.kind == "op" else node.label
+        grad = f": norm {format_value(np.linalg.norm(node.grad))}" if is_array(node.grad) else f" = {summary(node.grad)}"
+        lines.append(f"∂{graph.result_name}/∂{name}{grad}")
     return lines
+
+
+def title(graph):
+    """`loss(w1=0.5, ...)`: the function and the point (an array by its shape)."""
+    return f"{graph.function}({', '.join(f'{k}={format_value(v)}' for k, v in graph.point.items())})"
 
 
 def kind_of(node):
@@ -69,8 +72,8 @@ def columns(graph):
     depth = {}
     for n in nodes:  # created in topological order
         depth[n.id] = 1 + max((depth[p] for p in preds[n.id]), default=-1)
-    for n in nodes:  # a source sits just before the first operation that reads it
-        if not preds[n.id] and succs[n.id]:
+    for n in reversed(nodes):  # as late as its first use allows: short edges into operations
+        if succs[n.id]:
             depth[n.id] = min(depth[s] for s in succs[n.id]) - 1
     levels = [[] for _ in range(max(depth.values(), default=0) + 1)]
     for n in nodes:
@@ -101,10 +104,10 @@ def layout(graph):
     sizes = {}
     for n in graph.nodes:
         lines = node_lines(graph, n)
-        width = max(len(t) for t in lines) * CHAR + 2 * PAD
-        if n.kind == "op":
-            width = max(width + 2 * PAD, 44)
-        sizes[n.id] = (round(width), len(lines) * LINE + 2 * PAD - 4)
+        width, height = max(len(t) for t in lines) * CHAR + 2 * PAD, len(lines) * LINE + 2 * PAD - 4
+        if n.kind == "op":  # an ellipse around the text's box
+            width, height = max(width * 1.25, 44), height * (1.3 if len(lines) > 1 else 1)
+        sizes[n.id] = (round(width), round(height))
     column_of = {n: c for c, col in enumerate(cols) for n in col}
     gaps = [MIN_GAP] * len(cols)
     for e in graph.edges:
@@ -133,22 +136,23 @@ def layout(graph):
 def svg(graph):
     """The graph as an SVG document (text)."""
     boxes, gaps, column_of, width, height = layout(graph)
-    title = f"{graph.function}({', '.join(f'{k}={summary(v)}' for k, v in graph.point.items())})"
+    heading = title(graph)
     legend = [line.format(L=graph.result_name) for line in LEGEND]
-    width = max(width, round(max(len(t) for t in [title] + legend) * CHAR * 0.85) + 2 * MARGIN)
+    width = max(width, round(max(len(t) for t in [heading] + legend) * CHAR * 0.85) + 2 * MARGIN)
     out = [
         '<?xml version="1.0" encoding="UTF-8"?>',
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="{FONT}" font-size="{FONT_SIZE}">',
-        f"<title>computational graph of {escape(title)}, drawn by gradgen</title>",
+        f"<title>computational graph of {escape(heading)}, drawn by gradgen</title>",
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
         'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#4b5563"/></marker></defs>',
         f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
         f'<text class="title" x="{MARGIN}" y="{MARGIN + LINE}" font-size="14" font-weight="bold">'
-        f"{escape(title)}</text>",
+        f"{escape(heading)}</text>",
     ]
+    labels = _label_places(graph, boxes, gaps, column_of)
     for e in graph.edges:
-        out.append(_svg_edge(e, boxes, gaps[column_of[e.dst]]))
+        out.append(_svg_edge(e, boxes, labels.get(id(e))))
     for n in graph.nodes:
         out.append(_svg_node(graph, n, boxes[n.id]))
     for i, line in enumerate(legend):
@@ -176,19 +180,43 @@ def _svg_node(graph, node, box):
             f'{shape} fill="{fill}" stroke="{stroke}" stroke-width="1.5"/>{"".join(text)}</g>')
 
 
-def _svg_edge(edge, boxes, gap):
+def _ends(edge, boxes):
     sx, sy, sw, sh = boxes[edge.src]
     dx, dy, dw, dh = boxes[edge.dst]
-    x1, y1, x2, y2 = sx + sw, sy + sh / 2, dx, dy + dh / 2
+    return sx + sw, sy + sh / 2, dx, dy + dh / 2
+
+
+def _label_places(graph, boxes, gaps, column_of):
+    """Where each edge's label goes: on the edge, in the middle of the gap before its
+    operation's column; labels that would overlap there are moved apart vertically."""
+    places = {}
+    by_gap = {}
+    for e in graph.edges:
+        if not e.label:
+            continue
+        x1, y1, x2, y2 = _ends(e, boxes)
+        gap = gaps[column_of[e.dst]]
+        lx = x2 - gap / 2 if x2 - x1 > gap else (x1 + x2) / 2
+        t = (lx - x1) / (x2 - x1) if x2 != x1 else 0.5
+        places[id(e)] = [lx, y1 + (y2 - y1) * t - 4, len(e.label) * LABEL_CHAR + 4]
+        by_gap.setdefault(column_of[e.dst], []).append(places[id(e)])
+    for placed in by_gap.values():
+        placed.sort(key=lambda p: (p[1], p[0]))
+        for i, p in enumerate(placed):
+            for q in placed[:i]:
+                if abs(p[0] - q[0]) < (p[2] + q[2]) / 2 and p[1] - q[1] < 14:
+                    p[1] = q[1] + 14
+    return places
+
+
+def _svg_edge(edge, boxes, place):
+    x1, y1, x2, y2 = _ends(edge, boxes)
     dashed = ' stroke-dasharray="4 3"' if edge.label == "0" else ""
     parts = [f'<g class="edge {edge.kind}" id="e{edge.src}-{edge.dst}-{edge.index}">',
              f'<path d="M {_n(x1)} {_n(y1)} L {_n(x2)} {_n(y2)}" fill="none" stroke="#4b5563" '
              f'stroke-width="1.2"{dashed} marker-end="url(#arrow)"/>']
     if edge.label:
-        lx = x2 - gap / 2 if x2 - x1 > gap else (x1 + x2) / 2
-        t = (lx - x1) / (x2 - x1) if x2 != x1 else 0.5
-        ly = y1 + (y2 - y1) * t - 4
-        w = len(edge.label) * LABEL_CHAR + 4
+        lx, ly, w = place
         parts.append(f'<rect x="{_n(lx - w / 2)}" y="{_n(ly - 10)}" width="{_n(w)}" height="13" fill="#ffffff" '
                      'fill-opacity="0.85"/>')
         parts.append(f'<text class="local" x="{_n(lx)}" y="{_n(ly)}" text-anchor="middle" font-size="11" '
@@ -207,8 +235,7 @@ def _n(value):
 
 def dot(graph):
     """The graph in graphviz's DOT language (`dot -Tsvg` lays it out its own way)."""
-    title = f"{graph.function}({', '.join(f'{k}={summary(v)}' for k, v in graph.point.items())})"
-    out = [f"// computational graph of {title}, drawn by gradgen",
+    out = [f"// computational graph of {title(graph)}, drawn by gradgen",
            f"digraph {_quoted(graph.function)} {{",
            "  rankdir=LR;",
            f'  node [fontname="{FONT.split(",")[0]}", fontsize=11];',
