@@ -19,7 +19,8 @@ import types
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gradgen import activity, closures, emit, freshness, lower, parse, reverse, shapes, sharing, simplify
+from gradgen import activity, closures, emit, freshness, kinds, lower, parse, reverse, shapes, sharing, simplify
+from gradgen import custom_rules
 from gradgen.errors import CompileError
 from gradgen.ir import Assign, Call, Const, For, If, Init, Save, Spelled, Var, While, expressions, variables, walk
 from gradgen.naming import ModuleNamer, identifiers
@@ -38,6 +39,8 @@ class CompiledFunction:
     value_and_grad_name: str
     ir: object = None
     left_out: dict = field(default_factory=dict)  # parameter -> why it is not differentiated
+    reversed: object = None  # its Reversed parts (for the hvp)
+    made: list = field(default_factory=list)  # kinds.Made: the other functions --emit asked for
 
 
 @dataclass
@@ -49,10 +52,11 @@ class CompiledModule:
     skipped: dict = field(default_factory=dict)  # function -> why it has no gradient
 
 
-def compile_source(source, filename="<string>", functions=None, wrt=None) -> CompiledModule:
-    """Compile every selected top-level function of `source` (str or bytes) to gradient code."""
+def compile_source(source, filename="<string>", functions=None, wrt=None, emit_kinds=("grad",)) -> CompiledModule:
+    """Compile every selected top-level function of `source` (str or bytes) to gradient code
+    (and the other kinds `emit_kinds` names: see gradgen.kinds)."""
     try:
-        return _compile_source(source, filename, functions, wrt)
+        return _compile_source(source, filename, functions, wrt, tuple(emit_kinds))
     except RecursionError:
         raise CompileError("the file is nested too deeply for gradgen (Python's recursion limit); split "
                            "its deepest expressions or helper calls into several statements", filename) from None
@@ -60,7 +64,7 @@ def compile_source(source, filename="<string>", functions=None, wrt=None) -> Com
         raise CompileError("out of memory while compiling this file", filename) from None
 
 
-def _compile_source(source, filename, functions, wrt):
+def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",)):
     module = parse.parse_module(source, filename)
     selected = _select(module, functions)
     namer = ModuleNamer(identifiers(module.tree), list(module.constants))
@@ -72,6 +76,12 @@ def _compile_source(source, filename, functions, wrt):
     emitter = emit.Emitter(_default_namespace(module), {})
     results, texts, constants, sigmoid_ns, skipped = [], [], set(), {}, {}
     for fname in selected:
+        custom = custom_rules.not_compiled(module, fname)  # a custom_vjp function or its rule
+        if custom is not None:
+            if functions:
+                raise module.error(module.functions[fname], f"'{fname}' has {custom}")
+            skipped[fname] = custom
+            continue
         if closures.returns_a_function(module.functions[fname], module):
             if functions:
                 raise module.error(module.functions[fname], _FACTORY.format(name=fname))
@@ -84,12 +94,17 @@ def _compile_source(source, filename, functions, wrt):
             skipped[fname] = f"no gradient: it calls its parameter '{called}' (it is inlined where a loss passes a function)"
             continue
         fn, fnamer = _lower(module, fname, namer, sigmoid_name)
-        if not lower.returns_a_number(module.functions[fname]) and shapes.result_is_array(fn, module):
+        array_result = not lower.returns_a_number(module.functions[fname]) and shapes.result_is_array(fn, module)
+        if array_result and not set(emit_kinds) & kinds.FOR_ARRAYS:
             if functions:
                 raise module.error(module.functions[fname], _ARRAY_RESULT.format(name=fname))
             skipped[fname] = "no gradient: its result is an array (it is inlined where a loss calls it)"
             continue
-        compiled, text = _compile_function(module, fn, fnamer, names[fname], wrt, emitter)
+        if emit_kinds == ("grad",):
+            compiled, text = _compile_function(module, fn, fnamer, names[fname], wrt, emitter)
+        else:
+            compiled, text = _compile_kinds(module, fn, fnamer, namer, names[fname], wrt, emitter, emit_kinds,
+                                            array_result)
         results.append(compiled)
         texts.extend(text)
         constants |= _constants_read(compiled.ir, module)
@@ -279,35 +294,27 @@ def _lower(module, fname, namer, sigmoid_name):
             arrays_only.add(whole.param)
 
 
+@dataclass
+class Reversed:
+    """A function's reverse pass, before it is written out: what the gradient, the vjp and
+    the hvp (forward mode over these statements) are made of."""
+
+    chosen: list
+    left_out: dict
+    forward_grad: list
+    forward_value: list
+    backward: list
+    grads: list
+    value: object
+
+
 def _compile_function(module, fn, fnamer, names, wrt, emitter):
     fname = fn.name
-    fn.body = reverse.record_decisions(fn.body, fnamer)
-    emitter.helpers.update(fn.helpers)
-    left_out = activity.left_out_parameters(fn, wrt)
-    chosen = [p.name for p in fn.params if p.name not in left_out]
-    act = activity.analyse(fn, chosen, module)
-    arrays = shapes.array_values(fn, module)
-    sharing.refuse_shared_updates(fn, arrays, module)
-    adjoints = reverse.backward(fn, act, fnamer, fn.result_name, arrays)
-    needed = sharing.numbers_read(adjoints.statements) | set(adjoints.targets.values())
-    sharing.refuse_changes_the_gradient_reads(fn, arrays, module, needed, adjoints.saved)
-    structured = {p.name for p in fn.params if p.structured}
-    grads = [_gradient(adjoints.get(p), p, arrays, p in structured) for p in chosen]
-    backward = adjoints.statements
-    needed = simplify.names_read(backward) | {v.name for g in grads for v in variables(g)}
-    needed |= set(adjoints.targets.values())  # what the backward pass pops, the forward pass must push
-    params = [p.name for p in fn.params]
-    forward_grad = _with_saves(simplify.dead_code(fn.body, set(needed)), adjoints, params)
-    forward_value = _with_saves(
-        simplify.dead_code(fn.body, needed | {v.name for v in variables(fn.result)}), adjoints, params)
+    parts = reverse_parts(module, fn, fnamer, wrt, emitter)
+    chosen, left_out, forward_grad, forward_value, backward, grads = (
+        parts.chosen, parts.left_out, parts.forward_grad, parts.forward_value, parts.backward, parts.grads)
     grad_text = _grads_text(grads, emitter)
-    value = emit.expr_text(fn.result, emitter)
-    restored = {adjoints.stacks_var(i) for i in adjoints.saved}
-    if any(v.name in restored for v in variables(fn.result)):
-        # the backward pass pops earlier values back into the result's variables: keep it
-        kept = fnamer.define("value")
-        forward_value = forward_value + [Assign(kept, fn.result)]
-        value = kept
+    value = parts.value
     of = fn.result_name
     described = ", ".join(chosen) if chosen else "no parameters"
     returns = ", ".join(f"d{of}/d{p}" for p in chosen)
@@ -324,7 +331,97 @@ def _compile_function(module, fn, fnamer, names, wrt, emitter):
         emit.function_text(names[1], fn.params, doc_value, _nonempty(sections_value),
                            f"{value}, {_parenthesised(grad_text, len(chosen))}", emitter),
     ]
-    return CompiledFunction(fname, params, chosen, names[0], names[1], fn, left_out), texts
+    compiled = CompiledFunction(fname, [p.name for p in fn.params], chosen, names[0], names[1], fn, left_out)
+    compiled.reversed = parts
+    return compiled, texts
+
+
+def _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, array_result):
+    """The functions `--emit` asks for (gradgen.kinds): the gradient pair for a number, and
+    jvp, hvp, hessian, vjp, jacobian; a kind that needs another writes it too."""
+    wanted = set(emit_kinds) | {kinds.NEEDS[k] for k in emit_kinds if k in kinds.NEEDS}
+    if array_result:
+        wanted &= kinds.FOR_ARRAYS
+    where = functools.partial(_located_at, module)
+    display = f"{display_name(module.filename)}, line {fn.line}"
+    made, texts = [], []
+    if array_result or "vjp" in wanted:
+        cotangent = fnamer.define("cotangent")
+        parts = reverse_parts(module, fn, fnamer, wrt, emitter, Var(cotangent))
+        if "vjp" in wanted:
+            made.append(kinds.vjp(fn, parts, fnamer, namer.kind_function(fn.name, "vjp"), cotangent, emitter,
+                                  display))
+        compiled = CompiledFunction(fn.name, [p.name for p in fn.params], parts.chosen, None, None, fn,
+                                    parts.left_out)
+        if not array_result:
+            fn, fnamer = _lower(module, fn.name, namer, lower.sigmoid_helper_name(module))
+    if not array_result:
+        compiled, grad_texts = _compile_function(module, fn, fnamer, names, wrt, emitter)
+        if "grad" in emit_kinds:
+            texts += grad_texts
+        else:
+            compiled.grad_name = compiled.value_and_grad_name = None
+    chosen = compiled.wrt
+    arrays = shapes.array_values(fn, module)
+    if "jvp" in wanted:
+        made.append(kinds.jvp(fn, fn.body, chosen, fnamer, namer.kind_function(fn.name, "jvp"), emitter, where,
+                              display, arrays))
+    if "hvp" in wanted:
+        parts = compiled.reversed
+        made.append(kinds.hvp(fn, (parts.forward_grad + parts.backward, parts.grads), chosen, fnamer,
+                              namer.kind_function(fn.name, "hvp"), emitter, where, display, arrays))
+    named = {m.kind: m.name for m in made}
+    if "hessian" in wanted:
+        made.append(kinds.hessian(fn, chosen, fnamer, namer.kind_function(fn.name, "hessian"), named["hvp"],
+                                  emitter, display))
+    if "jacobian" in wanted:
+        made.append(kinds.jacobian(fn, chosen, fnamer, namer.kind_function(fn.name, "jacobian"), named["jvp"],
+                                   emitter, display))
+    order = {k: i for i, k in enumerate(kinds.KINDS)}
+    made.sort(key=lambda m: order[m.kind])
+    compiled.made = made
+    return compiled, texts + [m.text for m in made]
+
+
+def _located_at(module, loc, message):
+    """A CompileError at (line, col) of the user's file, or at the file when unknown."""
+    if loc is None:
+        return CompileError(message, module.filename)
+    node = ast.Pass(lineno=loc[0], col_offset=max(loc[1] - 1, 0))
+    return module.error(node, message)
+
+
+def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
+    """Reverse `fn` (its body is rewritten in place): the statements of the gradient
+    function and of the value-and-gradient function, and the gradient expressions. `seed`:
+    the gradient of the result (1 for a gradient, the caller's cotangent for a vjp)."""
+    fn.body = reverse.record_decisions(fn.body, fnamer)
+    emitter.helpers.update(fn.helpers)
+    left_out = activity.left_out_parameters(fn, wrt)
+    chosen = [p.name for p in fn.params if p.name not in left_out]
+    act = activity.analyse(fn, chosen, module)
+    arrays = shapes.array_values(fn, module)
+    sharing.refuse_shared_updates(fn, arrays, module)
+    adjoints = reverse.backward(fn, act, fnamer, fn.result_name, arrays, seed)
+    needed = sharing.numbers_read(adjoints.statements) | set(adjoints.targets.values())
+    sharing.refuse_changes_the_gradient_reads(fn, arrays, module, needed, adjoints.saved)
+    structured = {p.name for p in fn.params if p.structured}
+    grads = [_gradient(adjoints.get(p), p, arrays, p in structured) for p in chosen]
+    backward = adjoints.statements
+    needed = simplify.names_read(backward) | {v.name for g in grads for v in variables(g)}
+    needed |= set(adjoints.targets.values())  # what the backward pass pops, the forward pass must push
+    params = [p.name for p in fn.params]
+    forward_grad = _with_saves(simplify.dead_code(fn.body, set(needed)), adjoints, params)
+    forward_value = _with_saves(
+        simplify.dead_code(fn.body, needed | {v.name for v in variables(fn.result)}), adjoints, params)
+    value = emit.expr_text(fn.result, emitter)
+    restored = {adjoints.stacks_var(i) for i in adjoints.saved}
+    if any(v.name in restored for v in variables(fn.result)):
+        # the backward pass pops earlier values back into the result's variables: keep it
+        kept = fnamer.define("value")
+        forward_value = forward_value + [Assign(kept, fn.result)]
+        value = kept
+    return Reversed(chosen, left_out, forward_grad, forward_value, backward, grads, value)
 
 
 def _with_saves(stmts, adjoints, params):

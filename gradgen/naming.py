@@ -54,6 +54,10 @@ class ModuleNamer:
     def value_and_grad_function(self, fname):
         return self._fresh(f"{fname}_value_and_grad")
 
+    def kind_function(self, fname, kind):
+        """`f_jvp`, `f_hvp`, `f_hessian`, `f_vjp`, `f_jacobian` (see gradgen.kinds)."""
+        return self._fresh(f"{fname}_{kind}")
+
     def helper(self, wanted):
         """A helper written into the generated module (e.g. the sigmoid), made once."""
         if wanted not in self.helpers:
@@ -80,6 +84,7 @@ class FunctionNamer:
         self.used = set(params)
         self.versions = {}
         self.base_of = {p: p for p in params}
+        self.tangents = {}  # variable -> its tangent's name (forward mode)
 
     def _free(self, name):
         return not (
@@ -113,6 +118,64 @@ class FunctionNamer:
         self.used.add(name)
         return name
 
+    def tangent(self, var):
+        """`d{var}`: the tangent of `var` in forward mode (its derivative along the caller's
+        direction), made once per variable; a clash gets a suffix (`dx_1`)."""
+        made = self.tangents
+        if var not in made:
+            base = f"d{var}"
+            name, k = base, 1
+            while not self._free(name) or (name in self.module.user):
+                name, k = f"{base}_{k}", k + 1
+            self.used.add(name)
+            made[var] = name
+        return made[var]
+
+    def made(self, base):
+        """A fresh name for a value gradgen names (a shared subexpression): `base` if free,
+        else `base_1`, `base_2`..., never an identifier of the user's file."""
+        name, k = base, 1
+        while not self._free(name) or name in self.module.user:
+            name, k = f"{base}_{k}", k + 1
+        self.used.add(name)
+        self.base_of[name] = base
+        return name
+
+    def value_base(self, expr, target=None):
+        """What to call a value computed once and reused, from the source: the function and
+        what it is applied to (`exp_shifted` for np.exp(shifted), `max_logits`,
+        `exp_neg_abs_z`), a comparison's mask (`logits_mask`), and a piece of arithmetic
+        after the variable it feeds (`per_sample_diff`)."""
+        words = self._describe(expr)
+        if words and len(words) <= 4:
+            return "_".join(words)
+        prim = getattr(expr, "prim", None)
+        if prim in _COMPARISONS:
+            lead = self._describe(expr.args[0])
+            return "_".join((lead or [])[:2] + ["mask"])
+        word = _WORDS.get(prim, "part")
+        return f"{self.base(target)}_{word}" if target else word
+
+    def _describe(self, e):
+        """Words naming `e` (a variable, or a function applied to a described value), or None."""
+        from gradgen.ir import Call, Var
+        from gradgen.primitives import TABLE
+
+        if isinstance(e, Var):
+            return [self.base(e.name)]
+        if not isinstance(e, Call) or e.prim not in TABLE:
+            return None
+        if e.prim == "neg":
+            inner = self._describe(e.args[0])
+            return ["neg"] + inner if inner else None
+        prim = TABLE[e.prim]
+        if prim.operator is not None or not prim.names or not e.args:
+            return None
+        main = next((a for a in e.args if not _constant(a)), None)
+        inner = self._describe(main) if main is not None else None
+        name = (prim.names.get(e.ns) or next(iter(prim.names.values()))).split(".")[-1]
+        return [name] + inner if inner else None
+
     def stack(self, var):
         """The list that keeps `var`'s overwritten values: `x_stack`."""
         return self.define(f"{var}_stack")
@@ -127,3 +190,13 @@ class FunctionNamer:
 
 
 _BUILTINS = set(dir(builtins)) - {"_"}
+
+_COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge", "ge_strict", "le_strict"}
+_WORDS = {"add": "sum", "sub": "diff", "mul": "prod", "div": "ratio", "pow": "power", "matmul": "product",
+          "mod": "mod"}
+
+
+def _constant(e):
+    from gradgen.ir import variables
+
+    return not any(True for _ in variables(e))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gradgen import simplify
+from gradgen import custom_rules, simplify
 from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, IndexAdd, Restore, Spelled, Var,
                         While,
                         assigned, expressions, variables, walk)
@@ -48,10 +48,11 @@ class Backward:
         return self.targets[assignment_id]
 
 
-def backward(fn, activity, namer, of, arrays=frozenset()) -> Backward:
+def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward:
     """Reverse `fn`'s body; decide which overwritten values the forward pass must save.
 
-    `arrays`: the values that may be NumPy arrays (see gradgen.shapes)."""
+    `arrays`: the values that may be NumPy arrays (see gradgen.shapes); `seed`: the
+    gradient of the result (1, or a vjp's cotangent)."""
     rev = _Reverser(activity.active, namer, of, arrays)
     rev.params = {p.name for p in fn.params}
     rev.lists = {s.target for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.expr, Call)
@@ -63,7 +64,7 @@ def backward(fn, activity, namer, of, arrays=frozenset()) -> Backward:
     loop_temporaries(fn.body, {p.name for p in fn.params}, simplify.names_read([]) | _reads_of(fn.result),
                      rev.locals)
     if isinstance(fn.result, Var) and fn.result.name in activity.active:
-        rev.state[fn.result.name] = Const(1)
+        rev.state[fn.result.name] = Const(1) if seed is None else seed
     statements = rev.block(fn.body)
     saved = set()
     _mark_saves(fn.body, rev.reads, set(), saved)
@@ -169,6 +170,8 @@ class _Reverser:
     def assign(self, stmt):
         if isinstance(stmt.expr, Call) and stmt.expr.prim == "append":
             return self.append(stmt)
+        if isinstance(stmt.expr, Call) and stmt.expr.prim in custom_rules.CALLS:  # the user's rule, written out
+            return custom_rules.backward(self, stmt)
         v = stmt.target
         restore = [Restore(v, self.stack(v), id(stmt))] if stmt.overwrites and not stmt.counter else []
         self_ref = any(x.name == v for x in variables(stmt.expr))
