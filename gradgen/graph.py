@@ -167,6 +167,9 @@ def _point(cf, module, at):
 
 
 def _drawable(value):
+    """A number or an array (or a shape: a tuple of integers, as `X.shape` is)."""
+    if isinstance(value, tuple):
+        return all(isinstance(v, (int, np.integer)) for v in value)
     return isinstance(value, (int, float, np.number, np.ndarray, bool, np.bool_))
 
 
@@ -332,21 +335,29 @@ class _Builder:
                 env[f"_a{i}"] = arg.value
                 shown.append(arg.shown)
         call = Call(expr.prim, tuple(placeholders), expr.ns, expr.loc, expr.params)
-        value = self.evaluate(call, env, stmt)
-        if not env:  # made of constants only (np.zeros(3), math.pi): a constant itself
+        value = self.evaluate(call, env, stmt, numbers=bool(env))
+        if not env:  # made of constants only (np.zeros(3), math.pi, a shape (-1, 1)): a constant itself
             return _Literal(value)
         prim = TABLE[expr.prim]
         smooth = prim.kind == "smooth" and prim.vjp is not None
         active = smooth and any(isinstance(a, Node) and a.active and _rule(prim, i) is not None
                                 for i, a in enumerate(args))
         line = expr.loc[0] if expr.loc else getattr(stmt, "line", None)
-        node = self.node("op", op_label(expr.prim, args, expr.params), value, active=active, line=line,
+        label = self.subscript(call) if expr.prim == "getitem" else op_label(expr.prim, args, expr.params)
+        node = self.node("op", label, value, active=active, line=line,
                          prim=expr.prim, call=call, env=env,
                          shown=Call(expr.prim, tuple(shown), expr.ns, None, expr.params), inputs_shown=tuple(shown))
         for i, arg in enumerate(args):
             if isinstance(arg, Node):
                 self.edges.append(Edge(arg.id, node.id, i))
         return node
+
+    def subscript(self, call):
+        """An indexing as written, its array a dot: `·[:, 0]`."""
+        dots = {a.name: Var("·") for a in call.args if isinstance(a, Var)}
+        shown = Call("getitem", tuple(dots.get(getattr(a, "name", None), a) for a in call.args), call.ns,
+                     params=call.params)
+        return ast.unparse(self.emitter.expr(shown))
 
     def evaluate(self, expr, env, stmt, numbers=True):
         """`expr` (IR over names in `self.values` and `env`) evaluated as the program would
@@ -441,13 +452,15 @@ def op_label(prim, args, params=()):
 
 
 _SYMBOLS = {"add": "+", "sub": "−", "mul": "×", "div": "/", "pow": "**", "neg": "−", "pos": "+", "mod": "%",
-            "matmul": "@", "sigmoid": "σ", "getitem": "[ ]", "setitem": "[ ]=", "T": ".T"}
+            "matmul": "@", "sigmoid": "σ", "setitem": "[ ]=", "T": ".T"}
 
 
 def format_value(value):
     """A number as the lessons write it (1, 0.5, -0.25), an array by its shape."""
     if isinstance(value, np.ndarray) and value.ndim:
         return f"array{value.shape}"
+    if isinstance(value, tuple):
+        return str(tuple(int(v) for v in value))
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value))
     if isinstance(value, (int, np.integer)):
