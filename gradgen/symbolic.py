@@ -2,8 +2,11 @@
 `sympy.diff`, sharing nothing with the rule table but each primitive's `sympy` twin.
 
 Scalar programs are followed as a trace (forward mode, statement by statement, the chain
-rule applied numerically at 30 digits); array programs on a small instance run on object
-arrays of sympy expressions. A conditional follows the branch the sample point takes.
+rule applied numerically): each distinct statement is differentiated by sympy once and its
+partial derivatives evaluated in floats at every execution (gradgen/symbolic_plans.py), or,
+with `exact=True`, every execution differentiated and evaluated at 30 digits. Array
+programs on a small instance run on object arrays of sympy expressions. A conditional
+follows the branch the sample point takes.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from gradgen.emit import Emitter
 from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, is_draw, variables
 from gradgen.limits import time_limit
 from gradgen.primitives import TABLE
+from gradgen.symbolic_plans import Fallback, partials, plans_for
 from gradgen.usercode import fresh
 
 
@@ -26,15 +30,18 @@ class _Unsupported(Exception):
     """The sympy side cannot follow this program (the table then shows '-')."""
 
 
-def sympy_gradient(fn, module, point, wrt):
+def sympy_gradient(fn, module, point, wrt, exact=False):
     """d(result)/d(param) for each `wrt` param, following the path `point` takes.
 
     Forward mode over the executed trace: sympy differentiates each statement's expression
     (nothing from the rule table is used), and the chain rule between statements is applied
-    numerically, at 30 digits. A loop of any length stays linear in cost.
+    numerically. A loop of any length stays linear in cost. By default each distinct
+    statement is differentiated once and evaluated in floats wherever it runs (the plans are
+    kept for the next point of `fn`); `exact=True` differentiates every execution and works
+    at 30 digits throughout (the referee where the floats and the generated code disagree).
     """
     try:
-        trace = _Trace(module, point, wrt, fn.params)
+        trace = _Trace(module, point, wrt, fn.params, None if exact else plans_for(fn))
         trace.run(fn.body)
         _, tangent = trace.evaluate(fn.result)
     except (_Unsupported, TypeError, ValueError, ZeroDivisionError, OverflowError, ArithmeticError):
@@ -45,6 +52,12 @@ def sympy_gradient(fn, module, point, wrt):
 def _real(value):
     value = complex(value)
     return value.real if abs(value.imag) <= 1e-12 * max(1.0, abs(value.real)) else math.nan
+
+
+def _python(value):
+    """A 30-digit sympy number as a Python float (complex where it is not real)."""
+    value = complex(value)
+    return value.real if value.imag == 0 else value
 
 
 def _number(value):
@@ -75,7 +88,7 @@ class _Trace:
 
     MAX_ITERATIONS = 1_000_000
 
-    def __init__(self, module, point, wrt, params):
+    def __init__(self, module, point, wrt, params, plans=None):
         point = fresh(point)  # random states copied: the trace draws what the program draws
         self.wrt = list(wrt)
         self.zero = (0,) * len(self.wrt)
@@ -87,9 +100,11 @@ class _Trace:
             self.values[p.name] = point[p.name]
             self.tangents[p.name] = tuple(int(p.name == w) for w in self.wrt)
         self.derivatives = {}
-        self.compiled = {}
+        self.plans = plans  # None: every statement differentiated and evaluated at 30 digits
+        self.compiled = {} if plans is None else plans.compiled
         self.emitter = Emitter("math", {"sigmoid": "sigmoid"})
-        self.env = {"math": math, "np": np, "sigmoid": lambda x: 1 / (1 + np.exp(-x)), **_scipy()}
+        self.env = {"math": math, "np": np, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+                    **(_scipy() if "scipy" in module.source else {})}  # (scipy.stats: half a second)
 
     def run(self, stmts):
         for stmt in stmts:
@@ -161,19 +176,36 @@ class _Trace:
         if isinstance(expr, Call) and expr.prim in _LIST_TANGENTS:  # a list's tangent: its elements'
             return self.value(expr), _LIST_TANGENTS[expr.prim](self, expr)
         value = self.value(expr)
-        if is_draw(expr) or not any(any(self.tangents.get(v.name, self.zero)) for v in variables(expr)):
-            # data (a draw: evaluating it again would draw other numbers), or a value no
-            # differentiated parameter reaches (an array drawn beside a scalar program, say)
+        if is_draw(expr):  # data: evaluating it again would draw other numbers
             return value, self.zero
+        if self.plans is not None:
+            try:
+                return value, self._combine(partials(self, expr, self.plans))
+            except Fallback:
+                return value, self._combine([(name, _python(p)) for name, p in self._exact_partials(expr)])
+        tangent = [0] * len(self.wrt)
+        for name, partial in self._exact_partials(expr):
+            tangent = [t + partial * d for t, d in zip(tangent, self.tangents[name])]
+        return value, tuple(tangent)
+
+    def _exact_partials(self, expr):
+        """[(name, d expr / d name)] at 30 digits, sympy differentiating `expr` as it is here
+        (empty for a value no differentiated parameter reaches: an array drawn beside a
+        scalar program, say)."""
+        if not any(any(self.tangents.get(v.name, self.zero)) for v in variables(expr)):
+            return []
         symbols = {}
         tree = self._symbolic(expr, symbols)
-        tangent = [0] * len(self.wrt)
-        if symbols:
-            numbers = {sym: sympy.Float(self.values[name], 30) for name, sym in symbols.items()}
-            for name, sym in symbols.items():
-                partial = self._partial(tree, sym).evalf(30, subs=numbers)
-                tangent = [t + partial * d for t, d in zip(tangent, self.tangents[name])]
-        return value, tuple(tangent)
+        numbers = {sym: sympy.Float(self.values[name], 30) for name, sym in symbols.items()}
+        return [(name, self._partial(tree, sym).evalf(30, subs=numbers)) for name, sym in symbols.items()]
+
+    def _combine(self, partials):
+        """The chain rule: the sum of each input's tangent times its partial derivative."""
+        tangent = None
+        for name, p in partials:
+            d = self.tangents[name]
+            tangent = [p * x for x in d] if tangent is None else [t + p * x for t, x in zip(tangent, d)]
+        return self.zero if tangent is None else tuple(tangent)
 
     def _partial(self, tree, sym):
         key = (tree, sym)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import sys
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -23,7 +25,7 @@ import numpy as np
 from gradgen.api import compile_source, load_module
 from gradgen.finite import Difference, difference, finite_difference, is_kink, sample_points
 from gradgen.nonfinite import all_finite, locate_nonfinite
-from gradgen.report import FD_TOL, SYMPY_TOL, FunctionReport, PointReport, Row, judge
+from gradgen.report import FD_TOL, SYMPY_TOL, FunctionReport, PointReport, Row, judge, rel_error
 from gradgen.symbolic import _Symbolic, sympy_array_gradient, sympy_gradient
 from gradgen.usercode import call, describe, expect_number, fresh, run_original, same_global_draws
 
@@ -38,15 +40,35 @@ def check_source(source, filename="<string>", functions=None, wrt=None, at=None,
     compiled = compile_source(source, filename, functions, wrt)
     generated = load_module(compiled.text, "gradgen_check_generated")
     original = run_original(compiled.module.source, filename)
+    progress = _Progress()
     with same_global_draws(), contextlib.redirect_stdout(io.StringIO()):  # the function's prints, run ~100 times
         return [_check_function(cf, compiled, getattr(original, cf.name),
-                                getattr(generated, cf.value_and_grad_name), at, n_points, seed, filename)
+                                getattr(generated, cf.value_and_grad_name), at, n_points, seed, filename, progress)
                 for cf in compiled.functions]
 
 
-def _check_function(cf, compiled, f, value_and_grad, at, n_points, seed, filename):
+PROGRESS_AFTER = 2.0  # seconds of processor time into a check, after which it says where it is
+
+
+class _Progress:
+    """A long check says on stderr which point of which function it is at; a short one says
+    nothing (its output is the table alone). Processor time, so that a loaded machine does
+    not make a short check talk."""
+
+    def __init__(self):
+        self.start = time.process_time()
+
+    def point(self, name, k, n):
+        if time.process_time() - self.start > PROGRESS_AFTER:
+            print(f"checking {name}: point {k}/{n} ...", file=sys.stderr, flush=True)
+
+
+def _check_function(cf, compiled, f, value_and_grad, at, n_points, seed, filename, progress=None):
     report = FunctionReport(cf.name, cf.wrt)
-    for point in sample_points(cf, f, at, n_points, seed, filename):
+    points = sample_points(cf, f, at, n_points, seed, filename)
+    for k, point in enumerate(points, 1):
+        if progress is not None:
+            progress.point(cf.name, k, len(points))
         _expect_numbers_and_arrays(point, cf, compiled.module)
         where = f"{cf.name} at {describe(point)}"
         expect_number(call(f, point, filename, compiled.module.source, where), compiled.module, cf.name, where)
@@ -179,7 +201,7 @@ def check_point(cf, module, f, value_and_grad, point, generated_text=None, flatt
     else:
         nonfinite = []
     arrays = any(np.ndim(point[w]) for w in cf.wrt) or flattened  # (no sympy for a structured parameter)
-    symbolic = [None] * len(cf.wrt) if arrays else sympy_gradient(cf.ir, module, point, cf.wrt)
+    symbolic = [None] * len(cf.wrt) if arrays else _sympy_scalars(cf, module, point, grads)
     by_element = sympy_array_gradient(cf.ir, module, point, cf.wrt) if arrays and not flattened else {}
     with np.errstate(all="ignore"):
         report = PointReport(dict(point), float(value), float(f(**fresh(point))), nonfinite=nonfinite)
@@ -191,6 +213,24 @@ def check_point(cf, module, f, value_and_grad, point, generated_text=None, flatt
         else:
             report.rows.extend(_array_rows(name, gen, f, point, by_element.get(name)))
     return report
+
+
+def _sympy_scalars(cf, module, point, grads):
+    """sympy's gradient, its statements' derivatives evaluated in floats; where that and the
+    generated gradient are not plainly equal (or it is not finite), sympy's again at 30
+    digits, so that no verdict rests on the rounding of the floats."""
+    symbolic = sympy_gradient(cf.ir, module, point, cf.wrt)
+    if any(_doubtful(gen, sym) for gen, sym in zip(grads, symbolic)):
+        symbolic = sympy_gradient(cf.ir, module, point, cf.wrt, exact=True)
+    return symbolic
+
+
+def _doubtful(gen, sym):
+    try:
+        gen = float(gen)
+    except (TypeError, ValueError):
+        return False  # (its row says what is wrong with it)
+    return sym is not None and math.isfinite(gen) and not rel_error(gen, sym) <= SYMPY_TOL / 10
 
 
 def _array_rows(name, gen, f, point, symbolic=None, directions=3):
