@@ -167,6 +167,17 @@ def test_a_loop_too_long_to_draw_is_refused_at_the_loop():
     assert "has more than 400 nodes (this loop had run 320 times when gradgen stopped)" in info.value.message
 
 
+def test_a_loop_over_an_array_parameter_reads_it_element_by_element():
+    source = "def total(xs):\n    s = 0.0\n    for x in xs:\n        s += x * x\n    return s\n"
+    point = {"xs": np.array([1.0, 2.0, 3.0])}
+    graph = graph_source(source, "t.py", "total", at=point)
+    assert graph.node("s").value == 14.0
+    np.testing.assert_array_equal(graph.node("xs").grad, [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(graph.node("xs").grad, generated_grad(source, "total", point))
+    assert [e.label for e in graph.edges if e.label.startswith("g at")] == ["g at [0]", "g at [1]", "g at [2]"]
+    assert [n.value for n in graph.nodes if n.label == "x"] == [1.0, 2.0, 3.0]
+
+
 @pytest.mark.parametrize("name", ["huber", "doubling", "settle"])
 def test_branches_and_while_loops_match_the_generated_gradient(name):
     source = (ROOT / "examples" / "piecewise.py").read_bytes()
