@@ -20,6 +20,7 @@ derivative is a Jacobian. The user's file is never run (a `--inputs` builder is,
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -201,7 +202,7 @@ def _path(node):
 
 def _readable(expr, builder):
     text = ast.unparse(builder.emitter.expr(expr))
-    return text.replace("np.", "").replace("math.", "")
+    return re.sub(r"\b(?:np|math|scipy\.\w+)\.", "", text)  # exp(x), gammaln(y): as the lessons write them
 
 
 def _is_number(text):

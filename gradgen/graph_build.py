@@ -11,6 +11,8 @@ or MAX_NODES that reach the result, the graph is refused at the loop that made i
 from __future__ import annotations
 
 import ast
+import contextlib
+import importlib
 import math
 from dataclasses import dataclass, field
 
@@ -19,7 +21,7 @@ import numpy as np
 from gradgen.emit import HELPERS, Emitter
 from gradgen.errors import CompileError
 from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While
-from gradgen.primitives import TABLE
+from gradgen.primitives import SCIPY_MODULES, TABLE
 
 MAX_NODES = 400  # drawn (after nodes that cannot reach the result are dropped)
 BUILD_NODES = 4 * MAX_NODES  # made while following the function (a bound on the work)
@@ -90,11 +92,15 @@ def drawable(value):
     return isinstance(value, (int, float, np.number, np.ndarray, bool, np.bool_))
 
 
-def _environment():
-    """What the IR's Python text needs: math, NumPy, the sigmoid, the generated helpers."""
-    from gradgen.symbolic import _scipy
-
-    env = {"math": math, "np": np, "sigmoid": lambda x: 1 / (1 + np.exp(-x)), **_scipy()}
+def _environment(module):
+    """What the IR's Python text needs: math, NumPy, the sigmoid, the generated helpers,
+    and the SciPy modules the rule table calls, where the file imports SciPy."""
+    env = {"math": math, "np": np, "sigmoid": lambda x: 1 / (1 + np.exp(-x))}
+    if any(q.split(".")[0] == "scipy" for q in module.imports.values()):
+        for name in SCIPY_MODULES:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
+                env["scipy"] = importlib.import_module("scipy")
     for _, source in HELPERS.values():
         exec(source, env)  # noqa: S102 - gradgen's own helper definitions
     return env
@@ -110,7 +116,7 @@ class Builder:
         self.values.update(point)
         self.where = {}  # variable -> the node holding its current value
         self.loops = []  # (statement, iterations) of every loop followed
-        self.env = _environment()
+        self.env = _environment(module)
         self.emitter = Emitter("numpy", {"sigmoid": "sigmoid"})
         self.code = {}
         for p in fn.params:

@@ -263,4 +263,4 @@ def _quoted(text):
     return f'"{_escaped(text)}"'
 
 
-__all__ = ["svg", "dot", "layout", "columns", "node_lines", "format_value"]
+__all__ = ["svg", "dot", "layout", "columns", "node_lines", "title"]

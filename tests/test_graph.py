@@ -102,7 +102,8 @@ def test_seed_network_parameter_gradients_are_the_generated_ones():
 def test_seed_network_picture_is_current():
     """docs/seed_net_graph.svg is what `gradgen graph examples/seed_net.py -o ...` draws."""
     graph = graph_source(SEED.read_bytes(), "examples/seed_net.py", None)
-    assert svg(graph).encode("utf-8") == GOLDEN.read_bytes()
+    assert svg(graph).encode("utf-8") == GOLDEN.read_bytes(), \
+        "the picture changed: look at it, then run `gradgen graph examples/seed_net.py -o docs/seed_net_graph.svg`"
 
 
 def test_seed_network_dot_has_one_line_per_node_and_edge():
