@@ -34,7 +34,7 @@ def varied(stmts, seeds):
             new = None
             if isinstance(s, Assign) and carries(s.expr, out):
                 new = s.target
-            elif isinstance(s, For) and _reads(s.iter) & out:
+            elif isinstance(s, For) and carries(s.iter, out):
                 new = s.target
             elif isinstance(s, Save) and s.name in out:
                 stacks[s.stack] = s.name
@@ -47,6 +47,11 @@ def varied(stmts, seeds):
                 out.add(new)
                 changed = True
     return out
+
+
+def _writes_in_place(s):
+    return (isinstance(s.expr, Call) and s.expr.prim == "setitem" and s.augmented
+            and s.expr.args[0] == Var(s.target))
 
 
 def carries(expr, active):
@@ -74,9 +79,17 @@ class Forward:
     def __init__(self, active, tangent_name, lists=frozenset(), where=None, arrays=frozenset()):
         self.active = active
         self.arrays = arrays  # values that may be arrays (gradgen.shapes)
+        self.params = set()  # the function's parameters: their tangents are the caller's arrays
         self.tangent_name = tangent_name
         self.lists = set(lists)
         self.where = where  # (line, col) -> CompileError, for a primitive with no tangent rule
+
+    def start(self, params, chosen):
+        """Tangents of the parameters that are not differentiated but are reassigned from
+        differentiated values (data `x` that a loop turns into `x = np.tanh(x @ W)`): zero
+        until then."""
+        return [Assign(self.tangent_name(p.name), self.zero(Var(p.name), Var(p.name)))
+                for p in params if p.name in self.active and p.name not in chosen]
 
     def block(self, stmts):
         out = []
@@ -119,6 +132,9 @@ class Forward:
         t = self.expr(s.expr, out)
         if s.accumulate:
             tangent = [] if t is None else [Assign(target, t, s.line, s.source, accumulate=True)]
+        elif _writes_in_place(s) and s.target not in self.params and t is not None:
+            # `x[i] = v` into x's own array: the tangent's own array too (never a caller's tangent)
+            tangent = [Assign(target, t, s.line, s.source, augmented=True)]
         else:
             tangent = [Assign(target, t if t is not None else self.zero(s.expr, Var(s.target)), s.line, s.source)]
         # a tangent reads the old values of what its statement overwrites: it goes first

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from gradgen import emit, forward, simplify
 from gradgen.errors import CompileError
-from gradgen.ir import Assign, For, IndexAdd, Param, While, variables, walk
+from gradgen.ir import Assign, For, IndexAdd, Param, Save, While, expressions, variables, walk
 from gradgen.primitives import LIBRARY_HELPERS, helper
 
 BACKWARD = "backward pass: upstream gradient times local gradient, last statement first"
@@ -93,7 +93,8 @@ def jvp(fn, body, chosen, fnamer, name, emitter, where, display, arrays=frozense
     lists = forward.list_names(body) | {p.name for p in fn.params if p.structured}
     active = forward.varied(body, chosen)
     fwd = forward.Forward(active, fnamer.tangent, lists, where, arrays)
-    stmts = fwd.block(body)
+    fwd.params = {p.name for p in fn.params}
+    stmts = fwd.start(fn.params, chosen) + fwd.block(body)
     t = fwd.expr(fn.result, fn.result)
     t = t if t is not None else fwd.zero(fn.result, fn.result)
     value = fn.result
@@ -117,12 +118,16 @@ def hvp(fn, parts, chosen, fnamer, name, emitter, where, display, arrays=frozens
               ("zeros_like_tree", "list_zeros", "unstack")}
     active = forward.varied(stmts, chosen)
     fwd = forward.Forward(active, fnamer.tangent, lists, where, arrays)
-    body = fwd.block(stmts)
+    fwd.params = {p.name for p in fn.params}
+    body = fwd.start(fn.params, chosen) + fwd.block(stmts)
     outs = [fwd.expr(g, None) for g in grads]
     outs = [t if t is not None else fwd.zero(g, g) for t, g in zip(outs, grads)]
     needed = {v.name for t in outs for v in variables(t)}
     needed |= {s.count for s in walk(body) if isinstance(s, (For, While)) and s.count}  # a backward loop's trips
-    needed |= {s.target for s in walk(body) if isinstance(s, IndexAdd)}  # (kept: it adds into its target)
+    for s in walk(body):  # an addition into an array is kept, with what it reads
+        if isinstance(s, IndexAdd):
+            needed |= {s.target} | {v.name for e in expressions(s) for v in variables(e)}
+    needed |= {s.name for s in walk(body) if isinstance(s, Save)}  # (kept: it pushes its value)
     body = forward.tidy(simplify.dead_code(body, needed))
     along = ", ".join(tangents[p] for p in chosen)
     doc = (f"Hessian of {fn.name} times the direction ({along}), by forward mode over the gradient.\n\n"

@@ -46,7 +46,7 @@ LINEAR_IN_FIRST = {
 BILINEAR_HELPERS = {"matmul_grad_a": (0, 2), "matmul_grad_b": (0, 1)}
 # which inputs of a linear primitive carry values (the rest are indices, shapes, paths)
 _VALUE_SLOTS = {"tree_get": (0,), "list_get": (0,), "pop": (0,), "unstack": (0,), "shaped_like": (1,),
-                "take_along_axis": (0,), "take": (0,)}
+                "take_along_axis": (0,), "take": (0,), "setitem": (0, 1), "getitem": (0,)}
 
 
 class NoTangentRule(Exception):
