@@ -182,9 +182,11 @@ def _check(args):
             print(f"NOT CHECKED {report.name}: no sample point where it is finite and smooth; give one "
                   f"with --at name=value,... or --inputs FILE:FUNC", file=sys.stderr)
             continue
-        bad = sorted({row.param for p in report.points for row in p.rows if not row.ok})
-        what = f"parameter(s) {', '.join(bad)}" if bad else "its value"
-        print(f"MISMATCH in {report.name}: {what}", file=sys.stderr)
+        bad = sorted({row.param for p in report.points for row in p.rows if not row.ok and not _is_rule(row)})
+        rules = sorted({row.note for p in report.points for row in p.rows if not row.ok and _is_rule(row)})
+        what = f"parameter(s) {', '.join(bad)}" if bad else "its value" if not rules else ""
+        for line in ([what] if what else []) + rules:  # a custom rule that disagrees is named (custom_check.py)
+            print(f"MISMATCH in {report.name}: {line}", file=sys.stderr)
     if not failed:
         print(f"all gradients match ({sum(len(r.points) for r in reports)} point(s) checked)")
     return 1 if failed else 0
@@ -212,6 +214,10 @@ def _graph(args):
     return 0
 
 
+def _is_rule(row):
+    return row.param.startswith("rule ")
+
+
 def _inputs(spec):
     """The point `--inputs FILE:FUNC` builds: FUNC() in FILE, the user's own code (what it
     raises is reported at its line of FILE, status 1)."""
@@ -231,13 +237,21 @@ def format_report(report):
         table = [("parameter", "generated", "sympy", "finite difference", "relative error", "ok")]
         for row in point.rows:
             table.append((row.param, _num(row.generated), _num(row.sympy), _num(row.fd),
-                          f"{row.rel_error:.1e}", "ok" if row.ok else "FAIL" + (f" ({row.note})" if row.note else "")))
+                          f"{row.rel_error:.1e}", _verdict(row)))
         widths = [max(len(r[i]) for r in table) for i in range(5)]
         for r in table:
             lines.append("    " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " | " + r[5])
         # where a nan or an inf first appeared: `file:line: dL_dx became inf in the backward pass of: ...`
         lines.extend("    " + message for message in getattr(point, "nonfinite", ()))
     return "\n".join(lines)
+
+
+def _verdict(row):
+    """`ok`, or `FAIL (why)`; a row shown but deliberately not compared (a custom rule marked
+    as an estimator) says so beside its `ok`."""
+    if row.ok:
+        return f"ok ({row.note})" if row.fd_verdict == "not compared" else "ok"
+    return "FAIL" + (f" ({row.note})" if row.note else "")
 
 
 def _value(value):

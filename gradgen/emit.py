@@ -290,6 +290,10 @@ _SPECIAL = {
     "einsum": lambda em, args, kw: em._numpy_call("einsum", [kw[0].value] + args, []),
     "range_slice": lambda em, args, kw: ast.Subscript(ast.Call(ast.Name("range"), [args[0]], []),
                                                       ast.Slice(*[None if _is_none(a) else a for a in args[1:]])),
+    # gradgen.stop_gradient(x) and a custom_vjp call (gradgen/custom_rules.py): just the value
+    "stop_gradient": lambda em, args, kw: args[0],
+    "custom_vjp": lambda em, args, kw: args[0],
+    "custom_estimator": lambda em, args, kw: args[0],
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from gradgen import effects, primitives
+from gradgen import custom_rules, effects, primitives
 from gradgen.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
 from gradgen.ir import Assign, Break, Call, Const, Continue, Effect, Function, If, Param, Var, variables
 from gradgen.lower_calls import CallLowering, _draw_name, sigmoid_pattern
@@ -297,6 +297,9 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
                 self._bind(scope, t.id, item, stmt)
         elif isinstance(target, (ast.Name, ast.Tuple, ast.List)) and self._ref(scope, value) is not None:
             self._bind_target(scope, target, self._ref(scope, value), stmt)  # layer = params[i]; W, b = layer
+        elif isinstance(target, ast.Name) and self.depth == 0 and custom_rules.called(self, scope, value):
+            custom = custom_rules.called(self, scope, value)  # y = safe_log(x): y is the custom call itself
+            self._bind(scope, target.id, custom_rules.lower_call(self, scope, value, custom, named=False), stmt)
         elif isinstance(target, ast.Name):
             self._bind(scope, target.id, self.expr(scope, value, function_ok=True), stmt)
         elif isinstance(target, ast.Tuple):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from gradgen import effects, primitives
+from gradgen import custom_rules, effects, primitives
 from gradgen.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, own_nodes
 from gradgen.ir import Const, Spelled, Var
 from gradgen.parse import constant_value
@@ -255,6 +255,20 @@ class CallLowering:
     def _inline(self, scope, node, hnode, unpacked=None, closure=None):
         """A call to a same-file function: the sigmoid primitive, or the helper's body inlined
         (`unpacked`: its call is unpacked into that many names; the result is then a tuple)."""
+        custom = custom_rules.custom_of(self.m, hnode)
+        if custom is not None:  # @gradgen.custom_vjp: its body's value, differentiated by its rule
+            return custom_rules.lower_call(self, scope, node, custom, unpacked)
+        self._inline_limits(node, hnode)
+        self._params(hnode, helper=True)  # decorators, ...: said of the helper before its call is matched
+        args = self._bind_arguments(scope, node, hnode)
+        sigmoid_ns = sigmoid_pattern(hnode, self.m)
+        if sigmoid_ns is not None and unpacked is None:
+            self.helpers["sigmoid"] = self.sigmoid_name
+            return self._call("sigmoid", (args[hnode.args.args[0].arg],), sigmoid_ns, node)
+        return self._inline_bound(node, hnode, args, unpacked, closure)
+
+    def _inline_limits(self, node, hnode):
+        """Refuse recursion, and inlining past its bounds (depth, syntax nodes copied)."""
         if hnode.name in self.stack:
             raise self.m.error(node, f"recursive call to '{hnode.name}': gradgen cannot differentiate recursion")
         if len(self.stack) > MAX_INLINE_DEPTH:
@@ -264,12 +278,10 @@ class CallLowering:
         if self.inlined > MAX_INLINED_NODES:  # helpers calling a helper twice double at every level
             raise self.m.error(node, f"inlining the helpers '{self.fnode.name}' calls copies more than "
                                      f"{MAX_INLINED_NODES:,} syntax nodes; gradgen stops here")
-        self._params(hnode, helper=True)  # decorators, ...: said of the helper before its call is matched
-        args = self._bind_arguments(scope, node, hnode)
-        sigmoid_ns = sigmoid_pattern(hnode, self.m)
-        if sigmoid_ns is not None and unpacked is None:
-            self.helpers["sigmoid"] = self.sigmoid_name
-            return self._call("sigmoid", (args[hnode.args.args[0].arg],), sigmoid_ns, node)
+
+    def _inline_bound(self, node, hnode, args, unpacked=None, closure=None):
+        """The helper's body inlined, its parameters bound to `args` (name -> value) in a
+        scope of its own: its locals never clash with the caller's names."""
         env = {}
         for name, value in args.items():
             if isinstance(value, ArgsTuple):  # *args: each value in a variable of its own

@@ -428,6 +428,29 @@ primitive("array", spellings=["numpy.array", "numpy.asarray"], keywords=("dtype"
 for _name in ("unbroadcast", "matmul_grad_a", "matmul_grad_b", "concatenate_grad", "prod_grad"):
     primitive(_name, None, sympy=None, kind="helper")
 
+# --- gradgen.stop_gradient, and calls of @gradgen.custom_vjp functions (gradgen/custom_rules.py) ---
+# stop_gradient(x) is x, written as x, and nothing flows back through it (a constant to sympy).
+primitive("stop_gradient", spellings=["gradgen.stop_gradient"], sympy=lambda x: x, kind="piecewise")
+
+
+def _custom_rule(i):
+    """A custom call's arguments are (its value, *its inputs): the value gets no gradient
+    (its body is not differentiated); the inputs get the user's rule, which gradgen.reverse
+    writes statement by statement (gradgen.custom_rules.backward), never through here."""
+    if i == 0:
+        return None
+
+    def rule(g, out, *args, **params):
+        raise AssertionError("a custom_vjp call is a statement of its own")
+
+    return rule
+
+
+# Call(..., (value, *inputs), params=(("rule", LoweredRule),)): written as its value; sympy
+# differentiates the value (gradgen/symbolic.py), except an estimator's, which it skips.
+primitive("custom_vjp", None, min_args=1, elementwise=False, vjp=(_custom_rule,))
+primitive("custom_estimator", None, min_args=1, elementwise=False, vjp=(_custom_rule,))
+
 
 def _inverse(axes):
     if axes is None:

@@ -172,6 +172,8 @@ class _Reverser:
             return self.append(stmt)
         if isinstance(stmt.expr, Call) and stmt.expr.prim in custom_rules.CALLS:  # the user's rule, written out
             return custom_rules.backward(self, stmt)
+        if isinstance(stmt.expr, Call) and stmt.expr.prim in custom_rules.CALLS:  # the user's rule, written out
+            return custom_rules.backward(self, stmt)
         v = stmt.target
         restore = [Restore(v, self.stack(v), id(stmt))] if stmt.overwrites and not stmt.counter else []
         self_ref = any(x.name == v for x in variables(stmt.expr))

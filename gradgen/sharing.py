@@ -21,7 +21,7 @@ from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, If, Var,
 
 # Primitives whose result may be a view of (share memory with) their first argument.
 _VIEWS = {"getitem", "list_get", "tree_get", "reshape", "T", "transpose", "ravel", "squeeze", "expand_dims", "broadcast_to", "flip",
-          "float", "pos", "array"}
+          "float", "pos", "array", "stop_gradient", "custom_vjp", "custom_estimator"}
 
 
 def refuse_shared_updates(fn, arrays, module):

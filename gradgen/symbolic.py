@@ -234,7 +234,21 @@ class _Trace:
             values = [self.value(a) for a in e.args]
             extreme = max(values) if e.prim == "max" else min(values)
             return self._symbolic(e.args[values.index(extreme)], symbols)
+        if e.prim in _CUSTOM:  # a custom_vjp function: its own body (an estimator's: not compared)
+            return self._symbolic(_custom_value(e), symbols)
         return prim.sympy(*[self._symbolic(a, symbols) for a in e.args])
+
+
+_CUSTOM = ("custom_vjp", "custom_estimator")
+
+
+def _custom_value(e):
+    """The value of a custom_vjp call, which sympy differentiates as the function's body:
+    the reference for its rule. An estimator's rule is deliberately not that derivative,
+    so there is no sympy reference for it (the column shows '-')."""
+    if e.prim == "custom_estimator":
+        raise _Unsupported("a marked estimator")
+    return e.args[0]
 
 
 def _scipy():
@@ -324,6 +338,8 @@ class _ArrayTrace(_Trace):
         prim = TABLE[e.prim]
         if prim.kind in ("piecewise", "integer", "attribute"):
             return _as_object(self.value(e))
+        if e.prim in _CUSTOM:
+            return self.symbolic(_custom_value(e))
         args = [self.symbolic(a) for a in e.args]
         params = dict(e.params)
         if e.prim in _ARRAY_OPS:

@@ -22,6 +22,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from gradgen import custom_check
 from gradgen.api import compile_source, load_module
 from gradgen.finite import Difference, difference, finite_difference, is_kink, sample_points
 from gradgen.nonfinite import all_finite, locate_nonfinite
@@ -158,6 +159,8 @@ def _check_structured(cf, module, f, value_and_grad, point, generated_text, stru
     def f_flat(**kw):
         return f(**rebuild(kw))
 
+    f_flat.__wrapped__ = f  # (the module f reads its functions from: gradgen/custom_check.py)
+
     def value_and_grad_flat(**kw):
         whole = rebuild(kw)
         value, grads = value_and_grad(**whole)
@@ -205,13 +208,17 @@ def check_point(cf, module, f, value_and_grad, point, generated_text=None, flatt
     by_element = sympy_array_gradient(cf.ir, module, point, cf.wrt) if arrays and not flattened else {}
     with np.errstate(all="ignore"):
         report = PointReport(dict(point), float(value), float(f(**fresh(point))), nonfinite=nonfinite)
+    custom = custom_check.prepare(cf, f, point)  # custom rules, stop_gradient: gradgen/custom_check.py
+    differenced = custom.oracle if custom is not None and custom.needs_oracle else f
     for name, gen, sym in zip(cf.wrt, grads, symbolic):
         if name in by_element and np.ndim(point[name]) == 0:
             sym = float(by_element[name])
         if np.ndim(point[name]) == 0:
-            report.rows.append(judge(name, float(gen), sym, difference(f, point, name)))
+            report.rows.append(judge(name, float(gen), sym, difference(differenced, point, name)))
         else:
-            report.rows.extend(_array_rows(name, gen, f, point, by_element.get(name)))
+            report.rows.extend(_array_rows(name, gen, differenced, point, by_element.get(name)))
+    if custom is not None:
+        report.rows.extend(custom.rule_rows())
     return report
 
 
