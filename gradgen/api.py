@@ -21,7 +21,6 @@ from pathlib import Path
 
 from gradgen import activity, closures, emit, freshness, kinds, lower, parse, reverse, shapes, sharing, simplify
 from gradgen import custom_rules
-from gradgen import custom_rules
 from gradgen.errors import CompileError
 from gradgen.ir import Assign, Call, Const, For, If, Init, Save, Spelled, Var, While, expressions, variables, walk
 from gradgen.naming import ModuleNamer, identifiers
