@@ -19,10 +19,10 @@ import types
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gradgen import activity, closures, emit, freshness, kinds, lower, parse, reverse, shapes, sharing, simplify
+from gradgen import activity, closures, cse, emit, freshness, kinds, lower, parse, reverse, shapes, sharing, simplify
 from gradgen import custom_rules
 from gradgen.errors import CompileError
-from gradgen.ir import Assign, Call, Const, For, If, Init, Save, Spelled, Var, While, expressions, variables, walk
+from gradgen.ir import Assign, Call, Const, For, If, IndexAdd, Init, Save, Spelled, Var, While, expressions, variables, walk
 from gradgen.naming import ModuleNamer, identifiers
 from gradgen.structured import NeedsStructure, UsedWhole
 
@@ -127,10 +127,16 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",)):
         imports.add("math")  # written math.inf / math.nan
     text = emit.module_text(
         functools.partial(freshness.header_lines, shown, str(filename), module.sha256),
-        f"Reverse-mode gradients of {', '.join(compiled_names)}, compiled from {shown} by gradgen.",
+        _module_docstring(compiled_names, shown, emit_kinds),
         carried, helpers, texts, imports)
     _check_generated(text, module, results, carried)
     return CompiledModule(filename, text, results, module, skipped)
+
+
+def _module_docstring(names, shown, emit_kinds):
+    if emit_kinds == ("grad",):
+        return f"Reverse-mode gradients of {', '.join(names)}, compiled from {shown} by gradgen."
+    return f"Derivatives ({', '.join(emit_kinds)}) of {', '.join(names)}, compiled from {shown} by gradgen."
 
 
 _FACTORY = ("'{name}' returns a function: a factory has no gradient of its own; write the loss as a function "
@@ -400,7 +406,7 @@ def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
     left_out = activity.left_out_parameters(fn, wrt)
     chosen = [p.name for p in fn.params if p.name not in left_out]
     act = activity.analyse(fn, chosen, module)
-    arrays = shapes.array_values(fn, module)
+    arrays = shapes.array_values(fn, module, result_may_be_array=seed is not None)
     sharing.refuse_shared_updates(fn, arrays, module)
     adjoints = reverse.backward(fn, act, fnamer, fn.result_name, arrays, seed)
     needed = sharing.numbers_read(adjoints.statements) | set(adjoints.targets.values())
@@ -411,7 +417,6 @@ def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
     needed = simplify.names_read(backward) | {v.name for g in grads for v in variables(g)}
     needed |= set(adjoints.targets.values())  # what the backward pass pops, the forward pass must push
     params = [p.name for p in fn.params]
-    forward_grad = _with_saves(simplify.dead_code(fn.body, set(needed)), adjoints, params)
     forward_value = _with_saves(
         simplify.dead_code(fn.body, needed | {v.name for v in variables(fn.result)}), adjoints, params)
     value = emit.expr_text(fn.result, emitter)
@@ -421,7 +426,21 @@ def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
         kept = fnamer.define("value")
         forward_value = forward_value + [Assign(kept, fn.result)]
         value = kept
+    forward_value, backward = _shared(fn, forward_value, backward, fnamer, arrays)
+    # the gradient alone: the same statements, less what only the value needs
+    needed = simplify.names_read(backward) | {v.name for g in grads for v in variables(g)}
+    forward_grad = simplify.dead_code(forward_value, needed | set(adjoints.targets.values()))
     return Reversed(chosen, left_out, forward_grad, forward_value, backward, grads, value)
+
+
+def _shared(fn, forward, backward, fnamer, arrays):
+    """Every forward value computed once (gradgen.cse), in the function the value and the
+    gradient come from; a forward statement in place (`x[i] = e`, `x += e`) keeps every
+    statement's own name from standing for its value later."""
+    adjoint_names = frozenset(s.target for s in walk(backward) if isinstance(s, (Assign, IndexAdd)))
+    in_place = any(isinstance(s, Assign) and (s.augmented or (isinstance(s.expr, Call) and s.expr.prim in
+                                                              ("setitem", "append"))) for s in walk(fn.body))
+    return cse.share(forward, backward, fnamer, arrays, adjoint_names, targets_stay=not in_place)
 
 
 def _with_saves(stmts, adjoints, params):
@@ -535,14 +554,14 @@ def output_path(path, out_dir="generated"):
     return Path(out_dir) / f"{Path(path).stem}_grad.py"
 
 
-def compile_file(path, out_dir="generated", functions=None, wrt=None, force=False):
+def compile_file(path, out_dir="generated", functions=None, wrt=None, force=False, emit_kinds=("grad",)):
     """Compile the file at `path`; write `<out_dir>/<stem>_grad.py` atomically.
 
     Returns (output path, CompiledModule). Nothing is written if compilation fails, and an
     existing file that gradgen did not write is kept unless `force`.
     """
     data = read_source(path)
-    compiled = compile_source(data, str(path), functions, wrt)
+    compiled = compile_source(data, str(path), functions, wrt, emit_kinds)
     target = output_path(path, out_dir)
     _refuse_foreign(target, force)
     write_atomically(target, compiled.text)

@@ -87,9 +87,21 @@ def _common(parser, several=False):
     parser.add_argument("--function", action="append", metavar="NAME",
                         help="differentiate only this function (repeatable)")
     parser.add_argument("--wrt", type=_names, metavar="a,b", help="parameters to differentiate")
+    parser.add_argument("--emit", type=_kinds, default=("grad",), metavar="KINDS",
+                        help="what to write, comma-separated: grad (f_grad, f_value_and_grad; the default), jvp, "
+                             "hvp, hessian, vjp, jacobian")
     parser.add_argument("--at", type=_point, metavar="name=value,...", help="the point to check at")
     parser.add_argument("--inputs", metavar="FILE:FUNC",
                         help="check at the point FUNC() in FILE returns (a dict of arrays and numbers)")
+
+
+def _kinds(text):
+    from gradgen.kinds import parse_kinds
+
+    try:
+        return parse_kinds(text)
+    except CompileError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
 
 
 def _names(text):
@@ -130,8 +142,9 @@ def _compile_one(args):
     from gradgen.api import compile_file
 
     with time_limit(COMPILE_SECONDS, _OutOfTime):
-        target, compiled = compile_file(args.file, args.out_dir, args.function, args.wrt, args.force)
-    names = ", ".join(f"{f.grad_name}, {f.value_and_grad_name}" for f in compiled.functions)
+        target, compiled = compile_file(args.file, args.out_dir, args.function, args.wrt, args.force, args.emit)
+    names = ", ".join(n for f in compiled.functions for n in
+                      [f.grad_name, f.value_and_grad_name] + [m.name for m in f.made] if n)
     print(f"wrote {target} ({names})")
     for line in summary_lines(compiled):
         print(f"  {line}")
@@ -173,10 +186,14 @@ def _check(args):
     at = args.at
     if args.inputs:
         at = {**_inputs(args.inputs), **(args.at or {})}
-    reports = check_source(data, args.file, args.function, args.wrt, at)
+    kinds = getattr(args, "emit", ("grad",))
+    numbers = _number_functions(data, args, kinds)
+    reports = check_source(data, args.file, numbers, args.wrt, at) if numbers != [] else []
     for report in reports:
         print(format_report(report))
     failed = [r for r in reports if not r.ok]
+    if kinds != ("grad",):
+        failed += _check_kinds(data, args, at, kinds)
     for report in failed:
         if not report.points:
             print(f"NOT CHECKED {report.name}: no sample point where it is finite and smooth; give one "
@@ -190,6 +207,31 @@ def _check(args):
     if not failed:
         print(f"all gradients match ({sum(len(r.points) for r in reports)} point(s) checked)")
     return 1 if failed else 0
+
+
+def _number_functions(data, args, kinds):
+    """The functions with a gradient to check (None: as `check` picks them). With --emit, a
+    function whose result is an array has none: only its vjp, jvp and jacobian are checked."""
+    if kinds == ("grad",):
+        return args.function
+    from gradgen.api import compile_source
+
+    compiled = compile_source(data, args.file, args.function, args.wrt, kinds)
+    return [f.name for f in compiled.functions if f.reversed is not None]
+
+
+def _check_kinds(data, args, at, kinds):
+    """Every other kind --emit names (gradgen/check_kinds.py); the ones that disagree."""
+    from gradgen.check_kinds import check_kinds, format_kinds
+
+    kinds = ("grad",) + tuple(k for k in kinds if k != "grad")  # (the other kinds are checked against it)
+    reports = check_kinds(data, args.file, args.function, args.wrt, at, kinds)
+    for line in format_kinds(reports):
+        print(line)
+    bad = [r for r in reports if not r.ok]
+    for r in bad:
+        print(f"MISMATCH in {r.name}: {r.kind} disagrees with its reference (see above)", file=sys.stderr)
+    return bad
 
 
 def _graph(args):

@@ -25,11 +25,12 @@ _ARRAY_RESULTS = {"zeros", "ones", "eye", "arange", "linspace", "full", "stack",
                   "expand_dims", "reshape", "broadcast_to", "cumsum"}  # arrays even of a number
 
 
-def array_values(fn, module) -> set:
+def array_values(fn, module, result_may_be_array=False) -> set:
     """Names (parameters, constants, SSA values) that may hold arrays when `fn` runs (a
-    function whose result may be an array has no gradient, so its result is a number)."""
-    arrays = _may_be_arrays(fn, module)
-    if isinstance(fn.result, Var):  # the function returns one number: that value is no array
+    function with a gradient returns one number, so its result is a number; a vjp's may
+    be an array)."""
+    arrays = _may_be_arrays(fn, module, not result_may_be_array)
+    if isinstance(fn.result, Var) and not result_may_be_array:  # one number: that value is no array
         arrays.discard(fn.result.name)
     return arrays
 
@@ -108,13 +109,67 @@ def _rows_of_arrays(expr, arrays):
     return may_be_array(expr, arrays)
 
 
-def _may_be_arrays(fn, module):
-    arrays = arrays_on_entry(fn, module) | _evident(fn)  # `state[0]`, `len(xs)`: arrays, numpy imported or not
+def _may_be_arrays(fn, module, result_number=True):
+    evident = _evident(fn)  # `state[0]`, `len(xs)`: arrays, numpy imported or not
+    numbers = evident_numbers(fn, result_number) - evident
+    arrays = (arrays_on_entry(fn, module) | evident) - numbers
     size = -1
     while size != len(arrays):  # loops carry arrays from one iteration to the next
         size = len(arrays)
-        _flow(fn.body, arrays)
+        _flow(fn.body, arrays, numbers=numbers)
     return arrays
+
+
+def evident_numbers(fn, result_number=True) -> set:
+    """Names the code itself shows are numbers, whatever the file imports: the result, what
+    a `math` function is applied to (`math.exp(-z1)`: z1), and every name an elementwise operation
+    combined into such a number (`z1 = w1 * x1 + b1`: broadcasting never shrinks, so w1,
+    x1 and b1 are numbers too). Only names bound once (parameters never reassigned, values
+    assigned by one statement outside loops), so the fact holds wherever they are read."""
+    defs, counts = {}, {}
+    for stmt in walk(fn.body):
+        target = stmt.target if isinstance(stmt, (Assign, For)) else None
+        if target is not None:
+            counts[target] = counts.get(target, 0) + 1
+            if isinstance(stmt, Assign) and not stmt.overwrites:
+                defs[target] = stmt.expr
+    once = {p.name for p in fn.params if p.name not in counts and not p.structured}
+    once |= {name for name, n in counts.items() if n == 1 and name in defs}
+    numbers, stack = set(), [fn.result] if result_number else []  # (a gradient's result is one number)
+    for stmt in _outside_branches(fn.body):  # (`math.exp(x) if np.ndim(x) == 0 else ...` proves nothing)
+        for expr in expressions(stmt):
+            stack += [a for call in _calls_in(expr) if call.ns == "math" for a in call.args]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Var) and e.name in once and e.name not in numbers:
+            numbers.add(e.name)
+            if e.name in defs:
+                stack.append(defs[e.name])
+        elif isinstance(e, Call) and TABLE[e.prim].elementwise:
+            stack.extend(e.args)
+        elif isinstance(e, Cond):
+            stack.extend((e.body, e.orelse))
+    return numbers
+
+
+def _outside_branches(stmts):
+    """The statements that run whichever way every `if` goes (loop bodies included)."""
+    for stmt in stmts:
+        yield stmt
+        if isinstance(stmt, (For, While)):
+            yield from _outside_branches(stmt.body)
+
+
+def _calls_in(expr):
+    """The calls `expr` surely makes: not those inside a branch of a conditional expression."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Call):
+            yield e
+            stack.extend(e.args if e.prim not in ("and", "or") else e.args[:1])
+        elif isinstance(e, Cond):
+            stack.append(e.test)
 
 
 def arrays_on_entry(fn, module) -> set:
@@ -133,17 +188,18 @@ def _is_array_constant(value):
     return hasattr(value, "shape")
 
 
-def _flow(stmts, arrays, may=None):
+def _flow(stmts, arrays, may=None, numbers=frozenset()):
     may = may or may_be_array
     for stmt in stmts:
         if isinstance(stmt, Assign):
-            if not stmt.number and may(stmt.expr, arrays):  # `u: float = ...` is your word it is a number
+            # `u: float = ...` is your word it is a number; `math.exp(u)` the code's
+            if not stmt.number and stmt.target not in numbers and may(stmt.expr, arrays):
                 arrays.add(stmt.target)
         elif isinstance(stmt, If):
-            _flow(stmt.body, arrays, may)
-            _flow(stmt.orelse, arrays, may)
+            _flow(stmt.body, arrays, may, numbers)
+            _flow(stmt.orelse, arrays, may, numbers)
         elif isinstance(stmt, (For, While)):
-            _flow(stmt.body, arrays, may)
+            _flow(stmt.body, arrays, may, numbers)
 
 
 def may_be_array(expr, arrays) -> bool:
