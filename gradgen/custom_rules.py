@@ -302,8 +302,7 @@ def backward(rev, stmt):
     g = rev.state.get(v)
     if g is None or v not in rev.active:
         return restore
-    if stmt.overwrites:
-        del rev.state[v]  # the value before this statement starts with no adjoint
+    del rev.state[v]  # used up: the value before this statement (in a loop, a branch) starts with none
     names = {rule.g: g, rule.out: Var(v)}
     pairs = []
     for arg, contribution in zip(call.args[1:], rule.contributions):

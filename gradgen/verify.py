@@ -213,7 +213,10 @@ def check_point(cf, module, f, value_and_grad, point, generated_text=None, flatt
     for name, gen, sym in zip(cf.wrt, grads, symbolic):
         if name in by_element and np.ndim(point[name]) == 0:
             sym = float(by_element[name])
-        if np.ndim(point[name]) == 0:
+        if np.ndim(point[name]) == 0 and np.ndim(gen):  # (a custom rule's contribution of the wrong shape)
+            note = f"gradient has shape {np.shape(gen)}; the parameter is a number"
+            report.rows.append(Row(name, math.nan, None, None, math.inf, False, note))
+        elif np.ndim(point[name]) == 0:
             report.rows.append(judge(name, float(gen), sym, difference(differenced, point, name)))
         else:
             report.rows.extend(_array_rows(name, gen, differenced, point, by_element.get(name)))
