@@ -5,6 +5,7 @@ where the original is finite and smooth along every parameter).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 from dataclasses import dataclass
@@ -41,7 +42,35 @@ class Difference:
     estimates: tuple = ()
 
 
+_KNOWN = None  # inside remembered(): {(id(f), id(point), name): (f, point, Difference)}
+
+
+@contextlib.contextmanager
+def remembered():
+    """Inside, difference(f, point, name) is worked out once for a function, a point (the
+    same dict) and a parameter: sample_points judges a random point by the very
+    differences its rows then show, and the user's function may take a while."""
+    global _KNOWN
+    saved, _KNOWN = _KNOWN, {}
+    try:
+        yield
+    finally:
+        _KNOWN = saved
+
+
 def difference(f, point, name, direction=None) -> Difference:
+    """Finite differences of `f` in `name` at `point` (along `direction` for an array);
+    see _difference."""
+    if direction is not None or _KNOWN is None:
+        return _difference(f, point, name, direction)
+    key = (id(f), id(point), name)
+    known = _KNOWN.get(key)
+    if known is None or known[0] is not f or known[1] is not point:
+        known = _KNOWN[key] = (f, point, _difference(f, point, name, direction))  # (f, point: kept, so their ids are theirs)
+    return known[2]
+
+
+def _difference(f, point, name, direction=None) -> Difference:
     """Finite differences of `f` in `name` at `point` (along `direction` for an array).
 
     Five-point central stencils at a step H, halved while two successive ones disagree; the

@@ -42,8 +42,9 @@ def sympy_gradient(fn, module, point, wrt, exact=False):
     """
     try:
         trace = _Trace(module, point, wrt, fn.params, None if exact else plans_for(fn))
-        trace.run(fn.body)
-        _, tangent = trace.evaluate(fn.result)
+        with np.errstate(all="ignore"):  # (a nan or an inf where the program makes one, unannounced)
+            trace.run(fn.body)
+            _, tangent = trace.evaluate(fn.result)
     except (_Unsupported, TypeError, ValueError, ZeroDivisionError, OverflowError, ArithmeticError):
         return [None] * len(wrt)
     return [_real(t) for t in tangent]
@@ -156,20 +157,20 @@ class _Trace:
         return True
 
     def value(self, expr):
-        """`expr` evaluated as the program evaluates it (Python and NumPy floats)."""
-        if isinstance(expr, Call) and expr.prim == "append":  # hs.append(v), into a new list
-            return self.value(expr.args[0]) + [self.value(expr.args[1])]
-        if isinstance(expr, Call) and expr.prim == "setitem":  # x[index] = v, into a copy of x
-            x, v, *index = expr.args
-            out = np.copy(self.value(x))
-            out[_index_of(self, dict(expr.params)["index"], index)] = self.value(v)
-            return out
+        """`expr` evaluated as the program evaluates it (Python and NumPy floats; NumPy's
+        warnings are silenced by the caller, around the whole trace)."""
         code = self.compiled.get(id(expr))
         if code is None:
+            if isinstance(expr, Call) and expr.prim == "append":  # hs.append(v), into a new list
+                return self.value(expr.args[0]) + [self.value(expr.args[1])]
+            if isinstance(expr, Call) and expr.prim == "setitem":  # x[index] = v, into a copy of x
+                x, v, *index = expr.args
+                out = np.copy(self.value(x))
+                out[_index_of(self, dict(expr.params)["index"], index)] = self.value(v)
+                return out
             text = ast.unparse(self.emitter.expr(expr))
             code = self.compiled[id(expr)] = (compile(text, "<trace>", "eval"), expr)
-        with np.errstate(all="ignore"):
-            return eval(code[0], self.env, self.values)  # noqa: S307 - gradgen's own IR
+        return eval(code[0], self.env, self.values)  # noqa: S307 - gradgen's own IR
 
     def evaluate(self, expr):
         """(value, tangent): sympy differentiates `expr` in each input that has a tangent."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from itertools import repeat
 
 import numpy as np
 import sympy
@@ -36,7 +37,10 @@ FORMULAS = frozenset({
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "hypot", "sinh", "cosh", "tanh",
     "erf", "erfc", "abs",
 })
-SCALARS = (float, int, np.floating, np.integer, np.bool_)  # (bool is an int)
+# the types of the numbers a formula is evaluated at (anything else: an array, a list, a
+# random state, goes to the 30-digit path, which says what it makes of it)
+SCALARS = frozenset({float, int, bool, np.float64, np.float32, np.float16, np.int64, np.int32, np.int16,
+                     np.int8, np.uint64, np.uint32, np.uint16, np.uint8, np.bool_})
 
 
 class Fallback(Exception):
@@ -56,6 +60,7 @@ class Plans:
         self.statics = {}  # id(expr) -> (distinct names read, whether a decision shapes it)
         self.skeletons = {}  # (id(expr), inputs with a tangent, decisions) -> _Skeleton or None
         self.compiled = {}  # id(expr) -> compiled code of its value (gradgen.symbolic._Trace.value)
+        self.formulas = {}  # (sympy expression, its arguments) -> its lambdified partial derivatives
 
 
 _RECENT = OrderedDict()  # id(fn) -> Plans, the few functions checked last
@@ -78,15 +83,19 @@ def partials(trace, expr, plans):
     if static is None:
         static = plans.statics[id(expr)] = _static(expr)
     names, decided = static
-    zero = trace.zero
-    active = tuple(bool(any(trace.tangents.get(n, zero))) for n in names)
-    live = {n for n, a in zip(names, active) if a}
-    if not live:  # a value no differentiated parameter reaches
+    active = tuple(map(any, map(trace.tangents.get, names, repeat(trace.zero))))
+    if True not in active:  # a value no differentiated parameter reaches
         return []
-    key = (id(expr), active, tuple(_decisions(trace, expr, live)) if decided else ())
+    live = None
+    if decided:
+        live = {n for n, a in zip(names, active) if a}
+        key = (id(expr), active, tuple(_decisions(trace, expr, live)))
+    else:
+        key = (id(expr), active)
     skeleton = plans.skeletons.get(key, plans)
     if skeleton is plans:  # (not yet made)
-        skeleton = plans.skeletons[key] = _Skeleton.make(trace, expr, live)
+        live = live or {n for n, a in zip(names, active) if a}
+        skeleton = plans.skeletons[key] = _Skeleton.make(trace, expr, live, plans.formulas)
     if skeleton is None:
         raise Fallback
     return skeleton.evaluate(trace)
@@ -136,14 +145,15 @@ class _Skeleton:
     """A statement's formula for one key: sympy's expression over its tangent inputs and its
     slots, and the lambdified partial derivatives (one function per set of whole exponents)."""
 
-    def __init__(self, tree, names, symbols, slots, exponents):
+    def __init__(self, tree, names, symbols, slots, exponents, formulas):
         self.tree, self.names, self.symbols = tree, names, symbols
         self.slots = slots  # [(symbol, Var name or expression)]
         self.exponents = exponents  # indices of slots that are an exponent
-        self.functions = {}
+        self.functions = {}  # whole exponents -> lambdified partial derivatives
+        self.formulas = formulas  # shared by the function's statements (k1 = f(y), k2 = f(y + h*k1)...)
 
     @classmethod
-    def make(cls, trace, expr, live):
+    def make(cls, trace, expr, live, formulas):
         builder = _Builder(trace, live)
         try:
             tree = builder.formula(expr)
@@ -151,26 +161,27 @@ class _Skeleton:
             return None
         names = list(builder.symbols)
         exponents = [k for k, (sym, _) in enumerate(builder.slots) if sym in builder.exponents]
-        return cls(tree, names, [builder.symbols[n] for n in names], builder.slots, exponents)
+        return cls(tree, names, [builder.symbols[n] for n in names], builder.slots, exponents, formulas)
 
     def evaluate(self, trace):
+        values = trace.values
         try:
-            inputs = [trace.values[n] for n in self.names]
-            slots = [trace.values[s] if isinstance(s, str) else trace.value(s) for _, s in self.slots]
+            numbers = [values[n] for n in self.names]
+            numbers += [values[s] if isinstance(s, str) else trace.value(s) for _, s in self.slots]
         except Exception as exc:  # noqa: BLE001 - the 30-digit path meets it again and says
             raise Fallback from exc
-        if not all(isinstance(v, SCALARS) for v in inputs + slots):
+        if not SCALARS.issuperset(map(type, numbers)):
             raise Fallback
-        whole = tuple(_whole(slots[k]) for k in self.exponents)
+        whole = tuple(_whole(numbers[len(self.names) + k]) for k in self.exponents) if self.exponents else ()
         function = self.functions.get(whole)
         if function is None:
             function = self.functions[whole] = self._lambdify(whole)
         try:
-            out = function(*inputs, *slots)
-            out = [float(p) for p in out]  # (complex: TypeError)
+            out = function(*numbers)
+            finite = math.isfinite(sum(out))  # (a nan or an inf makes the sum one; a complex raises)
         except Exception as exc:  # noqa: BLE001 - ZeroDivisionError, OverflowError, ValueError, a complex
             raise Fallback from exc
-        if not all(map(math.isfinite, out)):
+        if not finite:
             raise Fallback
         return list(zip(self.names, out))
 
@@ -179,9 +190,12 @@ class _Skeleton:
         baked = {self.slots[k][0]: sympy.Integer(w) for k, w in zip(self.exponents, whole) if w is not None}
         if baked:
             tree = tree.subs(baked)
-        derivatives = [sympy.diff(tree, s) for s in self.symbols]
         arguments = self.symbols + [s for s, _ in self.slots]
-        return sympy.lambdify(arguments, derivatives, modules="math", docstring_limit=0)
+        key = (tree, tuple(arguments))  # (symbols are named in order met: the same statement twice is equal)
+        if key not in self.formulas:
+            derivatives = [sympy.diff(tree, s) for s in self.symbols]
+            self.formulas[key] = sympy.lambdify(arguments, derivatives, modules="math", docstring_limit=0)
+        return self.formulas[key]
 
 
 def _whole(value):

@@ -24,7 +24,7 @@ import numpy as np
 
 from gradgen import custom_check
 from gradgen.api import compile_source, load_module
-from gradgen.finite import Difference, difference, finite_difference, is_kink, sample_points
+from gradgen.finite import Difference, difference, finite_difference, is_kink, remembered, sample_points
 from gradgen.nonfinite import all_finite, locate_nonfinite
 from gradgen.report import FD_TOL, SYMPY_TOL, FunctionReport, PointReport, Row, judge, rel_error
 from gradgen.symbolic import _Symbolic, sympy_array_gradient, sympy_gradient
@@ -42,7 +42,7 @@ def check_source(source, filename="<string>", functions=None, wrt=None, at=None,
     generated = load_module(compiled.text, "gradgen_check_generated")
     original = run_original(compiled.module.source, filename)
     progress = _Progress()
-    with same_global_draws(), contextlib.redirect_stdout(io.StringIO()):  # the function's prints, run ~100 times
+    with same_global_draws(), remembered(), contextlib.redirect_stdout(io.StringIO()):  # the function's prints, run ~100 times
         return [_check_function(cf, compiled, getattr(original, cf.name),
                                 getattr(generated, cf.value_and_grad_name), at, n_points, seed, filename, progress)
                 for cf in compiled.functions]
