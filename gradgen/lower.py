@@ -212,7 +212,12 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         items = self._list_arg(scope, stmt.value) if scope.helper is not None and scope.result is None else None
         if items is not None:  # a helper (a comprehension) returning its list: the list itself
             return items, stmt.value.id
-        value = self.expr(scope, stmt.value, function_ok=scope.helper is not None and scope.result is None)
+        top = scope.helper is None and scope.result is None
+        custom = custom_rules.called(self, scope, stmt.value) if top else None
+        if custom is not None:  # return safe_log(x): the result is the custom call itself
+            value = custom_rules.lower_call(self, scope, stmt.value, custom, named=False)
+        else:
+            value = self.expr(scope, stmt.value, function_ok=scope.helper is not None and scope.result is None)
         if scope.result is not None:
             self._emit(scope.result, value, stmt, overwrites=self.loop_depth > 0)
             return None

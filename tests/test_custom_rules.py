@@ -76,6 +76,14 @@ def test_the_rule_is_written_where_the_function_is_called():
     assert "    y = np.log(" in text
 
 
+def test_a_returned_custom_call_is_the_result_itself():
+    source = SAFE_LOG.replace("    y = safe_log(w * w + b)\n    return y * 3 + safe_log(b)", "    return safe_log(w * w + b)")
+    generated, original, compiled = _compiled(source)
+    assert "    loss = np.log(" in compiled.text and "loss = safe_log" not in compiled.text
+    value, grad = generated.loss_value_and_grad(2.0, 0.5)
+    assert value == original.loss(2.0, 0.5) and grad == pytest.approx((4.0 / 4.5, 1 / 4.5), rel=1e-15)
+
+
 def test_generated_module_never_imports_or_names_gradgen():
     source = SAFE_LOG + "\n\ndef chase(w=1.5):\n    return (w - gradgen.stop_gradient(2 * w)) ** 2\n"
     text = compile_source(source, "custom.py").text
