@@ -240,6 +240,21 @@ def test_straight_through_estimator_is_accepted_when_marked(mark, rule_mark):
     assert (rule.ok, rule.note, rule.fd) == (True, "a marked estimator: not compared", pytest.approx(0.0, abs=1e-9))
 
 
+def test_an_estimator_on_an_array_is_linearised_by_its_rule_for_finite_differences():
+    source = ROUND.format(mark="(estimator=True)", rule_mark="") + (
+        "\n\ndef quant_array(w, s=1.3):\n    q = ste_round(w * 3)\n    return np.sum((q * s - 2.0) ** 2 * w)\n")
+    w = np.array([0.4, 0.9, -0.3])
+    generated, _, _ = _compiled(source, functions=["quant_array"])
+    q = np.round(3 * w)
+    dw, ds = generated.quant_array_grad(w)
+    assert dw == pytest.approx((q * 1.3 - 2.0) ** 2 + 2 * (q * 1.3 - 2.0) * 1.3 * 3 * w, rel=1e-14)
+    [report] = check_source(source, "quant.py", functions=["quant_array"], at={"w": w})
+    assert report.ok
+    rows = {row.param: row for row in report.points[0].rows}
+    assert rows["w.v1"].fd == pytest.approx(rows["w.v1"].generated, rel=1e-9)
+    assert rows["s"].fd == pytest.approx(ds, rel=1e-9)
+
+
 def test_unmarked_estimator_is_reported_by_name(capsys, tmp_path):
     path = tmp_path / "quant.py"
     path.write_text(ROUND.format(mark="", rule_mark=""))
