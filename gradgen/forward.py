@@ -168,7 +168,7 @@ class Forward:
         try:
             t = rules_forward.tangent(e, tangents, self._zero_like, out if out is not None else e)
         except rules_forward.NoTangentRule as missing:
-            raise self._refuse(e, f"'{missing.prim}'") from None
+            raise self._refuse(e, rules_forward.spelling(missing.prim)) from None
         if t is not None and e.prim in ("add", "sub"):
             t = self._stretched(e, tangents, t)
         return None if t is None else _in_namespace(t, e.ns)

@@ -49,6 +49,22 @@ _VALUE_SLOTS = {"tree_get": (0,), "list_get": (0,), "pop": (0,), "unstack": (0,)
                 "take_along_axis": (0,), "take": (0,), "setitem": (0, 1), "getitem": (0,)}
 
 
+# a backward-pass helper, by the primitive whose gradient it computes (for messages)
+_HELPER_OF = {"prod_grad": "prod", "solve_grad_a": "solve", "cholesky_grad": "cholesky", "einsum_grad": "einsum",
+              "solve_triangular_grad_a": "solve_triangular", "mvn_logpdf_grad": "mvn_logpdf"}
+
+
+def spelling(prim):
+    """How the user writes `prim` (`np.linalg.cholesky`), for a message; a backward-pass
+    helper is named by the primitive it differentiates."""
+    p = TABLE.get(_HELPER_OF.get(prim, prim))
+    if p is None or not p.names:
+        return f"'{prim}'"
+    ns, name = next(iter(p.names.items()))
+    written = {"numpy": "np.", "math": "math.", "builtins": ""}.get(ns, ns + ".") + name
+    return f"the second derivative of {written}" if prim in _HELPER_OF else written
+
+
 class NoTangentRule(Exception):
     """A primitive forward mode cannot differentiate (yet): the caller names it."""
 
