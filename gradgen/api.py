@@ -19,7 +19,8 @@ import types
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gradgen import activity, closures, cse, emit, freshness, kinds, lower, parse, reverse, shapes, sharing, simplify
+from gradgen import (activity, closures, cse, emit, freshness, kinds, lower, parse, reverse, sameshape, shapes, sharing,
+                     simplify)
 from gradgen import custom_rules
 from gradgen.errors import CompileError
 from gradgen.ir import Assign, Call, Const, For, If, IndexAdd, Init, Save, Spelled, Var, While, expressions, variables, walk
@@ -126,7 +127,8 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",)):
     if any(_not_finite(v) for v in [v for _, v in carried] + defaults):
         imports.add("math")  # written math.inf / math.nan
     text = emit.module_text(
-        functools.partial(freshness.header_lines, shown, str(filename), module.sha256),
+        functools.partial(freshness.header_lines, shown, str(filename), module.sha256,
+                          options="" if emit_kinds == ("grad",) else f" --emit {','.join(emit_kinds)}"),
         _module_docstring(compiled_names, shown, emit_kinds),
         carried, helpers, texts, imports)
     _check_generated(text, module, results, carried)
@@ -407,10 +409,12 @@ def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
     chosen = [p.name for p in fn.params if p.name not in left_out]
     act = activity.analyse(fn, chosen, module)
     arrays = shapes.array_values(fn, module, result_may_be_array=seed is not None)
-    sharing.refuse_shared_updates(fn, arrays, module)
+    objects = shapes.array_values(fn, module, result_may_be_array=seed is not None, mutable=True)
+    arrays = sameshape.with_shapes(fn, arrays, objects)
+    sharing.refuse_shared_updates(fn, objects, module)
     adjoints = reverse.backward(fn, act, fnamer, fn.result_name, arrays, seed)
     needed = sharing.numbers_read(adjoints.statements) | set(adjoints.targets.values())
-    sharing.refuse_changes_the_gradient_reads(fn, arrays, module, needed, adjoints.saved)
+    sharing.refuse_changes_the_gradient_reads(fn, objects, module, needed, adjoints.saved)
     structured = {p.name for p in fn.params if p.structured}
     grads = [_gradient(adjoints.get(p), p, arrays, p in structured) for p in chosen]
     backward = adjoints.statements

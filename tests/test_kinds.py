@@ -335,3 +335,27 @@ def test_check_verifies_every_kind(tmp_path):
              or " (hessian)" in line]
     assert lines == ["loss_jvp (jvp): ok", "loss_hvp (hvp): ok", "loss_hessian (hessian): ok",
                      "rosenbrock_jvp (jvp): ok", "rosenbrock_hvp (hvp): ok", "rosenbrock_hessian (hessian): ok"]
+
+
+# ---- the examples ----------------------------------------------------------------------------
+
+def _example(name):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_newton_fit_converges_with_the_generated_hessian():
+    newton = _example("newton_fit")
+    result = newton.fit()
+    assert result.success and result.nit < 30
+    t, y = newton.make_data()
+    free = scipy.optimize.minimize(lambda p: 0.5 * np.sum((p[0] * np.exp(-p[1] * t) + p[2] - y) ** 2),
+                                   np.array([1.0, 0.2, 0.0]), method="BFGS", options={"gtol": 1e-10})
+    np.testing.assert_allclose(result.x, free.x, rtol=1e-5)
+
+
+def test_forward_vs_reverse_agree():
+    rows = _example("forward_vs_reverse").compare(sizes=(7,))
+    assert [n for n, *_ in rows] == [7]
