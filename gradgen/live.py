@@ -1,0 +1,316 @@
+"""`gradgen.grad(f)` and friends: the compiler, called on a live function's source.
+
+Each takes a function defined in a file or a notebook cell and returns the generated
+function, the one `gradgen compile --emit KIND` writes for it. The function is never run:
+its source is read (the whole file, so module constants, helpers and imports are seen; a
+notebook cell's text from linecache), compiled with `gradgen.api.compile_source`, and the
+generated module executed. The result carries the generated module as `.source`, and
+`help()` shows it.
+
+Compiled modules are cached in memory and on disk (GRADGEN_CACHE_DIR, else
+$XDG_CACHE_HOME/gradgen, else ~/.cache/gradgen; GRADGEN_CACHE_DIR= turns the disk cache
+off), keyed by a hash of the source, the function, `wrt`, the kind and gradgen's own
+files: a second call is a dictionary lookup, a new process reads the text back without
+importing the compiler, and an edited function is compiled again.
+
+Nothing heavy is imported here: the compiler (and NumPy, through the generated code) are
+imported when a function is first compiled or loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import linecache
+import os
+import tempfile
+import textwrap
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradgen
+from gradgen.errors import CompileError
+
+CACHE_FORMAT = 1
+MEMORY_LIMIT = 512  # compiled modules kept per process; the oldest goes first
+
+
+def grad(f, wrt=None):
+    """The gradient of `f`: `f_grad(<f's params>)` returns df/dp for each differentiated
+    parameter (a tuple for several). `wrt`: the parameters to differentiate ("a,b" or a
+    list); default, every parameter that can carry a derivative."""
+    return _public(f, wrt, "grad", "grad")
+
+
+def value_and_grad(f, wrt=None):
+    """`f_value_and_grad(<f's params>)` returns (f's value, its gradient), from one forward pass."""
+    return _public(f, wrt, "grad", "value_and_grad")
+
+
+def jvp(f, wrt=None):
+    """Forward mode: `f_jvp(<f's params>, *, d<p>...)` returns (value, the derivative of the
+    value along the tangents d<p>, one per differentiated parameter)."""
+    return _public(f, wrt, "jvp", "jvp")
+
+
+def hvp(f, wrt=None):
+    """`f_hvp(<f's params>, *, d<p>...)` returns the Hessian of `f` times the direction
+    (d<p>...), in the gradient's structure: forward mode over the gradient."""
+    return _public(f, wrt, "hvp", "hvp")
+
+
+def hessian(f, wrt=None):
+    """`f_hessian(<f's params>)` returns the (N, N) Hessian, N the number of elements of the
+    differentiated parameters, each flattened in C order: what scipy.optimize takes as hess=."""
+    return _public(f, wrt, "hessian", "hessian")
+
+
+def vjp(f, wrt=None):
+    """For `f` whose result is an array: `f_vjp(<f's params>, *, cotangent)` returns the
+    cotangent (shaped like the result) times the Jacobian, in the gradient's structure."""
+    return _public(f, wrt, "vjp", "vjp")
+
+
+def jacobian(f, wrt=None):
+    """For `f` whose result is an array: `f_jacobian(<f's params>)` returns the Jacobian,
+    shaped result.shape + parameter.shape (a tuple for several parameters), as jax.jacrev."""
+    return _public(f, wrt, "jacobian", "jacobian")
+
+
+def clear_cache(disk=False):
+    """Forget the compiled modules of this process (and, with `disk`, the ones on disk)."""
+    _MEMORY.clear()
+    folder = cache_dir()
+    if disk and folder is not None and folder.is_dir():
+        for path in folder.glob("*.json"):
+            path.unlink(missing_ok=True)
+
+
+def _public(f, wrt, kind, role):
+    """The generated function; a CompileError is raised from here, without the frames of
+    the compiler (its message already says where the problem is in the user's source)."""
+    __tracebackhide__ = True  # (IPython and pytest leave this frame out of a traceback)
+    try:
+        return _derivative(f, _wrt(wrt), kind, role)
+    except CompileError as exc:
+        error = exc
+    raise error.with_traceback(None)
+
+
+@dataclass
+class Origin:
+    """Where a live function's source is: the text gradgen compiles for it."""
+
+    function: object
+    name: str
+    filename: str
+    source: object  # bytes from a file, str from linecache (a notebook cell)
+    in_file: bool
+
+
+@dataclass
+class Entry:
+    """One compiled module: its text and the generated function for each role it serves."""
+
+    text: str
+    functions: dict
+
+
+_MEMORY: dict = {}
+
+
+def _derivative(f, wrt, kind, role):
+    origin = source_of(f, role)
+    key = _key(origin, wrt, kind)
+    entry = _MEMORY.get(key)
+    if entry is None:
+        entry = _from_disk(key, origin, kind) or _compile(key, origin, wrt, kind)
+        while len(_MEMORY) >= MEMORY_LIMIT:
+            del _MEMORY[next(iter(_MEMORY))]
+        _MEMORY[key] = entry
+    if role not in entry.functions:
+        raise CompileError(f"gradgen wrote no {role} for '{origin.name}'", origin.filename)
+    return entry.functions[role]
+
+
+def _wrt(wrt):
+    if wrt is None:
+        return None
+    names = wrt.split(",") if isinstance(wrt, str) else list(wrt)
+    return tuple(n.strip() for n in names if n.strip()) or None
+
+
+# --- the source of a live function -------------------------------------------------------
+
+def source_of(f, role="grad"):
+    """The source to compile for `f`, read without running it; a clear error when there is
+    none gradgen can compile (a lambda, a builtin, a nested function, a function made by
+    exec)."""
+    import inspect
+
+    call = f"gradgen.{role}({getattr(f, '__qualname__', None) or type(f).__name__})"
+    f = inspect.unwrap(f) if callable(f) else f
+    if isinstance(f, types.MethodType):
+        raise CompileError("a method has no gradient of its own; write the loss as a top-level function of "
+                           "its parameters (a 'def' at the top level of a file or notebook cell)", call)
+    if not isinstance(f, types.FunctionType):
+        raise CompileError(f"{_kind_of(f)} is not a Python function written with 'def'; gradgen compiles a "
+                           "function from its source", call)
+    if f.__name__ == "<lambda>":
+        raise _at(f, "lambda", f"gradgen.{role} cannot compile a lambda: gradgen compiles a function from its "
+                               "'def'; write `def name(...): return ...` at the top level of a file or notebook cell")
+    if f.__qualname__ != f.__name__:
+        outer = f.__qualname__.rsplit(".", 1)[0].replace(".<locals>", "")
+        raise _at(f, "def", f"gradgen.{role}: '{f.__name__}' is defined inside '{outer}', and gradgen compiles "
+                            "top-level functions: move it to the top level of its file or notebook cell")
+    try:
+        path = inspect.getsourcefile(f)
+    except TypeError:
+        path = None
+    if path is not None and os.path.isfile(path):
+        return Origin(f, f.__name__, path, Path(path).read_bytes(), True)
+    filename = f.__code__.co_filename
+    lines = linecache.getlines(filename, f.__globals__)
+    if not lines:
+        raise CompileError(f"the source of '{f.__name__}' cannot be found: it was made by exec or compile (its "
+                           f"file is {filename}, neither a file nor a notebook cell); define it in a .py file or "
+                           "a notebook cell, or compile its text with gradgen.compile_source", call)
+    return Origin(f, f.__name__, filename, "".join(lines), False)
+
+
+def _at(f, word, message):
+    """A CompileError at `word` on the first line of `f` (its column when the line is found)."""
+    filename, line = f.__code__.co_filename, f.__code__.co_firstlineno
+    text = linecache.getline(filename, line) or None
+    col = text.find(word) + 1 if text and word in text else 1
+    return CompileError(message, filename, line, col, text)
+
+
+def _kind_of(f):
+    if isinstance(f, types.BuiltinFunctionType):
+        return f"the builtin '{f.__name__}'"
+    return f"a {type(f).__name__}"
+
+
+# --- compiling and loading ---------------------------------------------------------------
+
+def _compile(key, origin, wrt, kind):
+    from gradgen import api
+
+    try:
+        compiled = api.compile_source(origin.source, origin.filename, functions=[origin.name], wrt=wrt,
+                                      emit_kinds=(kind,))
+    except CompileError as exc:
+        raise _with_cell_hint(exc, origin) from None
+    fn = compiled.functions[0]
+    names = {m.kind: m.name for m in fn.made}
+    if kind == "grad":
+        names = {"grad": fn.grad_name, "value_and_grad": fn.value_and_grad_name}
+    names = {role: name for role, name in names.items() if name}
+    _to_disk(key, compiled.text, names)
+    return _load(key, origin, kind, compiled.text, names)
+
+
+def _with_cell_hint(exc, origin):
+    """A notebook cell is compiled alone: a name from another cell is unknown to it."""
+    if origin.in_file or not exc.message.startswith("unknown name"):
+        return exc
+    hint = (f"; a notebook cell is compiled on its own: define it (constants and imports too) in the "
+            f"cell that defines '{origin.name}'")
+    return CompileError(exc.message + hint, exc.filename, exc.line, exc.col, exc.source_line)
+
+
+def _load(key, origin, kind, text, names):
+    """Execute the generated text as a fresh module; its functions carry `.source`, their
+    docstring shows the module, and tracebacks and inspect.getsource find its lines."""
+    filename = f"<gradgen {kind} of {origin.name} {key[:8]}>"
+    module = types.ModuleType(f"gradgen_live_{key[:12]}")
+    module.__file__ = filename
+    module.__package__ = origin.function.__globals__.get("__package__")
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    exec(compile(text, filename, "exec"), module.__dict__)
+    functions = {}
+    for role, name in names.items():
+        g = getattr(module, name)
+        g.source = text
+        g.__doc__ = _doc(g.__doc__, role, origin, text)
+        functions[role] = g
+    return Entry(text, functions)
+
+
+def _doc(generated, role, origin, text):
+    import inspect
+
+    head = inspect.cleandoc(generated or "")
+    return (f"{head}\n\nCompiled by gradgen.{role}({origin.name}) from {origin.filename}. "
+            f"The generated module (also in .source):\n\n{textwrap.indent(text, '    ')}")
+
+
+# --- the caches --------------------------------------------------------------------------
+
+def _key(origin, wrt, kind):
+    source = origin.source if isinstance(origin.source, bytes) else origin.source.encode("utf-8", "surrogatepass")
+    parts = [CACHE_FORMAT, _fingerprint(), origin.filename, hashlib.sha256(source).hexdigest(), origin.name,
+             list(wrt) if wrt else None, kind]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+_FINGERPRINT = []
+
+
+def _fingerprint():
+    """gradgen's version and its own files (size, time): a changed compiler misses the disk cache."""
+    if not _FINGERPRINT:
+        package = Path(gradgen.__file__).parent
+        stamps = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in package.glob("*.py"))
+        _FINGERPRINT.append(hashlib.sha256(json.dumps([gradgen.__version__, stamps]).encode()).hexdigest())
+    return _FINGERPRINT[0]
+
+
+def cache_dir():
+    """The disk cache's folder, or None when GRADGEN_CACHE_DIR is set empty (no disk cache)."""
+    chosen = os.environ.get("GRADGEN_CACHE_DIR")
+    if chosen is not None:
+        return Path(chosen).expanduser() if chosen else None
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "gradgen"
+
+
+def _from_disk(key, origin, kind):
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        stored = json.loads((folder / f"{key}.json").read_text(encoding="utf-8"))
+        if stored.get("format") != CACHE_FORMAT or stored.get("key") != key:
+            return None
+        text, names = stored["text"], stored["names"]
+        if not isinstance(text, str) or not all(isinstance(n, str) for n in dict(names).values()):
+            return None
+        return _load(key, origin, kind, text, names)
+    except (OSError, ValueError, KeyError, AttributeError, TypeError, SyntaxError):
+        return None  # absent, unreadable or damaged: compiled again (and rewritten)
+
+
+def _to_disk(key, text, names):
+    """Written to a temporary file in the same folder, then renamed over the entry: a reader
+    sees the old entry or the new one, never half of one. A cache that cannot be written
+    (read-only home, full disk) is silently skipped."""
+    folder = cache_dir()
+    if folder is None:
+        return
+    data = json.dumps({"format": CACHE_FORMAT, "key": key, "names": names, "text": text})
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key[:12]}-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(data)
+            os.replace(tmp, folder / f"{key}.json")
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass
