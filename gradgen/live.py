@@ -243,7 +243,7 @@ def _doc(generated, role, origin, text):
     import inspect
 
     head = inspect.cleandoc(generated or "")
-    return (f"{head}\n\nCompiled by gradgen.{role}({origin.name}) from {origin.filename}. "
+    return (f"{head}\n\nCompiled by gradgen.{role}({origin.name}) from {origin.filename}.\n"
             f"The generated module (also in .source):\n\n{textwrap.indent(text, '    ')}")
 
 
