@@ -284,7 +284,9 @@ def test_a_compile_error_is_located_in_the_user_file_without_compiler_frames(tmp
     module = write_module(tmp_path, "import numpy as np\n\n\ndef f(x):\n    return x * K\n")
     with pytest.raises(CompileError) as info:
         gradgen.grad(module.f)
-    assert str(info.value) == f"{tmp_path / 'userloss.py'}:5:16: unknown name 'K'\n        return x * K\n                   ^"
+    assert str(info.value) == (f"{tmp_path / 'userloss.py'}:5:16: unknown name 'K'\n"
+                               "        return x * K\n"
+                               "                   ^")
     frames = [Path(frame.filename).name for frame in traceback.extract_tb(info.tb)]
     assert frames == ["test_live.py", "live.py", "live.py"]  # grad, then _public's raise
 
