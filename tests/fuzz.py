@@ -74,6 +74,7 @@ EFFECTS_RATE = 0.3  # share of programs with prints, asserts and logging
 DRAW_RATE = 0.25  # share of programs drawing from a random state `rs` (kind "draw" / "array-draw")
 LISTS_RATE = 0.3  # share of programs recording values in Python lists (drawn last: the others are unchanged)
 STRUCTURED_RATE = 0.25  # share of array programs taking a, b as one structured parameter (drawn after lists)
+HVP_EVERY = 8  # every program's jvp is checked against its gradient; every 8th program's hvp too
 
 
 @dataclass(frozen=True)
@@ -242,7 +243,7 @@ def scalar_problems(case: Case, undecided: list | None = None) -> list[str]:
                                  "disagree; sympy agrees")
             else:
                 problems.append(f"{row.param}: generated {row.generated!r} != finite difference {fd!r}")
-    return problems
+    return problems + kind_problems(case, wrt, [p.param for p in point.rows], generated.f_grad, undecided)
 
 
 def array_problems(case: Case, undecided: list | None = None) -> list[str]:
@@ -283,7 +284,84 @@ def array_problems(case: Case, undecided: list | None = None) -> list[str]:
         if isinstance(x, (np.ndarray, list, tuple, dict)) and not all(
                 np.array_equal(u, v) for u, v in zip(_leaves(inputs[name]), _leaves(x))):
             problems.append(f"the gradient modified its input {name}")
+    return problems + kind_problems(case, None, report.wrt, generated.f_grad, undecided)
+
+
+def kind_problems(case: Case, wrt, names, grad, undecided=None) -> list[str]:
+    """Forward mode on every program: f_jvp's value is the original's and its derivative
+    along a random t is grad . t (1e-8); on every HVP_EVERY-th program, f_hvp along t is
+    the central difference of f_grad along t. A located forward-mode refusal is no problem.
+    Where two steps of the difference disagree, the row is undecided, never a mismatch."""
+    kinds = ("grad", "jvp", "hvp") if case.index % HVP_EVERY == 0 else ("grad", "jvp")
+    try:
+        module = load_module(compile_source(case.source, wrt=wrt, emit_kinds=kinds).text, "fuzz_kinds")
+    except CompileError as exc:
+        return [] if "forward mode" in exc.message else [f"--emit {','.join(kinds)} refused: {exc.format()}"]
+    rng = np.random.default_rng(case.index)
+    t = {n: _tangent_like(case.point[n], rng) for n in names}
+    names_of = _tangent_parameters(module.f_jvp, names)
+    tangents = {names_of[n]: t[n] for n in names}
+    (value, derivative), _ = _call(lambda **kw: module.f_jvp(**kw, **tangents), case.point)
+    (want_value, grads), _ = _call(grad.__globals__["f_value_and_grad"], case.point)
+    grads = grads if len(names) > 1 else (grads,)
+    want = sum(float(np.sum(_flat(g) * _flat(t[n]))) for g, n in zip(grads, names))
+    problems = []
+    if not _close(float(value), float(want_value), 1e-12, 1e-12):
+        problems.append(f"jvp value {value!r} != f_value_and_grad's {want_value!r}")
+    if not _close(float(derivative), want, 1e-8, 1e-10 * (1 + sum(abs(_flat(g)).sum() for g in grads))):
+        problems.append(f"jvp {derivative!r} != grad . t {want!r}")
+    if "hvp" in kinds:
+        (product, _) = _call(lambda **kw: module.f_hvp(**kw, **tangents), case.point)
+        problems += _hvp_problems(case, names, t, _flat_all(product, len(names)), grad, undecided)
     return problems
+
+
+def _hvp_problems(case, names, t, product, grad, undecided):
+    def along(h):
+        moved = {**case.point, **{n: _moved(case.point[n], t[n], h) for n in names}}
+        minus = {**case.point, **{n: _moved(case.point[n], t[n], -h) for n in names}}
+        return (_flat_all(_call(grad, moved)[0], len(names)) - _flat_all(_call(grad, minus)[0], len(names))) / (2 * h)
+    fd, finer = along(1e-5), along(1e-6)
+    scale = 1 + float(np.max(np.abs(fd), initial=0))
+    if np.max(np.abs(product - fd), initial=0) <= 1e-4 * scale:
+        return []
+    if np.max(np.abs(fd - finer), initial=0) > 1e-3 * scale:  # the differences cannot tell
+        if undecided is not None:
+            undecided.append(f"hvp: differences of the gradient at steps 1e-5 and 1e-6 disagree")
+        return []
+    return [f"hvp {product!r} != differences of the gradient {fd!r}"]
+
+
+def _tangent_like(value, rng):
+    if isinstance(value, (list, tuple)):
+        return type(value)(_tangent_like(v, rng) for v in value)
+    if isinstance(value, dict):
+        return {k: _tangent_like(v, rng) for k, v in value.items()}
+    return rng.standard_normal(np.shape(value)) if np.ndim(value) else float(rng.standard_normal())
+
+
+def _tangent_parameters(fn, names):
+    """The d<p> keyword-only parameters of a generated jvp/hvp, in parameter order."""
+    import inspect
+
+    kwonly = [p.name for p in inspect.signature(fn).parameters.values() if p.kind == p.KEYWORD_ONLY]
+    return dict(zip(names, kwonly[-len(names):])) if names else {}
+
+
+def _moved(x, t, h):
+    if isinstance(x, (list, tuple)):
+        return type(x)(_moved(a, b, h) for a, b in zip(x, t))
+    if isinstance(x, dict):
+        return {k: _moved(x[k], t[k], h) for k in x}
+    return x + h * t
+
+
+def _flat(value):
+    return np.concatenate([np.ravel(np.asarray(v, float)) for v in _leaves(value)]) if _leaves(value) else np.zeros(0)
+
+
+def _flat_all(grads, count):
+    return _flat(list(grads) if count > 1 else [grads])
 
 
 def _leaves(value):
