@@ -51,13 +51,21 @@ class CompiledModule:
     functions: list = field(default_factory=list)
     module: object = None
     skipped: dict = field(default_factory=dict)  # function -> why it has no gradient
+    backend: str = "numpy"  # "array-api": the text respelled by gradgen/backend.py
 
 
-def compile_source(source, filename="<string>", functions=None, wrt=None, emit_kinds=("grad",)) -> CompiledModule:
+def compile_source(source, filename="<string>", functions=None, wrt=None, emit_kinds=("grad",),
+                   backend="numpy") -> CompiledModule:
     """Compile every selected top-level function of `source` (str or bytes) to gradient code
-    (and the other kinds `emit_kinds` names: see gradgen.kinds)."""
+    (and the other kinds `emit_kinds` names: see gradgen.kinds); `backend="array-api"`
+    respells the NumPy module for any Array API library (gradgen/backend.py)."""
     try:
-        return _compile_source(source, filename, functions, wrt, tuple(emit_kinds))
+        compiled = _compile_source(source, filename, functions, wrt, tuple(emit_kinds))
+        if backend != "numpy":
+            from gradgen import backend as backends
+
+            compiled.text, compiled.backend = backends.rewrite(compiled, backend), backend
+        return compiled
     except RecursionError:
         raise CompileError("the file is nested too deeply for gradgen (Python's recursion limit); split "
                            "its deepest expressions or helper calls into several statements", filename) from None
@@ -558,15 +566,22 @@ def output_path(path, out_dir="generated"):
     return Path(out_dir) / f"{Path(path).stem}_grad.py"
 
 
-def compile_file(path, out_dir="generated", functions=None, wrt=None, force=False, emit_kinds=("grad",)):
+def compile_file(path, out_dir="generated", functions=None, wrt=None, force=False, emit_kinds=("grad",),
+                 backend=None):
     """Compile the file at `path`; write `<out_dir>/<stem>_grad.py` atomically.
 
     Returns (output path, CompiledModule). Nothing is written if compilation fails, and an
-    existing file that gradgen did not write is kept unless `force`.
+    existing file that gradgen did not write is kept unless `force`. `backend` None keeps
+    the backend of the module it replaces (numpy for a new one): compiling again, by hand
+    or by the pre-commit hook, never changes it.
     """
     data = read_source(path)
-    compiled = compile_source(data, str(path), functions, wrt, emit_kinds)
     target = output_path(path, out_dir)
+    if backend is None:
+        from gradgen.backend import recorded
+
+        backend = recorded(target) or "numpy"
+    compiled = compile_source(data, str(path), functions, wrt, emit_kinds, backend)
     _refuse_foreign(target, force)
     write_atomically(target, compiled.text)
     return target, compiled

@@ -1,0 +1,110 @@
+"""The Array API versions of the helpers gradgen writes into a generated module.
+
+The NumPy helpers (gradgen/emit.py HELPERS) ask NumPy for shapes (`np.shape(x)` works on
+a number too), build arrays with `np.zeros(shape)` and call `np.multiply.outer`; none of
+that is in the Array API standard. These take the namespace `xp` as their first argument
+(the generated function's own, from `array_namespace`), read shapes from `.shape` (a
+Python number has none: it is a 0-d value), and never look at an array's values, so a
+Dask array stays lazy: `if` tests shapes, never data.
+
+Each entry: name -> (the helpers it calls, its source). A NumPy helper missing here has no
+Array API version, and the backend refuses the line that needs it (gradgen/backend.py).
+"""
+
+from __future__ import annotations
+
+HELPERS = {
+    "real_dtype": ((), '''def real_dtype(xp, x):
+    """x's dtype where it is a real floating one (float32 stays float32), else float64: the
+    gradient of an integer array, or of a Python number, is real."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and xp.isdtype(dtype, "real floating"):
+        return dtype
+    return xp.float64
+'''),
+    "real_ones_like": (("real_dtype",), '''def real_ones_like(xp, x):
+    """Ones shaped like x, in its real dtype (np.ones_like(x, dtype=float) of the NumPy backend)."""
+    return xp.ones_like(x, dtype=real_dtype(xp, x))
+'''),
+    "real_zeros_like": (("real_dtype",), '''def real_zeros_like(xp, x):
+    """Zeros shaped like x, in its real dtype (np.zeros_like(x, dtype=float) of the NumPy backend)."""
+    return xp.zeros_like(x, dtype=real_dtype(xp, x))
+'''),
+    "unbroadcast_to": ((), '''def unbroadcast_to(xp, g, shape):
+    """Sum g over the axes broadcasting stretched, back to `shape` (from shapes alone)."""
+    shape = tuple(shape)
+    if tuple(g.shape) == shape:
+        return g
+    if g.ndim < len(shape):  # stretched to the full shape, as a new array (never a view)
+        return xp.broadcast_to(g, shape) + xp.zeros_like(g)
+    if g.ndim > len(shape):
+        g = xp.sum(g, axis=tuple(range(g.ndim - len(shape))))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return xp.sum(g, axis=axes, keepdims=True) if axes else g
+'''),
+    "unbroadcast": (("unbroadcast_to", "real_zeros_like"), '''def unbroadcast(xp, g, like):
+    """Sum g over the axes broadcasting stretched, back to the shape of `like` (either may
+    be a Python number)."""
+    if not hasattr(g, "shape"):  # 0.0: no gradient has reached this value yet
+        return g if not hasattr(like, "shape") else g + real_zeros_like(xp, like)
+    if not hasattr(like, "shape"):  # a number: every axis was stretched
+        return xp.sum(g)
+    return unbroadcast_to(xp, g, like.shape)
+'''),
+    "matmul_shape": ((), '''def matmul_shape(a, b):
+    """The shape of a @ b, from the shapes alone (vectors, matrices, stacks)."""
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    a2 = sa if len(sa) > 1 else (1,) + sa
+    b2 = sb if len(sb) > 1 else sb + (1,)
+    pa, pb = a2[:-2], b2[:-2]
+    n = max(len(pa), len(pb))
+    pa, pb = (1,) * (n - len(pa)) + pa, (1,) * (n - len(pb)) + pb
+    shape = tuple(y if x == 1 else x for x, y in zip(pa, pb)) + (a2[-2], b2[-1])
+    if len(sb) == 1:
+        shape = shape[:-1]
+    if len(sa) == 1:
+        shape = shape[:-2] + shape[-1:] if len(sb) > 1 else shape[:-1]
+    return shape
+'''),
+    "matmul_grad_a": (("unbroadcast", "unbroadcast_to", "matmul_shape"), '''def matmul_grad_a(xp, g, a, b):
+    """Gradient of a @ b with respect to a, given g, the gradient of the product."""
+    g = unbroadcast_to(xp, g, matmul_shape(a, b))
+    if b.ndim == 1:
+        return unbroadcast(xp, xp.expand_dims(g, axis=-1) * b, a)
+    if a.ndim == 1:
+        return unbroadcast(xp, (b @ xp.expand_dims(g, axis=-1))[..., 0], a)
+    return unbroadcast(xp, g @ xp.matrix_transpose(b), a)
+'''),
+    "matmul_grad_b": (("unbroadcast", "unbroadcast_to", "matmul_shape"), '''def matmul_grad_b(xp, g, a, b):
+    """Gradient of a @ b with respect to b, given g, the gradient of the product."""
+    g = unbroadcast_to(xp, g, matmul_shape(a, b))
+    if a.ndim == 1 and b.ndim == 1:
+        return g * a
+    if a.ndim == 1:
+        return unbroadcast(xp, xp.expand_dims(a, axis=-1) * xp.expand_dims(g, axis=-2), b)
+    if b.ndim == 1:
+        return unbroadcast(xp, (xp.matrix_transpose(a) @ xp.expand_dims(g, axis=-1))[..., 0], b)
+    return unbroadcast(xp, xp.matrix_transpose(a) @ g, b)
+'''),
+    "concatenate_grad": ((), '''def concatenate_grad(xp, g, parts, i, axis):
+    """The piece of g that part i of xp.concat(parts, axis=axis) became."""
+    sizes = [part.shape[axis] for part in parts]
+    start = sum(sizes[:i])
+    before = (slice(None),) * (axis % g.ndim)
+    return g[before + (slice(start, start + sizes[i]),)]
+'''),
+}
+
+# the helpers whose first parameter is the namespace (matmul_shape reads shapes only)
+TAKE_XP = frozenset(name for name, (_, source) in HELPERS.items() if source.startswith(f"def {name}(xp,"))
+
+
+def sources(used):
+    """The definitions of the helpers in `used` and those they call, in a fixed order."""
+    needed, todo = set(), list(used)
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo.extend(HELPERS[name][0])
+    return [HELPERS[name][1] for name in HELPERS if name in needed]
