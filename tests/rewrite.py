@@ -185,6 +185,7 @@ def functions(source: str, rng: random.Random, rate: float = 0.35) -> str:
     assigned = {n.id for n in ast.walk(fnode) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     state.steady = state.locals - assigned  # parameters f never assigns (a factory called at f's top may capture them)
     _functions_block(fnode.body, state)
+    _no_update_in_place(fnode, state.paired)
     start = _body_start(fnode)
     fnode.body[start:start] = state.top
     index = tree.body.index(fnode)
@@ -200,6 +201,7 @@ class _FnState:
         self.nested = False  # inside a branch or loop of f (gradgen binds functions only outside them)
         self.helpers: list = []  # module-level definitions, before f
         self.top: list = []  # statements hoisted to the top of f
+        self.paired: set[str] = set()  # names a pair closure returns (`u, v = _cN(...)`)
         self.count = 0
         self.appliers: set[int] = set()
         self.module_functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name != "f"}
@@ -389,7 +391,24 @@ def _closure_pair(first, second, state: _FnState) -> list:
     name = state.fresh("c")
     definition = _helper(name, params, _pair_body(first, second))
     target = ast.Tuple([ast.Name(u, ast.Store()), ast.Name(v, ast.Store())], ast.Store())
+    state.paired |= {u, v}
     return _place(definition, state) + [ast.copy_location(ast.Assign([target], _call(name, params, state.rng)), first)]
+
+
+def _no_update_in_place(fnode, names) -> None:
+    """`u -= e` -> `u = u - (e)` for a name a pair closure returned: the closure's own local
+    `u` holds the same array, and v was computed from it, so its gradient needs the old
+    numbers that an update in place would change (gradgen rightly refuses; soak seed 1215
+    #1295, #6039). The same value, in a new array."""
+    for node in ast.walk(fnode):
+        for field in ("body", "orelse"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for i, stmt in enumerate(block):
+                if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id in names:
+                    value = ast.BinOp(ast.Name(stmt.target.id, ast.Load()), stmt.op, stmt.value)
+                    block[i] = ast.copy_location(ast.Assign([ast.Name(stmt.target.id, ast.Store())], value), stmt)
 
 
 def _factory_pair(first, second, state: _FnState) -> list:

@@ -407,3 +407,14 @@ def test_soak_1213_the_generator_knows_a_0d_array_made_later_in_a_loop_body():
     case = fuzz.generate(1213, 6802)
     assert "a = np.where(" in case.source and "w *=" not in case.source
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")
+
+
+@pytest.mark.parametrize("index, name", [(1295, "w"), (6039, "z")])
+def test_soak_1215_a_pair_closures_result_is_not_updated_in_place(index, name):
+    """Seed 1215 (on a58fbd0): `z, h = _c2(a)` (a closure computing h from its own z) then
+    `z -= e`: the closure's z holds the same array and h's gradient needs its old numbers,
+    so gradgen refuses the update in place (rightly: it would have to save them). The
+    generator now writes `z = z - e` for a name a pair closure returned."""
+    case = fuzz.generate(1215, index)
+    assert f"    {name} = {name} - " in case.source and f"{name} -=" not in case.source
+    assert fuzz.run(case).status == "ok"
