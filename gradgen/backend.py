@@ -65,7 +65,7 @@ def recorded(path):
     for line in head.split(b"\n"):
         if not line.startswith(b"#"):
             break
-        found = _RECORDED.fullmatch(line.rstrip(b"\r"))
+        found = _RECORDED.match(line)
         if found:
             return found["name"].decode("ascii")
     return "numpy"

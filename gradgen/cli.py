@@ -57,6 +57,9 @@ def _parser():
     compile_.add_argument("--force", action="store_true",
                           help="overwrite a file gradgen did not write, or one edited since it did")
     compile_.add_argument("--check", action="store_true", help="then run `check` on the result")
+    compile_.add_argument("--backend", choices=("numpy", "array-api"), default=None,
+                          help="numpy (the default), or array-api: code for any Array API library (NumPy, CuPy, "
+                               "PyTorch, JAX, Dask); recompiling keeps the backend a module was written for")
     compile_.set_defaults(run=_compile)
     check = sub.add_parser("check", help="compare generated gradients with sympy and finite differences")
     _common(check)
@@ -142,10 +145,14 @@ def _compile_one(args):
     from gradgen.api import compile_file
 
     with time_limit(COMPILE_SECONDS, _OutOfTime):
-        target, compiled = compile_file(args.file, args.out_dir, args.function, args.wrt, args.force, args.emit)
+        target, compiled = compile_file(args.file, args.out_dir, args.function, args.wrt, args.force, args.emit,
+                                        args.backend)
     names = ", ".join(n for f in compiled.functions for n in
                       [f.grad_name, f.value_and_grad_name] + [m.name for m in f.made] if n)
     print(f"wrote {target} ({names})")
+    if compiled.backend != "numpy":
+        kept = "" if args.backend else " (the backend of the module it replaced; --backend numpy changes it)"
+        print(f"  backend: {compiled.backend}{kept}")
     for line in summary_lines(compiled):
         print(f"  {line}")
     return _check(args) if args.check else 0
