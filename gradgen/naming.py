@@ -153,7 +153,7 @@ class FunctionNamer:
         if prim in _COMPARISONS:
             lead = self._describe(expr.args[0])
             return "_".join((lead or [])[:2] + ["mask"])
-        word = _WORDS.get(prim, "part")
+        word = _WORDS.get(prim) or self._function_name(expr) or "part"
         return f"{self.base(target)}_{word}" if target else word
 
     def _describe(self, e):
@@ -168,13 +168,24 @@ class FunctionNamer:
         if e.prim == "neg":
             inner = self._describe(e.args[0])
             return ["neg"] + inner if inner else None
+        if e.prim == "pow" and isinstance(e.args[0], Var) and _number(e.args[1]) == 2:
+            return [self.base(e.args[0].name), "sq"]
         prim = TABLE[e.prim]
         if prim.operator is not None or not prim.names or not e.args:
             return None
         main = next((a for a in e.args if not _constant(a)), None)
         inner = self._describe(main) if main is not None else None
-        name = (prim.names.get(e.ns) or next(iter(prim.names.values()))).split(".")[-1]
-        return [name] + inner if inner else None
+        return [self._function_name(e)] + inner if inner else None
+
+    @staticmethod
+    def _function_name(e):
+        """`exp` for np.exp, `solve` for np.linalg.solve; None for an operator."""
+        from gradgen.primitives import TABLE
+
+        prim = TABLE.get(getattr(e, "prim", None))
+        if prim is None or prim.operator is not None or not prim.names:
+            return None
+        return (prim.names.get(e.ns) or next(iter(prim.names.values()))).split(".")[-1]
 
     def stack(self, var):
         """The list that keeps `var`'s overwritten values: `x_stack`."""
@@ -194,6 +205,12 @@ _BUILTINS = set(dir(builtins)) - {"_"}
 _COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge", "ge_strict", "le_strict"}
 _WORDS = {"add": "sum", "sub": "diff", "mul": "prod", "div": "ratio", "pow": "power", "matmul": "product",
           "mod": "mod"}
+
+
+def _number(e):
+    from gradgen.ir import Const
+
+    return e.value if isinstance(e, Const) and type(e.value) in (int, float) else None
 
 
 def _constant(e):

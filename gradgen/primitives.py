@@ -317,9 +317,57 @@ def _kept(g, p):
 
 
 def _spread(g, x):
-    """`g` over every element of x: a fresh float array of x's shape (writable, float64)."""
+    """`g` over every element of x: a fresh float array of x's shape (writable, float64).
+    A g that is one number everywhere already (`-np.ones_like(s) / n`, the gradient of a
+    mean) is that number times ones of x's shape, not a product of two arrays of ones."""
     ones = F.ones_like(x, dtype=Spelled("float"))
-    return ones if g == Const(1) else g * ones
+    if g == Const(1):
+        return ones
+    spread = _respread(g, ones)
+    return spread if spread is not None else g * ones
+
+
+def _respread(g, ones):
+    """g with its array of ones (through the axes a reduction kept) replaced by `ones`, if g
+    is ones scaled by numbers; else None."""
+    if not isinstance(g, Call):
+        return None
+    if g.prim == "ones_like":
+        return ones
+    if g.prim in ("expand_dims", "neg"):
+        inner = _respread(g.args[0], ones)
+        return None if inner is None else inner if g.prim == "expand_dims" else Call("neg", (inner,), g.ns, g.loc)
+    if g.prim in ("mul", "div"):
+        a, b = g.args
+        if _counts_only(b) and _respread(a, ones) is not None:
+            return Call(g.prim, (_respread(a, ones), b), g.ns, g.loc)
+        if g.prim == "mul" and _counts_only(a) and _respread(b, ones) is not None:
+            return Call("mul", (a, _respread(b, ones)), g.ns, g.loc)
+    return None
+
+
+def _counts_only(e):
+    """Whether e is a number made of constants and sizes (np.size(x), np.shape(x)[1])."""
+    if isinstance(e, Const):
+        return True
+    if not isinstance(e, Call):
+        return False
+    if e.prim in ("size", "len") or (e.prim == "getitem" and isinstance(e.args[0], Call) and e.args[0].prim == "shape"):
+        return True
+    return e.prim in ("mul", "div", "neg", "add", "sub") and all(_counts_only(a) for a in e.args)
+
+
+def _count(x, p):
+    """How many elements of x each result of a reduction along p's axes takes in."""
+    axis = p.get("axis")
+    if axis is None:
+        return F.size(x)
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    count = None
+    for a in axes:
+        length = Call("getitem", (F.shape(x), Const(a)), "op", params=(("index", ("i",)),))
+        count = length if count is None else count * length
+    return count
 
 
 def _extreme(g, out, x, p):
@@ -338,7 +386,7 @@ REDUCE = ("axis", "keepdims")
 primitive("sum", spellings=["numpy.sum"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: _spread(_kept(g, p), x))
 primitive("mean", spellings=["numpy.mean"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
-          vjp=lambda g, out, x, **p: _spread(_kept(g, p), x) / (F.size(x) / F.size(out)))
+          vjp=lambda g, out, x, **p: _spread(_kept(g, p), x) / _count(x, p))
 primitive("prod", spellings=["numpy.prod"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: F.prod_grad(g, x, **p))  # not out / x: nan where x holds a 0
 primitive("amax", spellings=["numpy.max", "numpy.amax"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,

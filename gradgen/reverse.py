@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gradgen import custom_rules, simplify
+from gradgen import custom_rules, sameshape, simplify
 from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, IndexAdd, Restore, Spelled, Var,
                         While,
                         assigned, expressions, variables, walk)
@@ -53,6 +53,7 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
 
     `arrays`: the values that may be NumPy arrays (see gradgen.shapes); `seed`: the
     gradient of the result (1, or a vjp's cotangent)."""
+    arrays = arrays if isinstance(arrays, sameshape.ArrayNames) else sameshape.with_shapes(fn, arrays)
     rev = _Reverser(activity.active, namer, of, arrays)
     rev.params = {p.name for p in fn.params}
     rev.lists = {s.target for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.expr, Call)
@@ -122,6 +123,14 @@ class _Reverser:
             self.adj_set.add(self.adj_names[v])
         return self.adj_names[v]
 
+    def temporary(self, v, node):
+        """The name of the gradient of subexpression `node` of v's statement: `dL_dh_inner`
+        (of `np.tanh(X @ W1 + b1)` for h), or, where v is the result itself, after the
+        subexpression (`dL_ddiff`, never `dL_dL_inner`)."""
+        if v != self.of:
+            return self.namer.adjoint(self.of, f"{v}_inner")
+        return self.namer.adjoint(self.of, self.namer.value_base(node) if isinstance(node, Call) else "inner")
+
     def stack(self, v):
         if v not in self.stacks:
             self.stacks[v] = self.namer.stack(v)
@@ -172,8 +181,6 @@ class _Reverser:
             return self.append(stmt)
         if isinstance(stmt.expr, Call) and stmt.expr.prim in custom_rules.CALLS:  # the user's rule, written out
             return custom_rules.backward(self, stmt)
-        if isinstance(stmt.expr, Call) and stmt.expr.prim in custom_rules.CALLS:  # the user's rule, written out
-            return custom_rules.backward(self, stmt)
         v = stmt.target
         restore = [Restore(v, self.stack(v), id(stmt))] if stmt.overwrites and not stmt.counter else []
         self_ref = any(x.name == v for x in variables(stmt.expr))
@@ -182,12 +189,16 @@ class _Reverser:
         if g is not None and v in self.active:
             contributions = []
             push_into(stmt.expr, g, (), self.active, contributions, None if self_ref else Var(v), self.arrays,
-                      scalar=v not in self.arrays, temporary=lambda: self.namer.adjoint(self.of, f"{v}_inner"))
+                      scalar=v not in self.arrays, temporary=lambda node: self.temporary(v, node))
             if stmt.overwrites or self_ref:
                 del self.state[v]  # the value before this statement starts with no adjoint
             body = []
+            contributions = self.heirs(self.merged(contributions, v), v)
             for item in contributions:
-                if isinstance(item, Temporary):
+                if isinstance(item, Temporary) and item.heir is not None:
+                    body += self.add(item.heir, item.expr)
+                    self.owned.discard(item.name)  # other adjoints may hold its array too
+                elif isinstance(item, Temporary):
                     self.adj_set.add(item.name)
                     self.note_mutable(item.name, item.expr)
                     body.append(Assign(item.name, item.expr))
@@ -207,6 +218,51 @@ class _Reverser:
             out += self.cite(stmt, body)
         return out + ([] if self_ref else restore)
 
+    def merged(self, contributions, v):
+        """The contributions one statement makes to one array, as one sum where the last of
+        them was (`dL_dz = a + b`, not `dL_dz = a` then `dL_dz = dL_dz + b`); a scatter into
+        it, a guarded one and a list's stay apart, and a number's keep the lesson's `=` then
+        `+=`, one line per path."""
+        def plain(item):
+            return not isinstance(item, Temporary) and item[0] != v and item[0] in self.arrays \
+                and item[0] not in self.lists \
+                and not isinstance(item[1], Cond) and not _is_scatter(item[1]) \
+                and not (isinstance(item[1], Call) and item[1].prim in ("zero_at", "list_add_at", "tree_add_at"))
+        last, totals = {}, {}
+        for k, item in enumerate(contributions):
+            if plain(item):
+                last[item[0]] = k
+                totals[item[0]] = simplify.add(totals[item[0]], item[1]) if item[0] in totals else item[1]
+        return [(item[0], totals[item[0]]) if plain(item) and last[item[0]] == k else item
+                for k, item in enumerate(contributions) if not plain(item) or last[item[0]] == k]
+
+    def heirs(self, contributions, v):
+        """A named gradient of a subexpression that some variable receives unchanged, as its
+        first gradient (`(yhat - y) ** 2`: yhat's), is that variable's adjoint from the start:
+        `dL_dyhat = 2 * (yhat - y)`, then `dL_dy = -dL_dyhat`, not a `dL_dL_inner` both read."""
+        out, renamed = list(contributions), {}
+        for k, item in enumerate(out):
+            if not isinstance(item, Temporary):
+                continue
+            heir = next((j for j in range(k + 1, len(out)) if not isinstance(out[j], Temporary)
+                         and out[j][1] == Var(item.name) and self._may_inherit(out[j][0], v, out)), None)
+            if heir is None:
+                continue
+            name = out[heir][0]
+            renamed[item.name] = self.adj_name(name)
+            out[k] = Temporary(renamed[item.name], item.expr, heir=name)
+            del out[heir]
+            out[k + 1:] = [Temporary(t.name, _renamed(t.expr, renamed), t.heir) if isinstance(t, Temporary)
+                           else (t[0], _renamed(t[1], renamed)) for t in out[k + 1:]]
+        return out
+
+    def _may_inherit(self, name, v, contributions):
+        """Only a variable whose one gradient here is the named one, and none before (its
+        adjoint then holds that value wherever the statement reads it)."""
+        return name != v and name not in self.lists and self.state.get(name) is None and \
+            sum(1 for c in contributions if isinstance(c, Temporary) and c.heir == name or
+                not isinstance(c, Temporary) and c[0] == name) == 1
+
     # ---- Python lists: a gradient list mirrors the list (gradgen.rules_lists) -------------
     def append(self, stmt):
         """`hs.append(v)` backward: v's gradient is popped from the gradient list, which is
@@ -222,7 +278,7 @@ class _Reverser:
         body = [Assign(popped, Call("pop", (Var(self.adj_name(v)),)))]
         contributions = []
         push_into(value, Var(popped), (), self.active, contributions, None, self.arrays,
-                  temporary=lambda: self.namer.adjoint(self.of, f"{v}_inner"))
+                  temporary=lambda node: self.temporary(v, node))
         for item in contributions:
             if isinstance(item, Temporary):
                 self.adj_set.add(item.name)
@@ -292,7 +348,7 @@ class _Reverser:
             return []
         adj = self.adj_name(name)
         self.state[name] = Var(adj)
-        if isinstance(current, Var) and (name in self.arrays or adj in self.mutable):
+        if isinstance(current, Var) and (name in self.arrays.objects or adj in self.mutable):
             # never `+=` on an array: the adjoint may share memory with another one
             return self.define(adj, simplify.add(current, contribution))
         if isinstance(current, Var):
@@ -426,6 +482,20 @@ class _Reverser:
         else:
             loop = For(stmt.target, stmt.iter, body, stmt.line, stmt.source, stmt.count, direction="reversed")
         return pre + [loop]
+
+
+def _renamed(expr, names):
+    """`expr` with the variables of `names` (old -> new name) renamed."""
+    if not names:
+        return expr
+    if isinstance(expr, Var):
+        return Var(names.get(expr.name, expr.name))
+    if isinstance(expr, Call):
+        args = tuple(_renamed(a, names) for a in expr.args)
+        return Call(expr.prim, args, expr.ns, expr.loc, expr.params) if args != expr.args else expr
+    if isinstance(expr, Cond):
+        return Cond(_renamed(expr.test, names), _renamed(expr.body, names), _renamed(expr.orelse, names))
+    return expr
 
 
 def _zeroes_own(contribution, adj, owned):
@@ -652,8 +722,8 @@ class Temporary:
     """A gradient pushed into a subexpression that feeds several variables: named once
     (`dL_dh_inner = dL_dh * (1 - h ** 2)`) instead of being written out for each of them."""
 
-    def __init__(self, name, expr):
-        self.name, self.expr = name, expr
+    def __init__(self, name, expr, heir=None):
+        self.name, self.expr, self.heir = name, expr, heir  # heir: the variable whose adjoint it is
 
 
 def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stretched=False, scalar=False,
@@ -682,10 +752,13 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         return
     root = value is not None
     value = expr if value is None else value
+    if _inline_sigmoid(expr) is not None:  # 1 / (1 + exp(-z)): differentiated as sigmoid, out * (1 - out)
+        expr = Call("sigmoid", (_inline_sigmoid(expr),), expr.ns, expr.loc)
+        prim = TABLE["sigmoid"]
     if stretched and not prim.elementwise and expr.prim not in _TAKES_STRETCHED:
         g, stretched = _fit(g, value, True, arrays), False
     if temporary is not None and not root and not guards and _worth_naming(g, expr, active):
-        name = temporary()
+        name = temporary(expr)
         out.append(Temporary(name, g))
         g = Var(name)
     for i, arg in enumerate(expr.args):
@@ -694,7 +767,7 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         rule = prim.vjp[0](i) if prim.arity is None else prim.vjp[i]
         if rule is None:
             continue
-        gi = _in_namespace(rule(g, value, *expr.args, **dict(expr.params)), expr.ns)
+        gi = sameshape.tidy(_in_namespace(rule(g, value, *expr.args, **dict(expr.params)), expr.ns), arrays)
         arg_scalar = scalar and prim.elementwise  # broadcasting never shrinks: its inputs are numbers too
         arg_stretched = not arg_scalar and (stretched or (prim.elementwise and _stretches(expr, i, arrays)))
         if expr.prim in _TAKES_STRETCHED:
@@ -707,12 +780,37 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         push_into(arg, gi, arg_guards, active, out, None, arrays, arg_stretched, arg_scalar, temporary)
 
 
+def _inline_sigmoid(expr):
+    """z, where `expr` is the logistic function written out: `1 / (1 + exp(-z))`."""
+    if not (isinstance(expr, Call) and expr.prim == "div" and simplify.is_one(expr.args[0])):
+        return None
+    total = expr.args[1]
+    if not (isinstance(total, Call) and total.prim == "add"):
+        return None
+    one, exp = total.args if simplify.is_one(total.args[0]) else reversed(total.args)
+    if not simplify.is_one(one) or not (isinstance(exp, Call) and exp.prim == "exp"):
+        return None
+    neg = exp.args[0]
+    return neg.args[0] if isinstance(neg, Call) and neg.prim == "neg" else None
+
+
 def _worth_naming(g, expr, active):
     """Name the gradient of a subexpression when it is a computation (not a name or a
     number) and more than one active variable inside the subexpression will use it."""
     if isinstance(g, (Var, Const)) or (isinstance(g, Call) and g.prim == "neg" and isinstance(g.args[0], Var)):
         return False
+    if _spread_ones(g):  # ones of a shape, scaled: folded into the products that use it instead
+        return False
     return sum(1 for v in variables(expr) if v.name in active) >= 2
+
+
+def _spread_ones(g):
+    """`np.ones_like(x)`, negated or scaled by constants."""
+    if isinstance(g, Call) and g.prim == "ones_like":
+        return True
+    if isinstance(g, Call) and g.prim in ("neg", "mul", "div"):
+        return any(_spread_ones(a) for a in g.args) and all(_spread_ones(a) or isinstance(a, Const) for a in g.args)
+    return False
 
 
 # rules whose helpers accept a gradient of the broadcast shape and sum it back themselves
@@ -725,6 +823,9 @@ def _stretches(expr, i, arrays):
         return False
     if not may_be_array(expr.args[i], arrays):
         return True
+    same = getattr(arrays, "same", None)
+    if same is not None and same.same(expr, expr.args[i]):
+        return False  # the result has this input's shape: nothing stretched it
     return any(may_be_array(a, arrays) for j, a in enumerate(expr.args) if j != i)
 
 

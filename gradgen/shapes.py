@@ -25,11 +25,13 @@ _ARRAY_RESULTS = {"zeros", "ones", "eye", "arange", "linspace", "full", "stack",
                   "expand_dims", "reshape", "broadcast_to", "cumsum"}  # arrays even of a number
 
 
-def array_values(fn, module, result_may_be_array=False) -> set:
+def array_values(fn, module, result_may_be_array=False, mutable=False) -> set:
     """Names (parameters, constants, SSA values) that may hold arrays when `fn` runs (a
     function with a gradient returns one number, so its result is a number; a vjp's may
-    be an array)."""
-    arrays = _may_be_arrays(fn, module, not result_may_be_array)
+    be an array). `mutable`: the names that may hold an array object, which an in-place
+    update changes: a value the code shows is a number (see evident_numbers) may still be
+    a 0-d array, so only annotations and defaults say it is not one."""
+    arrays = _may_be_arrays(fn, module, not result_may_be_array, infer=not mutable)
     if isinstance(fn.result, Var) and not result_may_be_array:  # one number: that value is no array
         arrays.discard(fn.result.name)
     return arrays
@@ -109,9 +111,9 @@ def _rows_of_arrays(expr, arrays):
     return may_be_array(expr, arrays)
 
 
-def _may_be_arrays(fn, module, result_number=True):
+def _may_be_arrays(fn, module, result_number=True, infer=True):
     evident = _evident(fn)  # `state[0]`, `len(xs)`: arrays, numpy imported or not
-    numbers = evident_numbers(fn, result_number) - evident
+    numbers = evident_numbers(fn, result_number) - evident if infer else set()
     arrays = (arrays_on_entry(fn, module) | evident) - numbers
     size = -1
     while size != len(arrays):  # loops carry arrays from one iteration to the next

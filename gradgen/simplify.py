@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gradgen.ir import (Assign, Break, Call, Cond, Const, Continue, For, If, While, assigned,
+from gradgen.ir import (Assign, Break, Call, Cond, Const, Continue, For, If, IndexAdd, Restore, While, assigned,
                         expressions, has_effect, is_draw, variables, walk)
 
 
@@ -30,6 +30,10 @@ def is_zero(e) -> bool:
 
 def _is_one(e) -> bool:
     return _num(e) == 1
+
+
+is_one = _is_one
+number = _num
 
 
 def _short(value):
@@ -180,13 +184,13 @@ def dead_code(stmts, live):
                 kept.append(stmt)
                 live.update(v.name for v in variables(stmt.expr))
         elif isinstance(stmt, If):
-            if assigned(stmt.body + stmt.orelse) & live or _leaves_iteration(stmt) or has_effect(stmt):
+            if _writes(stmt.body + stmt.orelse) & live or _leaves_iteration(stmt) or has_effect(stmt):
                 body, orelse = dead_code(stmt.body, live), dead_code(stmt.orelse, live)
                 if body or orelse:
                     kept.append(replace(stmt, body=body, orelse=orelse))
                     live.update(v.name for v in variables(stmt.test))
         elif isinstance(stmt, (For, While)):
-            if assigned(stmt.body) & live or has_effect(stmt):
+            if _writes(stmt.body) & live or has_effect(stmt):
                 live.update(v.name for e in expressions(stmt) for v in variables(e))
                 size = -1
                 while size != len(live):
@@ -198,6 +202,13 @@ def dead_code(stmts, live):
             live.update(v.name for e in expressions(stmt) for v in variables(e))
     kept.reverse()
     return kept
+
+
+def _writes(stmts):
+    """Names `stmts` assign, pop back or write into (`dx[i] += g`, `x = x_stack.pop()` in a
+    backward loop keep the loop)."""
+    return assigned(stmts) | {s.target for s in walk(stmts) if isinstance(s, IndexAdd)} | \
+        {s.name for s in walk(stmts) if isinstance(s, Restore)}
 
 
 def _leaves_iteration(stmt):

@@ -55,8 +55,9 @@ def test_draws_prints_and_asserts_are_kept_in_the_forward_pass_once():
     grad = _forward(text, "elbo_grad")
     assert grad == ["std = np.exp(log_std)", "unused = rs.randn(2)", "eps = rs.randn(*mean.shape)",
                     "z = mean + std * eps", 'print("z norm", np.sum(z**2))',
-                    'assert np.all(std > 0), "std must be positive"', "kl = 0.5 * np.sum(std**2 + mean**2 - "
-                    "1.0 - 2.0 * log_std)", 'logging.info("kl=%s", kl)', "noise = np.random.normal(size=3)"]
+                    'assert np.all(std > 0), "std must be positive"', "recon_diff = x - z",
+                    "kl_diff = std**2 + mean**2 - 1.0 - 2.0 * log_std", "kl = 0.5 * np.sum(kl_diff)",
+                    'logging.info("kl=%s", kl)', "noise = np.random.normal(size=3)"]
     backward = _code(text.split("def elbo_grad(", 1)[1].split("# backward pass", 1)[1].split("def ", 1)[0])
     assert "randn" not in backward and "normal(" not in backward and "print" not in backward
 

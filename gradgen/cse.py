@@ -1,0 +1,289 @@
+"""Stage 5b, share: every forward value is computed once.
+
+The rules of the primitive table re-read forward subexpressions (`np.exp(shifted)` for the
+gradient of `np.log(np.sum(np.exp(shifted)))`, `np.max(logits)` for the max trick), and a
+statement may spell one call twice. This pass runs over one generated function (its
+forward statements, then its backward ones, as one program) and binds each call that is
+computed more than once to a name, where it is first computed, as a person would:
+`exp_shifted = np.exp(shifted)` before the forward statement that uses it, `exp_shifted`
+wherever it is needed again.
+
+A reuse must mean the same number (common subexpression elimination on available
+expressions): a binding is reused only at the same level of the program or inside a block
+after it, never from one branch in another nor from one loop trip in the next; any
+assignment to a name it reads (an overwrite, a value popped back, an in-place write) ends
+it; a loop sees only what its body never changes. Nothing that only one branch of a
+conditional expression evaluates is moved out of it, nor any random draw.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+
+from gradgen.ir import (Assign, Call, Cond, For, If, IndexAdd, Init, Restore, Var, While, variables, walk)
+from gradgen.primitives import TABLE
+from gradgen.shapes import may_be_array
+
+# Calls never shared: facts about shapes (cheap, and read for the shape alone), makers of
+# fresh arrays (a gradient may be written into one in place), views and signs (as cheap as
+# a name), and calls that change something.
+_NEVER = {"shape", "ndim", "size", "len", "tuple", "range", "range_slice", "zeros_like", "ones_like", "zeros", "ones",
+          "eye", "arange", "linspace", "full", "array", "list", "list_zeros", "zeros_like_tree", "T", "neg", "pos",
+          "float", "getitem", "list_get", "tree_get", "tree_len", "tree_keys", "not"}
+_IMPURE = {"draw", "pop", "append", "setitem"}
+_LAZY = {"and", "or"}  # only the first operand surely runs
+
+
+def share(forward, backward, namer, arrays, backward_names, targets_stay=True):
+    """(forward, backward) with each call computed more than once bound to a name once.
+
+    `backward_names`: the adjoints (values of the backward pass; expressions reading them
+    are not forward values). `targets_stay`: no forward array is changed in place, so a
+    forward statement's own name may stand for its value later."""
+    split = _Split()
+    program = list(forward) + [split] + list(backward)
+    counting = _Sharer(namer, arrays, backward_names, targets_stay, None)
+    counting.block(program, _Available())
+    used = {site for site, uses in counting.uses.items() if uses}
+    out = _Sharer(namer, arrays, backward_names, targets_stay, used).block(program, _Available())
+    at = next(i for i, s in enumerate(out) if s is split)
+    return out[:at], out[at + 1:]
+
+
+class _Available(dict):
+    """Expressions whose value a name holds here (expression -> name), with an index from
+    each name to the expressions that read it or are held by it, so that an assignment
+    ends exactly those."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.readers = {}
+        for e, name in self.items():
+            self._index(e, name)
+
+    def __setitem__(self, e, name):
+        super().__setitem__(e, name)
+        self._index(e, name)
+
+    def setdefault(self, e, name):
+        if e not in self:
+            self[e] = name
+        return self[e]
+
+    def _index(self, e, name):
+        for n in _names(e) | ({name} if isinstance(name, str) else set()):
+            self.readers.setdefault(n, []).append(e)
+
+    def copy(self):
+        return _Available(self)
+
+    def kill(self, names):
+        for n in names:
+            for e in self.readers.pop(n, ()):
+                self.pop(e, None)
+
+
+class _Split:
+    """Where the forward statements end and the backward ones begin."""
+
+
+class _Sharer:
+    """One walk over a program. Counting (`bind` None), every first surely-evaluated
+    occurrence of a candidate is a site and each later occurrence it serves is a use; then
+    binding (`bind`: the sites that had uses), those sites get their names."""
+
+    def __init__(self, namer, arrays, backward_names, targets_stay, bind):
+        self.namer, self.arrays, self.backward_names = namer, arrays, backward_names
+        self.targets_stay, self.bind = targets_stay, bind
+        self.uses = {}  # site -> number of later occurrences it serves
+        self.written = {}  # id(compound statement) -> names written anywhere in it
+        self.forward = True
+
+    # ---- statements ------------------------------------------------------------------
+    def block(self, stmts, avail):
+        """The statements rewritten; `avail` (expression -> name) is updated in place."""
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, _Split):
+                self.forward = False
+                out.append(stmt)
+                continue
+            bindings = []
+            out_stmt = self.statement(stmt, avail, bindings)
+            out += bindings
+            out.append(out_stmt)
+        return out
+
+    def statement(self, stmt, avail, bindings):
+        if isinstance(stmt, Assign):
+            expr = self.top(stmt.expr, stmt, avail, bindings)
+            new = replace(stmt, expr=expr) if expr is not stmt.expr else stmt
+            self.kill(avail, {stmt.target})
+            if (self.forward and self.targets_stay and not stmt.accumulate and self.candidate(stmt.expr)
+                    and stmt.target not in _names(stmt.expr)):
+                avail.setdefault(stmt.expr, stmt.target)  # the statement's own name stands for its value
+            return new
+        if isinstance(stmt, IndexAdd):
+            value = self.expr(stmt.value, stmt, avail, bindings, True)
+            index = tuple(self.expr(i, stmt, avail, bindings, True) for i in stmt.index)
+            self.kill(avail, {stmt.target})
+            return replace(stmt, value=value, index=index)
+        if isinstance(stmt, If):
+            test = self.expr(stmt.test, stmt, avail, bindings, True)
+            body = self.block(stmt.body, avail.copy())
+            orelse = self.block(stmt.orelse, avail.copy())
+            self.kill(avail, self.writes(stmt))
+            return replace(stmt, test=test, body=body, orelse=orelse)
+        if isinstance(stmt, For):
+            it = self.expr(stmt.iter, stmt, avail, bindings, True)
+            self.kill(avail, self.writes(stmt))  # what the body sees on every trip
+            body = self.block(stmt.body, avail.copy())
+            return replace(stmt, iter=it, body=body)
+        if isinstance(stmt, While):
+            self.kill(avail, self.writes(stmt))
+            test = self.expr(stmt.test, stmt, avail, [], False)  # tested before every trip: nothing bound here
+            body = self.block(stmt.body, avail.copy())
+            return replace(stmt, test=test, body=body)
+        if isinstance(stmt, (Restore, Init)):
+            self.kill(avail, {stmt.name})
+        return stmt
+
+    def writes(self, stmt):
+        key = id(stmt)
+        if key not in self.written:
+            names = set()
+            for s in walk([stmt]):
+                if isinstance(s, (Assign, For, IndexAdd)):
+                    names.add(s.target)
+                elif isinstance(s, (Restore, Init)):
+                    names.add(s.name)
+            self.written[key] = names
+        return self.written[key]
+
+    @staticmethod
+    def kill(avail, names):
+        avail.kill(names)
+
+    # ---- expressions -----------------------------------------------------------------
+    def top(self, expr, stmt, avail, bindings, sure=True):
+        """A statement's whole expression (or a branch of it that is the whole when taken):
+        its parts may be shared, never the whole (the statement's name would then hold the
+        very array another name holds, and an in-place write into one change both)."""
+        if isinstance(expr, Call):
+            args = tuple(self.expr(a, stmt, avail, bindings, sure and (expr.prim not in _LAZY or i == 0))
+                         for i, a in enumerate(expr.args))
+            return replace(expr, args=args) if args != expr.args else expr
+        if isinstance(expr, Cond):
+            test = self.expr(expr.test, stmt, avail, bindings, sure)
+            body = self.top(expr.body, stmt, avail, bindings, False)
+            orelse = self.top(expr.orelse, stmt, avail, bindings, False)
+            return Cond(test, body, orelse) if (test, body, orelse) != (expr.test, expr.body, expr.orelse) else expr
+        return expr
+
+    def expr(self, e, stmt, avail, bindings, sure):
+        """`e` with available values replaced by their names; a candidate met where it
+        surely runs becomes a site (and, when bound, a name of its own)."""
+        if isinstance(e, Cond):
+            test = self.expr(e.test, stmt, avail, bindings, sure)
+            body = self.expr(e.body, stmt, avail, bindings, False)
+            orelse = self.expr(e.orelse, stmt, avail, bindings, False)
+            return Cond(test, body, orelse) if (test, body, orelse) != (e.test, e.body, e.orelse) else e
+        if not isinstance(e, Call):
+            return e
+        candidate = self.candidate(e)
+        if candidate and e in avail:
+            name = avail[e]
+            if isinstance(name, tuple):  # a site being counted
+                self.uses[name] += 1
+                return e
+            return Var(name)
+        args = tuple(self.expr(a, stmt, avail, bindings, sure and (e.prim not in _LAZY or i == 0))
+                     for i, a in enumerate(e.args))
+        new = replace(e, args=args) if args != e.args else e
+        if candidate and sure:
+            site = (id(stmt), e)
+            if self.bind is None:
+                self.uses.setdefault(site, 0)
+                avail[e] = site
+            elif site in self.bind:
+                name = self.namer.made(self.namer.value_base(new, _feeds(stmt) if self.forward else None))
+                bindings.append(Assign(name, new, getattr(stmt, "line", None), getattr(stmt, "source", None)))
+                avail[e] = name
+                return Var(name)
+        return new
+
+    def two_arrays(self, e):
+        """Arithmetic worth a name: it combines two arrays or more (`x[1:] - x[:-1] ** 2`);
+        with numbers alone (`lengthscale ** 2`, `0.5 * y`) it costs about what a name does."""
+        return _array_leaves(e, self.arrays) >= 2
+
+    def candidate(self, e):
+        """A call worth one name: a function of forward values, pure, not a shape fact nor
+        a fresh array; an operator only on arrays (on numbers it costs what a name does)."""
+        if not isinstance(e, Call) or e.prim in _NEVER or e.prim not in TABLE or not _hashable(e):
+            return False
+        prim = TABLE[e.prim]
+        if prim.kind not in ("smooth", "piecewise", "helper") or not e.args:
+            return False
+        if (e.ns == "op" or not prim.names) and prim.operator is not None and not self.two_arrays(e):
+            return False
+        names = _names(e)
+        if not names or not self.backward_names.isdisjoint(names) or not _reads_numbers(e):
+            return False
+        return not any(isinstance(c, Call) and c.prim in _IMPURE for c in _subexpressions(e))
+
+
+def _array_leaves(e, arrays):
+    """How many operands that may be arrays an expression of operators combines."""
+    if isinstance(e, Call) and e.prim in TABLE and TABLE[e.prim].operator is not None and e.ns in ("op", None) \
+            and e.prim not in ("getitem",):
+        return sum(_array_leaves(a, arrays) for a in e.args)
+    return 1 if may_be_array(e, arrays) else 0
+
+
+_SHAPE_FACTS = {"shape", "ndim", "size", "len", "tree_len", "tree_keys"}
+
+
+def _reads_numbers(e):
+    """Whether `e` reads a value's numbers, not only shapes (`min(len(xs), len(ys))` is a
+    shape query, as cheap written twice as named once)."""
+    if isinstance(e, Var):
+        return True
+    if isinstance(e, Call):
+        return e.prim not in _SHAPE_FACTS and any(_reads_numbers(a) for a in e.args)
+    if isinstance(e, Cond):
+        return any(_reads_numbers(x) for x in (e.test, e.body, e.orelse))
+    return False
+
+
+def _hashable(e):
+    """(A constant array, `b=np.array([...])`, is no key: such a call is left as it is.)"""
+    try:
+        hash(e)
+    except TypeError:
+        return False
+    return True
+
+
+def _feeds(stmt):
+    """The variable a forward statement assigns, if the user named it (not a `return`)."""
+    if isinstance(stmt, Assign) and not (stmt.source or "").startswith("return "):
+        return stmt.target
+    return None
+
+
+@functools.lru_cache(maxsize=65536)
+def _names(e):
+    return frozenset(v.name for v in variables(e))
+
+
+def _subexpressions(e):
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        yield x
+        if isinstance(x, Call):
+            stack.extend(x.args)
+        elif isinstance(x, Cond):
+            stack.extend((x.test, x.body, x.orelse))

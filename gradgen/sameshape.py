@@ -1,0 +1,298 @@
+"""Analysis: which expressions surely have the same shape, with no shape known.
+
+Broadcasting makes the backward pass sum gradients back (`unbroadcast`) and spread them
+out (`np.ones_like(x)`), because in general `a * b` may be larger than `a`. Often the code
+itself shows it is not: `x[1:] - x[:-1] ** 2` combines two slices of x that drop one
+element each, `np.exp(z) * z` two values of z's shape, `100.0 * d` a number and d. This
+analysis gives each expression a key, equal for two expressions only when their shapes
+are surely equal, so the backward pass can leave out a sum that sums nothing, multiply by
+a value of the right shape instead of by ones, and read a shape from a name instead of
+from a whole expression (`np.ones_like(x[1:])`, not `np.ones_like(<the summand>)`).
+"""
+
+from __future__ import annotations
+
+from gradgen.ir import Assign, Call, Cond, Const, For, Var, walk
+from gradgen.primitives import TABLE
+from gradgen.shapes import may_be_array
+
+NUMBER = ("number",)  # the key of a number: it broadcasts against anything and changes no shape
+
+
+class SameShape:
+    """Keys of expressions of one function (`key`), and a cheap expression of an
+    expression's shape (`proxy`). Expressions are compared within one statement, where
+    every name means one value; a name bound once (and only from names bound once) is
+    followed to the expression that made it."""
+
+    def __init__(self, fn, arrays):
+        self.arrays = arrays
+        counts, self.defs = {}, {}
+        for stmt in walk(fn.body):
+            target = stmt.target if isinstance(stmt, (Assign, For)) else None
+            if target is not None:
+                counts[target] = counts.get(target, 0) + 1
+                if isinstance(stmt, Assign) and not stmt.overwrites:
+                    self.defs[target] = stmt.expr
+        self.params = {p.name for p in fn.params}
+        self.once = {p.name for p in fn.params if p.name not in counts}
+        self.once |= {n for n, k in counts.items() if k == 1 and n in self.defs}
+        self.memo = {}
+
+    def floats(self, e) -> bool:
+        """Whether e surely holds floats (see _surely_float), following names bound once."""
+        return _surely_float(e, {n: d for n, d in self.defs.items() if n in self.once})
+
+    def same(self, a, b) -> bool:
+        ka, kb = self.key(a), self.key(b)
+        return ka is not None and ka == kb
+
+    def key(self, e):
+        """A hashable key, equal for expressions of surely equal shapes, or None."""
+        return self._key(e)[0]
+
+    def _key(self, e):
+        """(key, stable): stable when the key means the same shape anywhere in the function."""
+        if not may_be_array(e, self.arrays):
+            return NUMBER, True
+        if isinstance(e, Var):
+            return self._var(e.name)
+        if isinstance(e, Cond):
+            (kb, sb), (ko, so) = self._key(e.body), self._key(e.orelse)
+            return (kb, sb and so) if kb == ko and kb is not None else (None, False)
+        if not isinstance(e, Call):
+            return None, False
+        if e.prim == "getitem":
+            return self._slice(e)
+        if e.prim in TABLE and TABLE[e.prim].elementwise:
+            keys = [self._key(a) for a in e.args if may_be_array(a, self.arrays)]
+            if not keys:
+                return NUMBER, True
+            kept = {k for k, _ in keys if _kept_of(k) is not None}
+            if kept and {_kept_of(k) for k in kept} <= {k for k, _ in keys}:
+                keys = [(k, s) for k, s in keys if k not in kept]  # `x - np.max(x, axis=1, keepdims=True)`
+            if all(k == keys[0][0] and k is not None for k, _ in keys):
+                return keys[0][0], all(s for _, s in keys)
+            return None, False
+        if e.prim in ("sum", "mean", "amax", "amin", "prod") and dict(e.params).get("keepdims"):
+            key, stable = self._key(e.args[0])  # as many axes, 1 long where it reduced: it broadcasts into x
+            return (("kept", key), stable) if key is not None else (("expr", e), stable)
+        return ("expr", e), all(v.name in self.once for v in _vars(e))
+
+    def _var(self, name):
+        if name not in self.memo:
+            self.memo[name] = (("var", name), name in self.once)  # (while its definition is read)
+            if name in self.once and name in self.defs:
+                key, stable = self._key(self.defs[name])
+                if key is not None and stable:
+                    self.memo[name] = (key, True)
+        return self.memo[name]
+
+    def _slice(self, e):
+        """`x[a:b]` along the first axis with a >= 0 and b < 0 (or absent): as long as x less
+        a - b elements (none if that is negative), so `x[1:]` and `x[:-1]` are alike."""
+        layout = dict(e.params).get("index")
+        base, *bounds = e.args
+        if not layout or len(layout) != 1 or not layout[0].startswith("s") or layout[0][3:] == "1":
+            return ("expr", e), False
+        bits = layout[0][1:]
+        values = iter(bounds)
+        start = _int(next(values)) if bits[0] == "1" else 0
+        stop = _int(next(values)) if bits[1] == "1" else 0
+        if start is None or stop is None or start < 0 or stop > 0 or (bits[1] == "1" and stop == 0):
+            return ("expr", e), False
+        key, stable = self._key(base)
+        return (("drop", key, start - stop), stable) if key is not None else (None, False)
+
+    def proxy(self, e):
+        """An expression of e's shape that costs nothing to evaluate (a name or a slice of
+        one), or e itself: for an elementwise expression, the operand its shape comes from
+        (the one array in it, or one of the arrays all of its shape); for a name bound once
+        to such an expression, that operand's."""
+        if not may_be_array(e, self.arrays):
+            return e
+        if isinstance(e, Var) and e.name in self.once and e.name in self.defs:
+            inner = self.defs[e.name]
+            if all(v.name in self.once for v in _vars(inner)):
+                found = self._operand(inner)
+                return self.proxy(found) if found is not None else e
+            return e
+        found = self._operand(e)
+        return self.proxy(found) if found is not None else e
+
+    def _operand(self, e):
+        """The operand of an elementwise call `e` that has e's shape, or None."""
+        if not (isinstance(e, Call) and e.prim != "getitem" and e.prim in TABLE and TABLE[e.prim].elementwise):
+            return None
+        arrays = [a for a in e.args if may_be_array(a, self.arrays)]
+        if len(arrays) == 1:
+            return arrays[0]
+        key = self.key(e)
+        if key is None or key == NUMBER:
+            return None
+        return next((a for a in arrays if self.key(a) == key), None)
+
+
+def _kept_of(key):
+    """The key of x, for the key of a reduction of x that keeps its axes."""
+    return key[1] if isinstance(key, tuple) and key[:1] == ("kept",) else None
+
+
+def _int(e):
+    if isinstance(e, Call) and e.prim == "neg" and len(e.args) == 1:
+        inner = _int(e.args[0])
+        return None if inner is None else -inner
+    if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    return None
+
+
+def _vars(e):
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Var):
+            yield x
+        elif isinstance(x, Call):
+            stack.extend(x.args)
+        elif isinstance(x, Cond):
+            stack.extend((x.test, x.body, x.orelse))
+
+
+class ArrayNames(set):
+    """The names that may hold arrays (gradgen.shapes), carrying the function's SameShape,
+    so every rule that asks "may this be an array?" can also ask "of which shape?", and
+    `objects`: the names that may hold an array object (a number the code shows may still
+    be a 0-d array, which `+=` would change in place)."""
+
+    same: SameShape | None = None
+    objects: set = frozenset()
+
+
+def with_shapes(fn, arrays, objects=None):
+    names = ArrayNames(arrays)
+    names.same = SameShape(fn, names)
+    names.objects = set(arrays) | set(objects or ())
+    return names
+
+
+# ---- gradients written with the shapes the code shows ----------------------------------
+_SHAPE_OF_ARG = {"shape", "ndim", "size"}  # read only their argument's shape
+_FLOAT_RESULTS = {"exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos", "tan", "tanh", "sinh",
+                  "cosh", "sigmoid", "div", "erf", "erfc", "float"}
+
+
+def tidy(g, arrays):
+    """A gradient expression that reads shapes from names (`np.ones_like(x[1:])`, not from
+    the expression they came from), and multiplies by no ones where a factor has their
+    shape already (`200.0 * d`, not `np.ones_like(d) * 100.0 * 2 * d`)."""
+    same = getattr(arrays, "same", None)
+    if same is None or not isinstance(g, (Call, Cond)):
+        return g
+    if isinstance(g, Cond):
+        return Cond(g.test, tidy(g.body, arrays), tidy(g.orelse, arrays))
+    args = tuple(tidy(a, arrays) for a in g.args)
+    if g.prim in _SHAPE_OF_ARG or (g.prim in ("ones_like", "zeros_like") and dict(g.params).get("dtype")):
+        args = (same.proxy(args[0]),) + args[1:]
+    g = Call(g.prim, args, g.ns, g.loc, g.params) if args != g.args else g
+    return _without_ones(_folded(g, same), same) if g.prim in ("mul", "div", "neg") else g
+
+
+def _without_ones(g, same):
+    """`np.ones_like(p) * f * ...` is `f * ...` where f has p's shape and the product stays a
+    fresh float array (two factors or more, one of them surely a float): `200.0 * d`, not
+    `np.ones_like(d) * 100.0 * 2 * d`; `2 * diff / n`, not `np.ones_like(diff) / n * 2 * diff`."""
+    from gradgen import simplify
+
+    sign, factors, divisors = _factors(g)
+    ones = next((f for f in factors if _is_ones(f)), None)
+    if ones is None or any(_is_ones(d) or not _counts(d) for d in divisors):
+        return g
+    like, key = ones.args[0], same.key(ones.args[0])
+    rest = [f for f in factors if f is not ones]
+    if not any(f == like or (key not in (None, NUMBER) and same.key(f) == key) for f in rest):
+        return g
+    if len(rest) == 1 and not divisors and isinstance(rest[0], Var) and rest[0].name not in same.params \
+            and same.floats(rest[0]):
+        return -rest[0] if sign < 0 else rest[0]  # a value the function made (never the caller's array)
+    if len(rest) + len(divisors) < 2 or not (divisors or any(same.floats(f) for f in rest)):  # (x / n: a float)
+        return g
+    product = rest[0]
+    for f in rest[1:]:
+        product = simplify.mul(product, f)
+    for d in divisors:
+        product = simplify.div(product, d)
+    return simplify.neg(product) if sign < 0 else product
+
+
+def _folded(g, same):
+    """A product with its constant factors multiplied out: `g * 0.5 * 2 * x` is `g * x`,
+    `ones * 100.0 * 2 * d` is `ones * 200.0 * d` (where the number prints as short)."""
+    from gradgen import simplify
+
+    sign, factors, divisors = _factors(g)
+    numbers = [f for f in factors if simplify.number(f) is not None]
+    over = [d for d in divisors if simplify.number(d) not in (None, 0)]
+    if len(numbers) + len(over) < 2:
+        return g
+    value = 1
+    for f in numbers:
+        value *= simplify.number(f)
+    for d in over:
+        value /= simplify.number(d)
+    value = -value if sign < 0 else value
+    if len(repr(value)) > 10:
+        return g
+    rest = [f for f in factors if simplify.number(f) is None]
+    divisors = [d for d in divisors if d not in over]
+    if value in (1, -1) and isinstance(value, float) and not divisors and not any(same.floats(f) for f in rest):
+        rest = [Call("mul", (Const(value), rest[0]), "op")] + rest[1:] if rest else [Const(value)]
+        value = 1  # (`1.0 * k` keeps an integer k's gradient a float)
+    product = Const(value)
+    for f in rest:
+        product = simplify.mul(product, f)
+    for d in divisors:
+        product = simplify.div(product, d)
+    return product
+
+
+def _factors(g):
+    """(sign, factors, divisors) of a product `-a * b / c * d`."""
+    if isinstance(g, Call) and g.prim == "neg":
+        sign, factors, divisors = _factors(g.args[0])
+        return -sign, factors, divisors
+    if isinstance(g, Call) and g.prim in ("mul", "div"):
+        sa, fa, da = _factors(g.args[0])
+        if g.prim == "div":
+            return sa, fa, da + [g.args[1]]
+        sb, fb, db = _factors(g.args[1])
+        return sa * sb, fa + fb, da + db
+    return 1, [g], []
+
+
+def _counts(e):
+    """A divisor that is a number: a constant or a count of elements."""
+    from gradgen.primitives import _counts_only
+
+    return _counts_only(e)
+
+
+def _is_ones(e):
+    return isinstance(e, Call) and e.prim == "ones_like" and dict(e.params).get("dtype") is not None
+
+
+def _surely_float(e, defs=None, seen=()):
+    """Whether `e` is a float (or an array of floats) whatever the parameters hold: a float
+    constant, a transcendental function, a division, arithmetic with one of these, or a
+    name bound once to one (`defs`)."""
+    if isinstance(e, Const):
+        return isinstance(e.value, float)
+    if isinstance(e, Var):
+        return defs is not None and e.name in defs and e.name not in seen and \
+            _surely_float(defs[e.name], defs, seen + (e.name,))
+    if isinstance(e, Call):
+        if e.prim in _FLOAT_RESULTS or _is_ones(e):
+            return True
+        if e.prim in ("add", "sub", "mul", "neg", "pow", "maximum", "minimum"):
+            return any(_surely_float(a, defs, seen) for a in e.args)
+    return False
