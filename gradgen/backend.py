@@ -117,7 +117,8 @@ class _ModuleRewriter:
         self.takes_xp = set(backend_helpers.TAKE_XP)
         self.helpers_used = set()
         self.uses_math = False
-        self.uses_xp = False
+        self.uses_xp = False  # some function calls array_namespace
+        self.uses_numpy = False  # a function of numbers keeps np.* (see _function)
 
     def text(self):
         self._refuse_reserved()
@@ -178,7 +179,7 @@ class _ModuleRewriter:
 
     def _imports(self):
         imports = [s for s in self.tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
-        kept = [ast.unparse(s) for s in imports if not _imports_numpy(s)]
+        kept = [ast.unparse(s) for s in imports if self.uses_numpy or not _imports_numpy(s)]
         lines = sorted(set(kept) | ({"import math"} if self.uses_math else set()))
         if self.uses_xp:
             lines.append("\nfrom array_api_compat import array_namespace")
@@ -199,30 +200,31 @@ class _ModuleRewriter:
 
     def _function(self, fdef, namespace_param=False):
         """Rewrite the statements of a generated function (or of the sigmoid helper, which
-        then takes the namespace as its first parameter), and give it its namespace."""
-        respell = Respell(self.xp if not namespace_param else "xp", self.takes_xp, _imported(self.tree),
-                          self._lists(fdef), masks(fdef))
+        then takes the namespace as its first parameter), and give it its namespace. A
+        function whose parameters are all numbers keeps NumPy's spelling, as the NumPy
+        backend writes it: numbers need no array library (a helper gets `np` as namespace)."""
+        arrays = None if namespace_param else self._array_params(fdef)
+        numbers = arrays == []
+        respell = Respell("np" if numbers else "xp" if namespace_param else self.xp, self.takes_xp,
+                          _imported(self.tree), self._lists(fdef), masks(fdef), numbers,
+                          set() if namespace_param else self._number_names(fdef))
         self._refuse_defaults(fdef)
         body = fdef.body
         self._statements(body[1:] if _is_docstring(body[0]) else body, respell, fdef)
         self.helpers_used |= respell.helpers
         self.uses_math |= respell.uses_math
-        if not respell.uses_xp:
+        self.uses_numpy |= numbers and (respell.uses_numpy or "np" in _identifiers(fdef))
+        if not respell.uses_xp or numbers:
             return
-        self.uses_xp = True
         if namespace_param:
             self.takes_xp.add(fdef.name)
             first = fdef.args.args[0]
             start = self._span(first)[0]
             self.edits.append((start, start, "xp, "))
             return
-        arrays = self._array_params(fdef)
-        if not arrays:
-            raise self._located(fdef, fdef.lineno, f"--backend array-api: {self._user_name(fdef)} has no array "
-                                "parameter to take the array library from (its parameters are numbers); compile "
-                                "with --backend numpy")
         indent = " " * body[1 if _is_docstring(body[0]) else 0].col_offset
         end = self._span(body[0])[1] if _is_docstring(body[0]) else self._span(body[0])[0]
+        self.uses_xp = True  # array_namespace is imported
         line = f"{self.xp} = array_namespace({', '.join(arrays)})"
         self.edits.append((end, end, f"\n{indent}{line}" if _is_docstring(body[0]) else f"{line}\n{indent}"))
 
@@ -260,6 +262,19 @@ class _ModuleRewriter:
             arrays = set(params)
         return [p for p in params if p not in user or (p in arrays and not user[p].number and not user[p].function
                                                          and not user[p].structured)]
+
+    def _number_names(self, fdef):
+        """The names of the user's function that hold numbers, never arrays (gradgen/shapes.py):
+        comparing them gives a Python bool, which needs no cast to be used as a number."""
+        from gradgen import ir, shapes
+
+        compiled = self.generated[fdef.name]
+        names = {p.name for p in compiled.ir.params}
+        names |= {s.target for s in ir.walk(compiled.ir.body) if isinstance(getattr(s, "target", None), str)}
+        try:
+            return names - shapes.array_values(compiled.ir, self.user)
+        except Exception:  # noqa: BLE001 - an analysis that cannot answer: any of them may be an array
+            return set()
 
     def _lists(self, fdef):
         """The names `fdef` binds to Python lists (`dhs = [0.0] * len(hs)`): writing into one

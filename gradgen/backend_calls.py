@@ -52,8 +52,10 @@ class Refusal(Exception):
 class Respell(ast.NodeTransformer):
     """Rewrites statements of one generated function; `xp` is its namespace's name."""
 
-    def __init__(self, xp, takes_xp, imported, lists, masks):
+    def __init__(self, xp, takes_xp, imported, lists, masks, numbers=False, number_names=frozenset()):
         self.xp = xp
+        self.number_names = number_names  # names that never hold arrays (a comparison of them is a bool)
+        self.numbers = numbers  # a function of numbers: NumPy's calls stay, helpers get `np`
         # name -> the name its comparison reads (`m = x == top`: x); cast where used, or where made
         self.masks = {name: ref for name, (ref, made) in masks.items() if not made}
         self.cast_where_made = {name for name, (ref, made) in masks.items() if made}
@@ -63,15 +65,17 @@ class Respell(ast.NodeTransformer):
         self.helpers = set()  # backend_helpers the rewritten code calls
         self.uses_math = False
         self.uses_xp = False
+        self.uses_numpy = False  # (a function of numbers passes np to a helper)
         self.changed = False
 
     def statement(self, node):
         """A rewritten copy of `node` (a statement or an expression), or None if it needs none."""
         self.changed = False
-        self._refuse_writes(node)
+        if not self.numbers:
+            self._refuse_writes(node)
         new = self.visit(copy.deepcopy(node))
-        if isinstance(new, ast.Assign) and isinstance(new.targets[0], ast.Name) and new.targets[0].id in \
-                self.cast_where_made:
+        if not self.numbers and isinstance(new, ast.Assign) and isinstance(new.targets[0], ast.Name) and \
+                new.targets[0].id in self.cast_where_made:
             new.value = self._real(new.value)
         return new if self.changed else None
 
@@ -113,7 +117,7 @@ class Respell(ast.NodeTransformer):
 
     def visit_Attribute(self, node):
         chain = _dotted(node)
-        if chain and chain[0] == "np":
+        if chain and chain[0] == "np" and not self.numbers:
             name = ".".join(chain[1:])
             if name in _CONSTANTS:
                 return self._math(_CONSTANTS[name])
@@ -127,7 +131,7 @@ class Respell(ast.NodeTransformer):
 
     def visit_Call(self, node):
         chain = _dotted(node.func)
-        if chain and chain[0] == "np":
+        if chain and chain[0] == "np" and not self.numbers:
             node.args = [self.visit(a) for a in node.args]
             node.keywords = [self.visit(k) for k in node.keywords]
             return self._numpy(node, ".".join(chain[1:]))
@@ -145,7 +149,8 @@ class Respell(ast.NodeTransformer):
             if func.id in backend_helpers.HELPERS:
                 self.helpers.add(func.id)
             if func.id in self.takes_xp:
-                node.args.insert(0, self._ns())
+                node.args.insert(0, self._ns() if not self.numbers else ast.Name("np"))
+                self.changed = self.uses_numpy = True
         elif isinstance(func, ast.Attribute) and func.attr in RANDOM_DRAWS and isinstance(func.value, ast.Name):
             raise Refusal(f"the random draw {ast.unparse(func)}(...) makes NumPy arrays; pass the noise in as a "
                           "parameter, or compile with --backend numpy", _draws(func.attr))
@@ -171,13 +176,13 @@ class Respell(ast.NodeTransformer):
 
     def visit_keyword(self, node):
         self.generic_visit(node)
-        if node.arg == "dtype" and isinstance(node.value, ast.Name) and node.value.id in _BUILTIN_DTYPES:
+        if not self.numbers and node.arg == "dtype" and isinstance(node.value, ast.Name) and node.value.id in _BUILTIN_DTYPES:
             node.value = self._ns(_BUILTIN_DTYPES[node.value.id])
         return node
 
     def _real(self, node):
         """A boolean mask used as a number, as 0.0/1.0 in the real dtype of what it compares."""
-        if not self._is_mask(node):
+        if self.numbers or not self._is_mask(node):
             return node
         ref = next((n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id not in (self.xp, "math")), None)
         if isinstance(node, ast.Name):
@@ -186,7 +191,11 @@ class Respell(ast.NodeTransformer):
         return self._call(self._ns("astype"), [node, dtype])
 
     def _is_mask(self, node):
-        if isinstance(node, ast.Compare) or (isinstance(node, ast.Name) and node.id in self.masks):
+        if isinstance(node, ast.Compare):
+            return not all(isinstance(n, ast.Constant) or (isinstance(n, ast.Name) and n.id in self.number_names)
+                           or isinstance(n, (ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop, ast.cmpop,
+                                             ast.expr_context)) or n is node for n in ast.walk(node))
+        if isinstance(node, ast.Name) and node.id in self.masks:
             return True
         chain = _dotted(node.func) if isinstance(node, ast.Call) else None
         return chain is not None and len(chain) == 2 and chain[0] == self.xp and chain[1] in _MASKS

@@ -30,9 +30,12 @@ HELPERS = {
     """Zeros shaped like x, in its real dtype (np.zeros_like(x, dtype=float) of the NumPy backend)."""
     return xp.zeros_like(x, dtype=real_dtype(xp, x))
 '''),
-    "unbroadcast_to": ((), '''def unbroadcast_to(xp, g, shape):
-    """Sum g over the axes broadcasting stretched, back to `shape` (from shapes alone)."""
+    "unbroadcast_to": (("real_dtype",), '''def unbroadcast_to(xp, g, shape, like):
+    """Sum g over the axes broadcasting stretched, back to `shape` (from shapes alone); g
+    may be a Python number (the seed 1 of a result), made an array of like's dtype and device."""
     shape = tuple(shape)
+    if not hasattr(g, "shape"):
+        return xp.full(shape, g, dtype=real_dtype(xp, like), device=getattr(like, "device", None))
     if tuple(g.shape) == shape:
         return g
     if g.ndim < len(shape):  # stretched to the full shape, as a new array (never a view)
@@ -49,7 +52,7 @@ HELPERS = {
         return g if not hasattr(like, "shape") else g + real_zeros_like(xp, like)
     if not hasattr(like, "shape"):  # a number: every axis was stretched
         return xp.sum(g)
-    return unbroadcast_to(xp, g, like.shape)
+    return unbroadcast_to(xp, g, like.shape, like)
 '''),
     "matmul_shape": ((), '''def matmul_shape(a, b):
     """The shape of a @ b, from the shapes alone (vectors, matrices, stacks)."""
@@ -68,7 +71,7 @@ HELPERS = {
 '''),
     "matmul_grad_a": (("unbroadcast", "unbroadcast_to", "matmul_shape"), '''def matmul_grad_a(xp, g, a, b):
     """Gradient of a @ b with respect to a, given g, the gradient of the product."""
-    g = unbroadcast_to(xp, g, matmul_shape(a, b))
+    g = unbroadcast_to(xp, g, matmul_shape(a, b), a)
     if b.ndim == 1:
         return unbroadcast(xp, xp.expand_dims(g, axis=-1) * b, a)
     if a.ndim == 1:
@@ -77,7 +80,7 @@ HELPERS = {
 '''),
     "matmul_grad_b": (("unbroadcast", "unbroadcast_to", "matmul_shape"), '''def matmul_grad_b(xp, g, a, b):
     """Gradient of a @ b with respect to b, given g, the gradient of the product."""
-    g = unbroadcast_to(xp, g, matmul_shape(a, b))
+    g = unbroadcast_to(xp, g, matmul_shape(a, b), a)
     if a.ndim == 1 and b.ndim == 1:
         return g * a
     if a.ndim == 1:
