@@ -114,7 +114,7 @@ class Forward:
         if isinstance(s, Save):
             if s.name not in self.active:
                 return [s]
-            return [s, Save(self.tangent_name(s.name), self.tangent_name(s.stack))]
+            return [s, Save(self.tangent_name(s.name), self.tangent_name(s.stack), copy=s.copy)]
         if isinstance(s, Restore):
             if s.name not in self.active:
                 return [s]
@@ -135,6 +135,8 @@ class Forward:
         elif _writes_in_place(s) and s.target not in self.params and t is not None:
             # `x[i] = v` into x's own array: the tangent's own array too (never a caller's tangent)
             tangent = [Assign(target, t, s.line, s.source, augmented=True)]
+        elif t == Var(target):  # `x = x - c`: the tangent is unchanged
+            tangent = []
         else:
             tangent = [Assign(target, t if t is not None else self.zero(s.expr, Var(s.target)), s.line, s.source)]
         # a tangent reads the old values of what its statement overwrites: it goes first

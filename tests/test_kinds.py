@@ -359,3 +359,25 @@ def test_newton_fit_converges_with_the_generated_hessian():
 def test_forward_vs_reverse_agree():
     rows = _example("forward_vs_reverse").compare(sizes=(7,))
     assert [n for n, *_ in rows] == [7]
+
+
+def test_hvp_saves_a_copy_of_a_tangent_written_in_place():
+    """Found by tests/test_properties.py: `s[0] *= np.arctan(b)` saves a copy of s for the
+    backward pass; the tangent's save must be a copy too, or the write into ds changes it."""
+    source = '''
+import numpy as np
+
+
+def f(a, b, *, X):
+    s = -a
+    s[0] *= np.arctan(b)
+    for i in range(1):
+        s -= np.arctan(2.0) / (i + 1)
+    return s.sum()
+'''
+    c, m = compiled(source, ("grad", "hvp"))
+    assert "    ds_stack.append(np.copy(ds))\n" in c.text
+    a, b = np.array([[-0.8, -0.3, 0.5], [-0.3, -0.9, 0.7]]), -1.4
+    ha, hb = m.f_hvp(a, b, X=None, da=np.zeros_like(a), db=1.0)
+    assert hb == pytest.approx(np.sum(a[0]) * 2 * b / (1 + b * b) ** 2, rel=1e-12)  # d2f/db2, f = -sum(a0) atan(b) + ...
+    np.testing.assert_allclose(ha, np.r_[[np.full(3, -1 / (1 + b * b))], [np.zeros(3)]], rtol=1e-12)
