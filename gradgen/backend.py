@@ -127,9 +127,12 @@ class _ModuleRewriter:
         own = [d for d in defs if d.name not in emit.HELPERS and d.name not in self.generated]  # sigmoid
         for d in own:
             self._function(d, namespace_param=True)
-        for d in defs:
-            if d.name in self.generated:
-                self._function(d)
+        # value-and-gradient functions first: their forward pass holds the user's own calls, so
+        # a refusal names the call the user wrote before any its derivative makes
+        ordered = sorted((d for d in defs if d.name in self.generated),
+                         key=lambda d: d.name != self.generated[d.name].value_and_grad_name)
+        for d in ordered:
+            self._function(d)
         for stmt in self.tree.body:
             if isinstance(stmt, ast.Assign):
                 self._constant(stmt)
@@ -310,9 +313,10 @@ class _ModuleRewriter:
     # --- where a refusal points -------------------------------------------------------
 
     def _refused(self, refusal, node, fdef):
-        return self._located(fdef, node.lineno, f"--backend array-api: {refusal.message}", refusal.match)
+        return self._located(fdef, node.lineno, f"--backend array-api: {refusal.message}", refusal.match,
+                             refusal.derived and f"--backend array-api: {refusal.derived}")
 
-    def _located(self, fdef, generated_line, message, match=None):
+    def _located(self, fdef, generated_line, message, match=None, derived=None):
         """A CompileError at the line of the user's file the generated line came from: the
         line its backward block cites (`# line 14: ...`), else the first place in the user's
         file that `match` accepts (the call or write it refuses), else the function's def."""
@@ -329,11 +333,12 @@ class _ModuleRewriter:
             hit = min((n for n in candidates if match(n, self.user)), key=_position, default=None)
             if hit is not None:
                 return self.user.error(hit, message)
+        message = derived or message  # no such call in the user's file: the derivative's own
         if cited is not None:
             text = self.user.line_text(cited) or ""
             return self.user.error(ast.Pass(lineno=cited, col_offset=len(text) - len(text.lstrip())), message)
-        user_def = self.user.functions.get(self.generated.get(fdef.name, fdef).name if fdef.name in self.generated
-                                           else None)
+        compiled = self.generated.get(fdef.name)
+        user_def = self.user.functions.get(compiled.name) if compiled is not None else None
         return self.user.error(user_def, message) if user_def is not None else CompileError(message,
                                                                                            self.user.filename)
 

@@ -43,10 +43,11 @@ class Refusal(Exception):
     """A construct with no Array API spelling. `match(node, module)` picks the user's node
     it came from (a call by its qualified name, a write), to point the error at."""
 
-    def __init__(self, message, match=None):
+    def __init__(self, message, match=None, derived=None):
         super().__init__(message)
         self.message = message
         self.match = match
+        self.derived = derived  # the message where the call is the derivative's, not the user's
 
 
 class Respell(ast.NodeTransformer):
@@ -137,9 +138,11 @@ class Respell(ast.NodeTransformer):
             return self._numpy(node, ".".join(chain[1:]))
         if chain and len(chain) > 1 and chain[0] in self.imported and chain[0] not in _LIBRARIES:
             qualified = ".".join(chain)
-            raise Refusal(f"{qualified} is {chain[0].capitalize() if chain[0] != 'scipy' else 'SciPy'}'s, and the "
-                          "Array API standard has no equivalent; compile with --backend numpy",
-                          _calls(qualified))
+            owner = "SciPy" if chain[0] == "scipy" else chain[0]
+            raise Refusal(f"{qualified} is {owner}'s, and the Array API standard has no equivalent; compile with "
+                          "--backend numpy", _calls(qualified),
+                          f"the gradient of this line calls {qualified}, which is {owner}'s, and the Array API "
+                          "standard has no equivalent; compile with --backend numpy")
         self.generic_visit(node)
         func = node.func
         if isinstance(func, ast.Name) and (func.id in self.takes_xp or func.id in emit.HELPERS):
@@ -353,7 +356,8 @@ def _unknown(name):
                        "--backend numpy", _calls(f"numpy.{name}"))
     where = " (nor in its linalg extension)" if name.startswith("linalg.") else ""
     return Refusal(f"np.{name} is not in the Array API standard{where}; compile with --backend numpy",
-                   _calls(f"numpy.{name}"))
+                   _calls(f"numpy.{name}"), f"the gradient of this line calls np.{name}, which is not in the Array "
+                                            f"API standard{where}; compile with --backend numpy")
 
 
 def _dotted(node):
