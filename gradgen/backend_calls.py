@@ -147,7 +147,7 @@ class Respell(ast.NodeTransformer):
         func = node.func
         if isinstance(func, ast.Name) and (func.id in self.takes_xp or func.id in emit.HELPERS):
             if func.id not in self.takes_xp and func.id not in backend_helpers.HELPERS:
-                raise Refusal(f"the gradient of this line needs gradgen's NumPy helper '{func.id}', which has no "
+                raise Refusal(f"the code generated here needs gradgen's NumPy helper '{func.id}', which has no "
                               "Array API version; compile with --backend numpy")
             if func.id in backend_helpers.HELPERS:
                 self.helpers.add(func.id)

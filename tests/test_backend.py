@@ -201,7 +201,7 @@ REFUSALS = [
      "every array's library from the arguments; pass it as a parameter, or compile with --backend numpy\n"
      "    W0 = np.array([1.0, 2.0])\n    ^"),
     ("helper", "import numpy as np\n\n\ndef loss(w):\n    return np.prod(w) + np.sum(w)\n",
-     "loss.py:5:5: --backend array-api: the gradient of this line needs gradgen's NumPy helper 'prod_grad', which "
+     "loss.py:5:5: --backend array-api: the code generated here needs gradgen's NumPy helper 'prod_grad', which "
      "has no Array API version; compile with --backend numpy\n        return np.prod(w) + np.sum(w)\n        ^"),
     ("reserved name", "import numpy as np\n\n\ndef loss(w):\n    real_dtype = w * 2.0\n    return np.sum(real_dtype ** 2)\n",
      "loss.py:5:5: --backend array-api: the name 'real_dtype' is one the array-api backend writes into the "
