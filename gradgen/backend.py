@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import re
+import stat
 
 from gradgen import backend_helpers, emit
 from gradgen.backend_calls import Refusal, Respell, masks
@@ -56,6 +58,8 @@ def recorded(path):
     """The backend the module at `path` was generated for: "array-api" when its header says
     so, "numpy" for any other module gradgen wrote, None when there is none to read."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a pipe in the way would block (api refuses it)
+            return None
         with open(path, "rb") as f:
             head = f.read(4096)
     except OSError:
