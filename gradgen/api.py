@@ -124,7 +124,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",)):
                            + " (annotate '-> float' where a function returns a number)", module.filename)
     compiled_names = [f.name for f in results]
     shown = display_name(filename)
-    helpers = [emit.sigmoid_helper(name, sigmoid_ns.get(prim, "math"), shown)
+    helpers = [emit.sigmoid_helper(name, sigmoid_ns.get(prim, "math"), shown, lower.sigmoid_parameter(module))
                for prim, name in sorted(emitter.helpers.items()) if prim == "sigmoid"]
     helpers += emit.helper_sources(emitter.used_helpers)
     imports = set(emitter.imports) | {ns for ns in sigmoid_ns.values() if ns in ("math", "numpy")}

@@ -32,6 +32,7 @@ _NEVER = {"shape", "ndim", "size", "len", "tuple", "range", "range_slice", "zero
           "eye", "arange", "linspace", "full", "array", "list", "list_zeros", "zeros_like_tree", "T", "neg", "pos",
           "float", "getitem", "list_get", "tree_get", "tree_len", "tree_keys", "not"}
 _IMPURE = {"draw", "pop", "append", "setitem"}
+_ARITHMETIC = {"add", "sub", "mul", "div", "neg", "pow"}  # make a new array of their operands
 _LAZY = {"and", "or"}  # only the first operand surely runs
 
 
@@ -181,9 +182,10 @@ class _Sharer:
             return Cond(test, body, orelse) if (test, body, orelse) != (expr.test, expr.body, expr.orelse) else expr
         return expr
 
-    def expr(self, e, stmt, avail, bindings, sure):
+    def expr(self, e, stmt, avail, bindings, sure, operand=False):
         """`e` with available values replaced by their names; a candidate met where it
-        surely runs becomes a site (and, when bound, a name of its own)."""
+        surely runs becomes a site (and, when bound, a name of its own). `operand`: e is
+        an operand of arithmetic, which makes a new array of it."""
         if isinstance(e, Cond):
             test = self.expr(e.test, stmt, avail, bindings, sure)
             body = self.expr(e.body, stmt, avail, bindings, False)
@@ -191,15 +193,15 @@ class _Sharer:
             return Cond(test, body, orelse) if (test, body, orelse) != (e.test, e.body, e.orelse) else e
         if not isinstance(e, Call):
             return e
-        candidate = self.candidate(e)
+        candidate = self.candidate(e, operand)
         if candidate and e in avail:
             name = avail[e]
             if isinstance(name, tuple):  # a site being counted
                 self.uses[name] += 1
                 return e
             return Var(name)
-        args = tuple(self.expr(a, stmt, avail, bindings, sure and (e.prim not in _LAZY or i == 0))
-                     for i, a in enumerate(e.args))
+        args = tuple(self.expr(a, stmt, avail, bindings, sure and (e.prim not in _LAZY or i == 0),
+                               e.prim in _ARITHMETIC) for i, a in enumerate(e.args))
         new = replace(e, args=args) if args != e.args else e
         if candidate and sure:
             site = (id(stmt), e)
@@ -218,10 +220,13 @@ class _Sharer:
         with numbers alone (`lengthscale ** 2`, `0.5 * y`) it costs about what a name does."""
         return _array_leaves(e, self.arrays) >= 2
 
-    def candidate(self, e):
+    def candidate(self, e, operand=False):
         """A call worth one name: a function of forward values, pure, not a shape fact nor
-        a fresh array; an operator only on arrays (on numbers it costs what a name does)."""
-        if not isinstance(e, Call) or e.prim in _NEVER or e.prim not in TABLE or not _hashable(e):
+        a fresh array (but ones an arithmetic operation reads, which it never changes); an
+        operator only on arrays (on numbers it costs what a name does)."""
+        if not isinstance(e, Call) or e.prim not in TABLE or not _hashable(e):
+            return False
+        if e.prim in _NEVER and not (operand and e.prim in ("ones_like", "zeros_like")):
             return False
         prim = TABLE[e.prim]
         if prim.kind not in ("smooth", "piecewise", "helper") or not e.args:

@@ -516,10 +516,11 @@ def _black(text):
     return black.format_str(text, mode=black.Mode())
 
 
-def sigmoid_helper(name, ns, source_name):
-    """The logistic function, written into the generated module (which never imports gradgen)."""
+def sigmoid_helper(name, ns, source_name, param="x"):
+    """The logistic function, written into the generated module (which never imports
+    gradgen), with the parameter name of the user's own helper."""
     exp = "np.exp" if ns == "numpy" else "math.exp"
-    return (f"def {name}(x):\n"
-            f'    """The logistic sigmoid 1 / (1 + exp(-x)), as defined in {source_name}."""\n'
-            f"    return 1 / (1 + {exp}(-x))\n")
+    return (f"def {name}({param}):\n"
+            f'    """The logistic sigmoid 1 / (1 + exp(-{param})), as defined in {source_name}."""\n'
+            f"    return 1 / (1 + {exp}(-{param}))\n")
 

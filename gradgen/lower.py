@@ -556,6 +556,14 @@ def lower_function(module, name, namer, sigmoid_name, structured=frozenset(), ar
     return Lowerer(module, module.functions[name], namer, sigmoid_name, structured, arrays_only).lower()
 
 
+def sigmoid_parameter(module):
+    """The parameter name of the file's own sigmoid helper (`t` for `def sigmoid(t)`), else x."""
+    for name, node in module.functions.items():
+        if sigmoid_pattern(node, module) is not None and node.args.args[0].arg not in ("np", "math", name):
+            return node.args.args[0].arg
+    return "x"
+
+
 def sigmoid_helper_name(module):
     """The user's own name for the sigmoid if the file defines one, else scipy's."""
     for name, node in module.functions.items():

@@ -448,8 +448,8 @@ class _Reverser:
         pre = []
         local = self.locals.get(id(stmt), set())
         for v in _touched(stmt.body, self.active):
-            if v in local:
-                continue
+            if v in local or (isinstance(self.state.get(v), Const) and _accumulates(stmt.body, v)):
+                continue  # (an accumulator's constant adjoint, `total += e`, is the same on every trip)
             name = Var(self.adj_name(v))
             if self.state.get(v) != name:
                 current = self.state.get(v)
@@ -482,6 +482,30 @@ class _Reverser:
         else:
             loop = For(stmt.target, stmt.iter, body, stmt.line, stmt.source, stmt.count, direction="reversed")
         return pre + [loop]
+
+
+def _accumulates(body, v):
+    """Whether the loop `body` reads v only to add to it (`v = v + e`, `v = v - e`, e free of
+    v): the gradient of v then passes through every trip unchanged."""
+    for stmt in walk(body):
+        for expr in expressions(stmt):
+            if v not in _reads_of(expr):
+                continue
+            if not (isinstance(stmt, Assign) and stmt.target == v and expr is stmt.expr and not stmt.accumulate):
+                return False
+            terms = _terms(expr)
+            if [t for t in terms if v in _reads_of(t[1])] != [(1, Var(v))]:
+                return False
+        if isinstance(stmt, Assign) and stmt.target == v and v not in _reads_of(stmt.expr):
+            return False  # (set afresh: the gradient of its old value is zero from here)
+    return True
+
+
+def _terms(expr, sign=1):
+    """The (sign, term) pairs of a sum `a + b - c`."""
+    if isinstance(expr, Call) and expr.prim in ("add", "sub"):
+        return _terms(expr.args[0], sign) + _terms(expr.args[1], sign if expr.prim == "add" else -sign)
+    return [(sign, expr)]
 
 
 def _renamed(expr, names):
