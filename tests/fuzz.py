@@ -216,7 +216,7 @@ def scalar_problems(case: Case, undecided: list | None = None) -> list[str]:
         problems.append(f"differentiated a parameter that is not a float: {rows}")
     original = {}
     exec(case.source, original)  # noqa: S102 - generated test input
-    generated = load_module(compile_source(case.source, wrt=wrt).text, "fuzz_generated")
+    generated, _ = _with_kinds(case, wrt)
     want, printed = _call(original["f"], case.point)
     (value, _), printed_generated = _call(generated.f_value_and_grad, case.point)
     grads, printed_grad = _call(generated.f_grad, case.point)
@@ -266,7 +266,7 @@ def array_problems(case: Case, undecided: list | None = None) -> list[str]:
     inputs = fresh(case.point)
     original = {}
     exec(case.source, original)  # noqa: S102 - generated test input
-    generated = load_module(compile_source(case.source).text, "fuzz_array_generated")
+    generated, _ = _with_kinds(case, None)
     want, printed = _call(original["f"], case.point)
     (value, grads), printed_generated = _call(generated.f_value_and_grad, inputs, copy_point=False)
     again, printed_grad = _call(generated.f_grad, case.point)
@@ -292,11 +292,9 @@ def kind_problems(case: Case, wrt, names, grad, undecided=None) -> list[str]:
     along a random t is grad . t (1e-8); on every HVP_EVERY-th program, f_hvp along t is
     the central difference of f_grad along t. A located forward-mode refusal is no problem.
     Where two steps of the difference disagree, the row is undecided, never a mismatch."""
-    kinds = ("grad", "jvp", "hvp") if case.index % HVP_EVERY == 0 else ("grad", "jvp")
-    try:
-        module = load_module(compile_source(case.source, wrt=wrt, emit_kinds=kinds).text, "fuzz_kinds")
-    except CompileError as exc:
-        return [] if "forward mode" in exc.message else [f"--emit {','.join(kinds)} refused: {exc.format()}"]
+    module, kinds = _with_kinds(case, wrt)
+    if kinds is None:  # forward mode refused it, located (a primitive it has no rule for)
+        return []
     rng = np.random.default_rng(case.index)
     t = {n: _tangent_like(case.point[n], rng) for n in names}
     names_of = _tangent_parameters(module.f_jvp, names)
@@ -314,6 +312,18 @@ def kind_problems(case: Case, wrt, names, grad, undecided=None) -> list[str]:
         (product, _) = _call(lambda **kw: module.f_hvp(**kw, **tangents), case.point)
         problems += _hvp_problems(case, names, t, _flat_all(product, len(names)), grad, undecided)
     return problems
+
+
+def _with_kinds(case: Case, wrt):
+    """(the generated module, the kinds it holds): grad and jvp (and hvp on every
+    HVP_EVERY-th program) from one compile; grad alone where forward mode refuses."""
+    kinds = ("grad", "jvp", "hvp") if case.index % HVP_EVERY == 0 else ("grad", "jvp")
+    try:
+        return load_module(compile_source(case.source, wrt=wrt, emit_kinds=kinds).text, "fuzz_generated"), kinds
+    except CompileError as exc:
+        if "forward mode" not in exc.message:
+            raise
+    return load_module(compile_source(case.source, wrt=wrt).text, "fuzz_generated"), None
 
 
 def _hvp_problems(case, names, t, product, grad, undecided):
