@@ -186,6 +186,19 @@ def _slogdet(ts, out, a):
     return Call("tuple", (Const(0.0), F.trace(F.solve(a, t))))
 
 
+def _sort(ts, out, x, axis=-1):
+    (t,) = ts
+    # sorting permutes: the tangent is permuted the same way
+    return F.take_along_axis(t, F.argsort(x, axis=axis), axis=axis)
+
+
+def _cholesky(ts, out, a):
+    (t,) = ts
+    # a = L L^T: dL = L phi(L^-1 da L^-T), phi the lower triangle with half its diagonal
+    inner = F.T(F.solve(out, F.T(F.solve(out, t))))
+    return F.matmul(out, F.tril(inner, k=-1) + 0.5 * F.diag(F.diag(inner)))
+
+
 EXPLICIT = {"softmax": _softmax, "log_softmax": _log_softmax, "inv": _inv, "solve": _solve, "det": _det,
-            "slogdet": _slogdet}
+            "slogdet": _slogdet, "sort": _sort, "cholesky": _cholesky}
 

@@ -381,3 +381,27 @@ def f(a, b, *, X):
     ha, hb = m.f_hvp(a, b, X=None, da=np.zeros_like(a), db=1.0)
     assert hb == pytest.approx(np.sum(a[0]) * 2 * b / (1 + b * b) ** 2, rel=1e-12)  # d2f/db2, f = -sum(a0) atan(b) + ...
     np.testing.assert_allclose(ha, np.r_[[np.full(3, -1 / (1 + b * b))], [np.zeros(3)]], rtol=1e-12)
+
+
+def test_forward_rules_for_cholesky_and_sort():
+    source = '''
+import numpy as np
+
+
+def chol_loss(A):
+    L = np.linalg.cholesky(A @ A.T + 3.0 * np.eye(3))
+    return np.sum(np.log(np.diag(L))) + np.sum(L ** 2)
+
+
+def sorted_loss(x):
+    return np.sum(np.sort(x) * np.arange(4.0)) + np.sum(np.sort(x ** 3) * np.linspace(0, 1, 4))
+'''
+    _, m = compiled(source, ("grad", "jvp"))
+    rng = np.random.default_rng(5)
+    A, dA = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    assert m.chol_loss_jvp(A, dA=dA)[1] == pytest.approx(np.sum(m.chol_loss_grad(A) * dA), rel=1e-10)
+    x, dx = np.array([0.3, -1.2, 2.0, 0.7]), rng.standard_normal(4)
+    order = np.argsort(x)
+    want = np.zeros(4)
+    want[order] = np.arange(4.0) + np.linspace(0, 1, 4) * 3 * x[order] ** 2  # x**3 keeps the order
+    assert m.sorted_loss_jvp(x, dx=dx)[1] == pytest.approx(want @ dx, rel=1e-12)
