@@ -9,15 +9,11 @@ file handling (read bytes, write atomically, never clobber a file gradgen did no
 from __future__ import annotations
 
 import ast
-import contextlib
 import functools
 import math
 import os
-import stat
-import tempfile
 import types
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from gradgen import (activity, closures, cse, emit, freshness, kinds, lower, parse, reverse, sameshape, shapes, sharing,
                      simplify)
@@ -417,6 +413,9 @@ def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
     chosen = [p.name for p in fn.params if p.name not in left_out]
     act = activity.analyse(fn, chosen, module)
     arrays = shapes.array_values(fn, module, result_may_be_array=seed is not None)
+    if cse.name_loop_values(fn, fnamer, act.active, arrays):  # (what the backward sweep would compute again)
+        act = activity.analyse(fn, chosen, module)
+        arrays = shapes.array_values(fn, module, result_may_be_array=seed is not None)
     objects = shapes.array_values(fn, module, result_may_be_array=seed is not None, mutable=True)
     arrays = sameshape.with_shapes(fn, arrays, objects)
     sharing.refuse_shared_updates(fn, objects, module)
@@ -562,117 +561,5 @@ def load_module(text, name="gradgen_generated"):
     return mod
 
 
-def output_path(path, out_dir="generated"):
-    return Path(out_dir) / f"{Path(path).stem}_grad.py"
-
-
-def compile_file(path, out_dir="generated", functions=None, wrt=None, force=False, emit_kinds=("grad",),
-                 backend=None):
-    """Compile the file at `path`; write `<out_dir>/<stem>_grad.py` atomically.
-
-    Returns (output path, CompiledModule). Nothing is written if compilation fails, and an
-    existing file that gradgen did not write is kept unless `force`. `backend` None keeps
-    the backend of the module it replaces (numpy for a new one): compiling again, by hand
-    or by the pre-commit hook, never changes it.
-    """
-    data = read_source(path)
-    target = output_path(path, out_dir)
-    if backend is None:
-        from gradgen.backend import recorded
-
-        backend = recorded(target) or "numpy"
-    compiled = compile_source(data, str(path), functions, wrt, emit_kinds, backend)
-    _refuse_foreign(target, force)
-    write_atomically(target, compiled.text)
-    return target, compiled
-
-
-def read_source(path):
-    """The bytes of the file at `path`, which must be a regular file (a pipe or a device
-    could block or never end) no larger than gradgen accepts."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # opening a pipe does not wait
-    except OSError as exc:
-        raise CompileError(f"cannot read: {exc.strerror or exc}", str(path)) from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-        raise CompileError(f"cannot read: {what}", str(path))
-    if info.st_size > parse.MAX_SOURCE_BYTES:
-        os.close(fd)
-        raise CompileError(f"file too large ({info.st_size:,} bytes); gradgen reads at most "
-                           f"{parse.MAX_SOURCE_BYTES:,}", str(path))
-    with os.fdopen(fd, "rb") as f:
-        try:
-            return f.read(parse.MAX_SOURCE_BYTES + 1)
-        except OSError as exc:
-            raise CompileError(f"cannot read: {exc.strerror or exc}", str(path)) from None
-
-
-def _refuse_foreign(target, force):
-    """Refuse to replace anything but a regular file that starts with gradgen's header
-    (`--force` replaces any regular file; a directory or a device is never replaced)."""
-    folder = Path(target).parent
-    if folder.exists() and not folder.is_dir():
-        raise CompileError("the output folder is not a folder", str(folder))
-    try:
-        info = os.stat(target)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise CompileError(f"cannot write {target}: {exc.strerror or exc}", str(target)) from None
-    if stat.S_ISDIR(info.st_mode):
-        raise CompileError("a directory is in the way of the generated file", str(target))
-    if not stat.S_ISREG(info.st_mode):
-        raise CompileError("not a regular file; gradgen will not replace it", str(target))
-    if force:
-        return
-    try:
-        with open(target, "rb") as f:  # the header only, however large the file
-            head = f.read(len(HEADER_MARK.encode("utf-8")))
-    except OSError as exc:
-        raise CompileError(f"cannot read the file in the way: {exc.strerror}; use --force to replace it",
-                           str(target)) from None
-    if head != HEADER_MARK.encode("utf-8"):
-        raise CompileError("this file was not written by gradgen; use --force to overwrite it", str(target))
-    if freshness.edited(target):
-        raise CompileError("this file was edited since gradgen wrote it (see `gradgen status`); use --force "
-                           "to overwrite it and lose the edits", str(target))
-
-
-def write_atomically(target, text):
-    """Write to a temporary file beside `target`, then rename: readers never see half a file,
-    a failure leaves the old file as it was and no temporary file behind, and two gradgen
-    runs writing the same file at once leave one of their (complete) results."""
-    target = Path(target)
-    data = text.encode("utf-8")
-    tmp = None
-    try:
-        if target.parent.exists() and not target.parent.is_dir():
-            raise CompileError("the output folder is not a folder", str(target.parent))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _file_mode(target))
-        os.replace(tmp, target)
-        tmp = None
-    except OSError as exc:
-        raise CompileError(f"cannot write {target}: {exc.strerror or exc}", str(target)) from None
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-
-
-def _file_mode(target):
-    """The permissions a new file gets (mkstemp's are owner-only), or the replaced file's."""
-    try:
-        return stat.S_IMODE(os.stat(target).st_mode)
-    except OSError:
-        umask = os.umask(0o022)
-        os.umask(umask)
-        return 0o666 & ~umask
+# file handling lives in gradgen/files.py; these names stay importable from here
+from gradgen.files import compile_file, output_path, read_source, write_atomically  # noqa: E402,F401

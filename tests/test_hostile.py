@@ -901,7 +901,7 @@ def test_a_failure_mid_write_keeps_the_old_file_and_leaves_no_temporary(where, p
     target = project / "generated" / "loss_grad.py"
     old = target.read_bytes()
     (project / "loss.py").write_text(SIMPLE.replace("z * z", "z * z * z"))
-    import gradgen.api as api
+    import gradgen.files as files
 
     error = KeyboardInterrupt() if where == "interrupt" else Boom(28, "No space left on device")
     if where == "write":
@@ -926,11 +926,11 @@ def test_a_failure_mid_write_keeps_the_old_file_and_leaves_no_temporary(where, p
 
             return Half()
 
-        monkeypatch.setattr(api.os, "fdopen", fdopen)
+        monkeypatch.setattr(files.os, "fdopen", fdopen)
     elif where == "fsync":
-        monkeypatch.setattr(api.os, "fsync", lambda fd: (_ for _ in ()).throw(error))
+        monkeypatch.setattr(files.os, "fsync", lambda fd: (_ for _ in ()).throw(error))
     else:
-        monkeypatch.setattr(api.os, "replace", lambda a, b: (_ for _ in ()).throw(error))
+        monkeypatch.setattr(files.os, "replace", lambda a, b: (_ for _ in ()).throw(error))
     status, err = compile_loss(capsys)
     if where == "interrupt":
         assert (status, err) == (130, "gradgen: interrupted; nothing was written\n")
@@ -999,12 +999,12 @@ def test_a_symlink_in_the_way_is_judged_by_what_it_points_to(project, capsys):
 
 
 def test_an_unwritable_output_folder_is_a_clear_error(project, capsys, monkeypatch):
-    import gradgen.api as api
+    import gradgen.files as files
 
     def denied(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(api.tempfile, "mkstemp", denied)
+    monkeypatch.setattr(files.tempfile, "mkstemp", denied)
     assert compile_loss(capsys) == (1, "generated/loss_grad.py: cannot write generated/loss_grad.py: "
                                        "Permission denied\n")
     monkeypatch.undo()
