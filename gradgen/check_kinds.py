@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -34,6 +34,7 @@ class KindRow:
     kind: str
     what: str  # "against grad . t", "against finite differences of the gradient", ...
     error: float
+    point: int = 0  # which of the function's points (1-based in the table)
 
     @property
     def ok(self):
@@ -71,7 +72,7 @@ def check_kinds(source, filename, functions, wrt, at, emit_kinds, n_points=3, se
                 check = _CHECKS[made.kind]
                 for k, point in enumerate(points):
                     rng = np.random.default_rng(seed + k)
-                    report.rows += check(cf, generated, f, point, rng)
+                    report.rows += [replace(row, point=k + 1) for row in check(cf, generated, f, point, rng)]
                 reports.append(report)
     return reports
 
@@ -232,12 +233,16 @@ def _rel(got, want):
 
 
 def format_kinds(reports):
-    """One line per generated function: its kind, points, worst error per reference."""
+    """A table per generated function, as for the gradient: point | checked against |
+    relative error | ok, then its verdict."""
     lines = []
     for r in reports:
-        by_what = {}
-        for row in r.rows:
-            by_what[row.what] = max(by_what.get(row.what, 0.0), row.error)
-        detail = "; ".join(f"{what}: {err:.1e}" for what, err in by_what.items()) or "no point to check at"
-        lines.append(f"{r.name} ({r.kind}): {'ok' if r.ok else 'MISMATCH'} ({detail})")
+        lines.append(f"{r.name} ({r.kind}): {'ok' if r.ok else 'MISMATCH'}" + ("" if r.rows else
+                                                                            " (no point to check at)"))
+        table = [("point", "checked against", "relative error", "ok")]
+        table += [(str(row.point), row.what.removeprefix("against "), f"{row.error:.1e}", "ok" if row.ok else "FAIL")
+                  for row in r.rows]
+        widths = [max(len(t[i]) for t in table) for i in range(3)]
+        lines += ["    " + " | ".join(c.ljust(w) for c, w in zip(t, widths)) + " | " + t[3] for t in table
+                  if r.rows]
     return lines

@@ -212,7 +212,8 @@ def _check(args):
         for line in ([what] if what else []) + rules:  # a custom rule that disagrees is named (custom_check.py)
             print(f"MISMATCH in {report.name}: {line}", file=sys.stderr)
     if not failed:
-        print(f"all gradients match ({sum(len(r.points) for r in reports)} point(s) checked)")
+        also = f" and every {', '.join(k for k in kinds if k != 'grad')} too" if kinds != ("grad",) else ""
+        print(f"all gradients match ({sum(len(r.points) for r in reports)} point(s) checked){also}")
     return 1 if failed else 0
 
 
