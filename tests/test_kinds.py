@@ -405,3 +405,17 @@ def sorted_loss(x):
     want = np.zeros(4)
     want[order] = np.arange(4.0) + np.linspace(0, 1, 4) * 3 * x[order] ** 2  # x**3 keeps the order
     assert m.sorted_loss_jvp(x, dx=dx)[1] == pytest.approx(want @ dx, rel=1e-12)
+
+
+def test_a_kind_that_disagrees_is_a_failed_row():
+    from gradgen.check_kinds import KindReport, KindRow, format_kinds
+
+    report = KindReport("loss", "loss_hvp", "hvp", [KindRow("hvp", "against finite differences of the gradient",
+                                                           3e-3, 1)])
+    assert not report.ok
+    assert format_kinds([report]) == [
+        "loss_hvp (hvp): MISMATCH",
+        "    point | checked against                    | relative error | ok",
+        "    1     | finite differences of the gradient | 3.0e-03        | FAIL",
+    ]
+    assert KindRow("jvp", "against grad . t", 2e-8).ok is False  # two generated functions agree to 1e-8
