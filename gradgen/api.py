@@ -48,19 +48,25 @@ class CompiledModule:
     module: object = None
     skipped: dict = field(default_factory=dict)  # function -> why it has no gradient
     backend: str = "numpy"  # "array-api": the text respelled by gradgen/backend.py
+    jit: str = "none"  # "numba": the functions decorated for numba.njit by gradgen/jit.py
 
 
 def compile_source(source, filename="<string>", functions=None, wrt=None, emit_kinds=("grad",),
-                   backend="numpy") -> CompiledModule:
+                   backend="numpy", jit="none") -> CompiledModule:
     """Compile every selected top-level function of `source` (str or bytes) to gradient code
     (and the other kinds `emit_kinds` names: see gradgen.kinds); `backend="array-api"`
-    respells the NumPy module for any Array API library (gradgen/backend.py)."""
+    respells the NumPy module for any Array API library (gradgen/backend.py); `jit="numba"`
+    decorates its functions for numba.njit (gradgen/jit.py)."""
     try:
         compiled = _compile_source(source, filename, functions, wrt, tuple(emit_kinds))
         if backend != "numpy":
             from gradgen import backend as backends
 
             compiled.text, compiled.backend = backends.rewrite(compiled, backend), backend
+        if jit != "none":
+            from gradgen import jit as jits
+
+            compiled.text, compiled.jit = jits.rewrite(compiled, jit), jit
         return compiled
     except RecursionError:
         raise CompileError("the file is nested too deeply for gradgen (Python's recursion limit); split "

@@ -25,13 +25,13 @@ def output_path(path, out_dir="generated"):
 
 
 def compile_file(path, out_dir="generated", functions=None, wrt=None, force=False, emit_kinds=("grad",),
-                 backend=None):
+                 backend=None, jit=None):
     """Compile the file at `path`; write `<out_dir>/<stem>_grad.py` atomically.
 
     Returns (output path, CompiledModule). Nothing is written if compilation fails, and an
     existing file that gradgen did not write is kept unless `force`. `backend` None keeps
     the backend of the module it replaces (numpy for a new one): compiling again, by hand
-    or by the pre-commit hook, never changes it.
+    or by the pre-commit hook, never changes it; nor does `jit` None (gradgen/jit.py).
     """
     data = read_source(path)
     target = output_path(path, out_dir)
@@ -39,9 +39,13 @@ def compile_file(path, out_dir="generated", functions=None, wrt=None, force=Fals
         from gradgen.backend import recorded
 
         backend = recorded(target) or "numpy"
+    if jit is None:
+        from gradgen import jit as jits
+
+        jit = jits.recorded(target) or "none"
     from gradgen.api import compile_source
 
-    compiled = compile_source(data, str(path), functions, wrt, emit_kinds, backend)
+    compiled = compile_source(data, str(path), functions, wrt, emit_kinds, backend, jit)
     _refuse_foreign(target, force)
     write_atomically(target, compiled.text)
     return target, compiled
