@@ -292,3 +292,115 @@ def _subexpressions(e):
             stack.extend(x.args)
         elif isinstance(x, Cond):
             stack.extend((x.test, x.body, x.orelse))
+
+
+# ---- inside loops: name what the backward sweep re-reads, so the saves keep it -----------------
+
+def name_loop_values(fn, namer, active, arrays):
+    """Before the reverse pass: in every loop body, a call whose array the backward pass
+    would compute again (`np.tanh(x @ W + h @ U + b)` appended to a list, whose derivative
+    reads its value; `np.sin(x)` multiplied by a parameter, whose derivative reads it) is
+    bound to a name of its own, as a person would write it. The reverse pass then keeps that
+    name's value for each trip on its list (Tapenade's "to be recorded") instead of
+    recomputing the call in the backward sweep. A number (`math.sin(x)`) is recomputed, as
+    by hand: that costs less than keeping it. `active`: names that carry a gradient; only
+    statements reading one are split. Returns whether it named anything."""
+    before = sum(1 for _ in walk(fn.body))
+    fn.body = _split_block(fn.body, False, namer, (active, arrays))
+    return sum(1 for _ in walk(fn.body)) != before
+
+
+def _split_block(stmts, in_loop, namer, facts):
+    active, arrays = facts
+    out = []
+    for stmt in stmts:
+        if isinstance(stmt, (For, While)):
+            stmt.body = _split_block(stmt.body, True, namer, facts)
+        elif isinstance(stmt, If):
+            stmt.body = _split_block(stmt.body, in_loop, namer, facts)
+            stmt.orelse = _split_block(stmt.orelse, in_loop, namer, facts)
+        elif in_loop and isinstance(stmt, Assign) and not active.isdisjoint(_names(stmt.expr)) \
+                and isinstance(stmt.expr, Call) and _hashable(stmt.expr):
+            pieces = []
+            expr = _split_root(stmt.expr, pieces, (namer, arrays, active), stmt.target)
+            out += [Assign(name, value, stmt.line, stmt.source, col=stmt.col, overwrites=True)
+                    for name, value in pieces]
+            stmt.expr = expr
+        out.append(stmt)
+    return out
+
+
+def _split_root(expr, pieces, how, target):
+    """The statement's expression (never named itself: its target names it); the value a
+    list append or an array write stores is as re-read as any argument."""
+    stores = expr.prim in ("append", "setitem")
+    args = tuple(_split(a, pieces, how, target, expr.prim not in _LAZY or i == 0,
+                        stores and i == 1 or _rereads(expr, i, how[2])) for i, a in enumerate(expr.args))
+    return replace(expr, args=args) if args != expr.args else expr
+
+
+def _split(e, pieces, how, target, sure, reread):
+    if not isinstance(e, Call) or e.prim in _IMPURE or e.prim == "draw":
+        return e
+    args = tuple(_split(a, pieces, how, target, sure and (e.prim not in _LAZY or i == 0), _rereads(e, i, how[2]))
+                 for i, a in enumerate(e.args))
+    e = replace(e, args=args) if args != e.args else e
+    namer, arrays, active = how
+    if sure and (reread or (_uses_out(e.prim) and not active.isdisjoint(_names(e)))) and may_be_array(e, arrays) \
+            and _worth_keeping(e):
+        named = dict((value, name) for name, value in pieces)  # (one name for one call in a statement)
+        if e not in named:
+            named[e] = namer.made(namer.value_base(e, target))
+            pieces.append((named[e], e))
+        return Var(named[e])
+    return e
+
+
+def _worth_keeping(e):
+    """A function (not an operator, not a shape fact, a view or a fresh array), pure."""
+    prim = TABLE.get(e.prim)
+    if prim is None or prim.kind != "smooth" or prim.operator is not None or not prim.names or e.prim in _NEVER:
+        return False
+    if e.prim in ("sum", "mean", "reshape", "transpose", "squeeze", "expand_dims", "ravel", "flip", "broadcast_to"):
+        return False  # (their gradients read only shapes)
+    return _hashable(e) and not any(isinstance(c, Call) and (c.prim in _IMPURE or c.prim == "draw")
+                                    for c in _subexpressions(e))
+
+
+def _uses_out(prim):
+    """Whether a derivative rule of `prim` reads the primitive's own value (exp: g * out)."""
+    return any("__out__" in _probe(prim, j) for j in range(_arity(prim)))
+
+
+def _arity(prim):
+    entry = TABLE.get(prim)
+    if entry is None:
+        return 0
+    return entry.arity if entry.arity is not None else max(entry.min_args, 2)
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(prim, j):
+    """The variables the rule of `prim` for its argument j reads, tried on variables
+    `__arg0__`, `__arg1__`..., `__out__` (a rule that needs its static parameters: all)."""
+    entry = TABLE.get(prim)
+    if entry is None or entry.kind != "smooth" or entry.vjp is None:
+        return frozenset()
+    args = [Var(f"__arg{i}__") for i in range(_arity(prim))]
+    rule = entry.vjp[0](j) if entry.arity is None else entry.vjp[j] if j < len(entry.vjp) else None
+    if rule is None:
+        return frozenset()
+    try:
+        return _names(rule(Var("__g__"), Var("__out__"), *args))
+    except Exception:  # noqa: BLE001
+        return frozenset({"__out__"} | {a.name for a in args})
+
+
+def _rereads(e, i, active):
+    """Whether the derivative of call `e` reads its argument i: the rule of an argument that
+    carries a gradient reads it (`k * np.sin(x)`: k's rule reads np.sin(x); `np.sin(x * w)`:
+    its own rule reads x * w)."""
+    if not isinstance(e, Call) or e.prim in _LAZY:
+        return False
+    return any(f"__arg{i}__" in _probe(e.prim, j) for j, a in enumerate(e.args[:_arity(e.prim)])
+               if not active.isdisjoint(_names(a)))

@@ -154,6 +154,8 @@ class FunctionNamer:
             lead = self._describe(expr.args[0])
             return "_".join((lead or [])[:2] + ["mask"])
         word = _WORDS.get(prim) or self._function_name(expr) or "part"
+        if prim in ("ones_like", "zeros_like"):
+            word = prim.split("_")[0]  # (np.ones_like(a * b): ones)
         return f"{self.base(target)}_{word}" if target else word
 
     def _describe(self, e):
@@ -171,7 +173,7 @@ class FunctionNamer:
         if e.prim == "pow" and isinstance(e.args[0], Var) and _number(e.args[1]) == 2:
             return [self.base(e.args[0].name), "sq"]
         prim = TABLE[e.prim]
-        if prim.operator is not None or not prim.names or not e.args:
+        if self._function_name(e) is None or not e.args:
             return None
         main = next((a for a in e.args if not _constant(a)), None)
         inner = self._describe(main) if main is not None else None
@@ -183,6 +185,8 @@ class FunctionNamer:
         from gradgen.primitives import TABLE
 
         prim = TABLE.get(getattr(e, "prim", None))
+        if prim is not None and not prim.names and prim.name.endswith("_list"):
+            return prim.name[:-len("_list")]  # np.stack(hs) of a Python list: stack
         if prim is None or prim.operator is not None or not prim.names:
             return None
         return (prim.names.get(e.ns) or next(iter(prim.names.values()))).split(".")[-1]

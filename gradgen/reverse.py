@@ -85,7 +85,7 @@ def _mark_saves(stmts, reads, seen, saved):
     for s in stmts:
         if isinstance(s, Assign):
             own = reads.get(id(s), set()) if any(x.name == s.target for x in variables(s.expr)) else set()
-            if s.overwrites and not s.counter and s.target in seen | own:
+            if s.overwrites and not s.counter and not _is_append(s) and s.target in seen | own:
                 saved.add(id(s))
             seen |= reads.get(id(s), set())
         elif isinstance(s, If):
@@ -190,9 +190,11 @@ class _Reverser:
             contributions = []
             push_into(stmt.expr, g, (), self.active, contributions, None if self_ref else Var(v), self.arrays,
                       scalar=v not in self.arrays, temporary=lambda node: self.temporary(v, node))
-            if stmt.overwrites or self_ref:
-                del self.state[v]  # the value before this statement starts with no adjoint
+            if stmt.overwrites or self_ref or _makes_list(stmt):
+                del self.state[v]  # the value before this statement starts with no adjoint (a list: none)
             body = []
+            if isinstance(stmt.expr, Call) and stmt.expr.prim == "setitem":
+                contributions = _unshared(contributions, g, v)
             contributions = self.heirs(self.merged(contributions, v), v)
             for item in contributions:
                 if isinstance(item, Temporary) and item.heir is not None:
@@ -447,8 +449,9 @@ class _Reverser:
         before = dict(self.state)
         pre = []
         local = self.locals.get(id(stmt), set())
+        made = {s.target for s in walk(stmt.body) if _makes_list(s)}  # new in every iteration: never carried
         for v in _touched(stmt.body, self.active):
-            if v in local or (isinstance(self.state.get(v), Const) and _accumulates(stmt.body, v)):
+            if v in local or v in made or (isinstance(self.state.get(v), Const) and _accumulates(stmt.body, v)):
                 continue  # (an accumulator's constant adjoint, `total += e`, is the same on every trip)
             name = Var(self.adj_name(v))
             if self.state.get(v) != name:
@@ -482,6 +485,36 @@ class _Reverser:
         else:
             loop = For(stmt.target, stmt.iter, body, stmt.line, stmt.source, stmt.count, direction="reversed")
         return pre + [loop]
+
+
+def _makes_list(stmt):
+    return isinstance(stmt, Assign) and isinstance(stmt.expr, Call) and stmt.expr.prim == "list"
+
+
+def _is_append(stmt):
+    """`hs.append(v)` changes the list in place: the name holds the same list before and
+    after it, so there is nothing to save."""
+    return isinstance(stmt.expr, Call) and stmt.expr.prim == "append"
+
+
+def _unshared(contributions, g, v):
+    """`x[i] = e` backward: e's gradient is g[i], and then g[i] is zeroed in place; where e's
+    gradient would be a view of g (e a name: `out[i] = e`), it is a copy of that part."""
+    def copied(c):
+        return Call("copy", (c,), "numpy") if _view_of(c, g) else c
+
+    return [Temporary(c.name, copied(c.expr), c.heir) if isinstance(c, Temporary)
+            else c if c[0] == v else (c[0], copied(c[1])) for c in contributions]
+
+
+def _view_of(c, g):
+    """Whether c may be (a view of) part of g's array."""
+    while isinstance(c, Call) and c.prim in ("unbroadcast", "pos", "reshape", "T", "transpose", "squeeze",
+                                             "expand_dims", "ravel"):
+        c = c.args[0]
+    if isinstance(c, Cond):
+        return _view_of(c.body, g) or _view_of(c.orelse, g)
+    return isinstance(c, Call) and c.prim == "getitem" and c.args[0] == g
 
 
 def _accumulates(body, v):
@@ -723,7 +756,7 @@ def _is_scatter(expr):
 
 
 # Primitives whose result is an array even of a number (a 0-d array), or may be a view.
-_ARRAY_MAKERS = {"zeros_like", "ones_like", "array", "where", "reshape", "squeeze", "expand_dims", "broadcast_to",
+_ARRAY_MAKERS = {"zeros_like", "ones_like", "array", "copy", "where", "reshape", "squeeze", "expand_dims", "broadcast_to",
                  "ravel", "transpose", "T", "flip", "getitem", "unbroadcast", "concatenate_grad"}
 
 

@@ -271,6 +271,23 @@ def test_a_value_is_not_reused_after_its_name_is_overwritten_or_written_into():
     _agrees(src, {"x": np.array([0.3, -0.7, 0.1]), "w": np.array([1.1, 0.4, -0.5])}, ["x", "w"])
 
 
+def test_a_value_written_into_an_array_by_name_gets_a_copy_of_its_gradient():
+    """`e = ...; out[i] = e` in a loop: e's gradient was a view of out's, which the backward
+    pass then zeroes in place: every gradient 0 (conv1d of the real corpus once the loop's
+    einsum was named; the same with the name written by hand)."""
+    src = """
+        import numpy as np
+
+        def f(x, w):
+            out = np.zeros((3, 2))
+            for i in range(3):
+                e = np.tanh(x[i] * w)
+                out[i] = e
+            return np.sum(out ** 2) + np.sum(np.exp(out[1:] * w) * x[:2])
+    """
+    _agrees(src, {"x": np.array([[0.1, 0.2], [0.3, -0.4], [0.5, 0.6]]), "w": np.array([0.7, -0.8])}, ["x", "w"])
+
+
 def test_a_call_only_one_branch_of_a_conditional_makes_is_not_moved_out_of_it():
     src = """
         import math

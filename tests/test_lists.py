@@ -87,7 +87,7 @@ def _grad_text(name):
 
 def test_the_backward_pass_pops_where_the_forward_pass_appended():
     grad = _grad_text("rnn")
-    assert "        hs_item = hs[-1]\n        hs.append(np.tanh(W @ hs_item + U * xs[t]))\n" in grad
+    assert "        hs_tanh = np.tanh(W @ hs_item + U * xs[t])\n        hs.append(hs_tanh)\n" in grad
     assert "    drnn_dhs = list(drnn_dhs_1)\n" in grad or "    drnn_dhs = list(" in grad
     assert "        drnn_dhs_popped = drnn_dhs.pop()\n" in grad
     assert "        drnn_dhs[-1] = drnn_dhs[-1] + drnn_dhs_item\n" in grad
