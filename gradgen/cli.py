@@ -60,6 +60,9 @@ def _parser():
     compile_.add_argument("--backend", choices=("numpy", "array-api"), default=None,
                           help="numpy (the default), or array-api: code for any Array API library (NumPy, CuPy, "
                                "PyTorch, JAX, Dask); recompiling keeps the backend a module was written for")
+    compile_.add_argument("--jit", choices=("none", "numba"), default=None,
+                          help="none (the default), or numba: every generated function compiled by numba.njit "
+                               "(scalar code: numbers and loops); recompiling keeps the jit a module was written for")
     compile_.set_defaults(run=_compile)
     check = sub.add_parser("check", help="compare generated gradients with sympy and finite differences")
     _common(check)
@@ -146,13 +149,16 @@ def _compile_one(args):
 
     with time_limit(COMPILE_SECONDS, _OutOfTime):
         target, compiled = compile_file(args.file, args.out_dir, args.function, args.wrt, args.force, args.emit,
-                                        args.backend)
+                                        args.backend, args.jit)
     names = ", ".join(n for f in compiled.functions for n in
                       [f.grad_name, f.value_and_grad_name] + [m.name for m in f.made] if n)
     print(f"wrote {target} ({names})")
     if compiled.backend != "numpy":
         kept = "" if args.backend else " (the backend of the module it replaced; --backend numpy changes it)"
         print(f"  backend: {compiled.backend}{kept}")
+    if compiled.jit != "none":
+        kept = "" if args.jit else " (the jit of the module it replaced; --jit none changes it)"
+        print(f"  jit: {compiled.jit}{kept}")
     for line in summary_lines(compiled):
         print(f"  {line}")
     return _check(args) if args.check else 0

@@ -30,7 +30,7 @@ import stat
 
 from gradgen import emit
 from gradgen.errors import CompileError
-from gradgen.jit_rules import Checker, Refusal, loops, placeholders
+from gradgen.jit_rules import Checker, Refusal, loops, placeholders, respellings
 
 JITS = ("none", "numba")
 NUMBA = "numba"
@@ -140,7 +140,8 @@ class _Module:
             raise self._refused(refusal, fdef) from None
         start = self.starts[(fdef.decorator_list[0] if fdef.decorator_list else fdef).lineno - 1]
         self.edits.append((start, start, f"{DECORATOR}\n"))
-        for node, text in loops(fdef, self.constants, self.names) + placeholders(fdef, self.constants):
+        edits = loops(fdef, self.constants, self.names) + placeholders(fdef, self.constants) + respellings(fdef)
+        for node, text in edits:
             self._edit(node, text)
 
     def _docstring(self):
@@ -199,32 +200,30 @@ class _Module:
 
     def _refused(self, refusal, fdef):
         """A CompileError at the user's code a refusal came from: the first place its `match`
-        accepts on the line the generated line cites (`# line 14: ...`), or in the user's file;
-        else the cited line; else the user's def."""
+        accepts on the line the generated line cites (`# line 14: ...`), else in the user's
+        function, else in the file; else the cited line; else the user's def."""
         message = f"--jit numba: {refusal.what}; {refusal.advice or TAIL}"
-        if isinstance(refusal.node, ast.arg):
-            return self._at_def(fdef, message)
-        cited = None
-        for i in range(refusal.node.lineno - 1, fdef.lineno - 1, -1):
-            found = _CITED.match(self.lines[i])
-            if found or _SECTION.match(self.lines[i]):
-                cited = int(found["line"]) if found else None
-                break
-        candidates = [n for n in ast.walk(self.user.tree) if hasattr(n, "lineno")]
+        user_def = self.user.functions.get(self.users.get(fdef.name, fdef.name))
+        cited = None if isinstance(refusal.node, ast.arg) else self._cited(refusal.node.lineno, fdef)
         if refusal.match is not None:
-            on_line = [n for n in candidates if n.lineno == cited and refusal.match(n)]
-            hit = min(on_line or [n for n in candidates if refusal.match(n)], key=_position, default=None)
-            if hit is not None:
-                return self.user.error(hit, message)
+            everywhere = [n for n in ast.walk(self.user.tree) if hasattr(n, "lineno") and refusal.match(n)]
+            own = [n for n in ast.walk(user_def) if refusal.match(n)] if user_def is not None else []
+            hits = [n for n in everywhere if n.lineno == cited] or own or everywhere
+            if hits:
+                return self.user.error(min(hits, key=_position), message)
         if cited is not None:
             text = self.user.line_text(cited) or ""
             return self.user.error(ast.Pass(lineno=cited, col_offset=len(text) - len(text.lstrip())), message)
-        return self._at_def(fdef, message)
-
-    def _at_def(self, fdef, message):
-        user_def = self.user.functions.get(self.users.get(fdef.name, fdef.name))
         return self.user.error(user_def, message) if user_def is not None else CompileError(message,
                                                                                            self.user.filename)
+
+    def _cited(self, generated_line, fdef):
+        """The line of the user's file the backward block holding `generated_line` cites."""
+        for i in range(generated_line - 1, fdef.lineno - 1, -1):
+            found = _CITED.match(self.lines[i])
+            if found or _SECTION.match(self.lines[i]):
+                return int(found["line"]) if found else None
+        return None
 
     # --- text positions -----------------------------------------------------------------
 

@@ -23,7 +23,7 @@ MATH = frozenset("""sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh 
 NUMPY = frozenset("""sin cos tan arcsin arccos arctan arctan2 sinh cosh tanh arcsinh arccosh arctanh exp expm1 exp2
     log log1p log10 log2 sqrt cbrt square abs absolute fabs sign floor ceil trunc rint reciprocal hypot power
     maximum minimum fmax fmin logaddexp logaddexp2 copysign deg2rad rad2deg isnan isinf isfinite pi e inf nan
-    euler_gamma""".split())
+    euler_gamma logical_and logical_or logical_not round around clip where""".split())  # (np.clip and np.where of numbers respelled: see Respell)
 BUILTINS = frozenset({"abs", "min", "max", "float", "int", "bool", "round", "pow", "range", "len"})
 INTEGRAL = frozenset({"len", "int", "round", "math.floor", "math.ceil", "math.trunc"})
 _STATEMENTS = {ast.With: "a with statement", ast.Try: "a try statement", ast.Raise: "a raise statement",
@@ -62,16 +62,19 @@ class Checker:
         self.constants = constants  # module-level name -> value (None: not a literal)
         self.functions = functions  # the names of the module's functions
         self.stacks = set()
+        self.params = set()
 
     def function(self, fdef):
         args = fdef.args
+        self.params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
         for extra in (args.vararg, args.kwarg):
             if extra is not None:
-                raise Refusal(f"the parameter {'*' if extra is args.vararg else '**'}{extra.arg}", extra)
+                raise Refusal(f"the parameter {'*' if extra is args.vararg else '**'}{extra.arg}", extra,
+                              _parameter(extra.arg))
         for arg, default in zip(args.kwonlyargs, args.kw_defaults):
             if default is not None:
                 raise Refusal(f"the keyword-only parameter '{arg.arg}' has a default, which numba does not fill in",
-                              arg, advice="make it a positional parameter, or compile this file without --jit")
+                              arg, _parameter(arg.arg), advice="make it a positional parameter, or compile this file without --jit")
         for default in args.defaults:
             self.expr(default)
         body = fdef.body[1:] if _is_docstring(fdef.body[0]) else fdef.body
@@ -203,6 +206,12 @@ class Checker:
         if spelled in emit.HELPERS:
             raise Refusal(f"array code (the helper {spelled} gradgen writes for arrays)", node)
         if not self._callable(node.func):
+            first = node.args[0] if node.args else None
+            if spelled.startswith("np.") and isinstance(first, ast.Name) and first.id in self.params:
+                raise Refusal(f"the array function {spelled}({first.id}, ...), as gradgen cannot tell that "
+                              f"'{first.id}' is a number", first, _parameter(first.id),
+                              advice=f"annotate it '{first.id}: float' or give it a float default, or compile "
+                                     "this file without --jit")
             what = f"the array function {spelled}" if spelled.startswith("np.") else f"the call {spelled}"
             raise Refusal(what, node, _spelled(spelled))
         if node.keywords:
@@ -236,6 +245,10 @@ class Checker:
             self.tuple_constant(node.value)
             return self.expr(node.slice)
         raise Refusal(f"indexing {ast.unparse(node)} (an array or a list)", node, _of_type(ast.Subscript))
+
+
+def _parameter(name):
+    return lambda node: isinstance(node, ast.arg) and node.arg == name
 
 
 def _assigns(name):
@@ -307,6 +320,63 @@ def _range(*parts):
     if len(parts) == 2 and _is_int(parts[0]) and parts[0].value == 0:
         parts = parts[1:]
     return ast.Call(ast.Name("range"), list(parts), [])
+
+
+def respellings(fdef):
+    """[(statement or expression, its new text)]: the calls numba has no version of for numbers,
+    respelled as the same arithmetic (see Respell)."""
+    edits = []
+    for stmt in ast.walk(fdef):
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)):
+            node = stmt
+        elif isinstance(stmt, (ast.If, ast.While)):
+            node = stmt.test
+        else:
+            continue
+        respell = Respell()
+        new = respell.visit(_copy(node))
+        if respell.changed:
+            edits.append((node, ast.unparse(new)))
+    return edits
+
+
+class Respell(ast.NodeTransformer):
+    """`math.log(x, b)` is `math.log(x) / math.log(b)` (CPython computes it so); `math.hypot(a,
+    b, c)` `math.hypot(math.hypot(a, b), c)` (to an ulp or so); `np.clip(a,
+    lo, hi)` of numbers `np.minimum(np.maximum(a, lo), hi)` (NaN passes, as in clip); `np.where(c,
+    a, b)` of numbers `a if c else b`."""
+
+    changed = False
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        spelled = ast.unparse(node.func)
+        args = node.args
+        if node.keywords or any(isinstance(a, ast.Starred) for a in args):
+            return node
+        if spelled == "math.log" and len(args) == 2:
+            new = ast.BinOp(_call("math.log", args[:1]), ast.Div(), _call("math.log", args[1:]))
+        elif spelled == "math.hypot" and len(args) > 2:
+            new = _call("math.hypot", [_call("math.hypot", args[:2]), *args[2:]]) if len(args) == 3 else \
+                _call("math.hypot", [self.visit_Call(_call("math.hypot", args[:-1])), args[-1]])
+        elif spelled == "np.clip" and len(args) == 3:
+            new = _call("np.minimum", [_call("np.maximum", args[:2]), args[2]])
+        elif spelled == "np.where" and len(args) == 3:
+            new = ast.IfExp(args[0], args[1], args[2])
+        else:
+            return node
+        self.changed = True
+        return new
+
+
+def _call(spelled, args):
+    module, name = spelled.split(".")
+    return ast.Call(ast.Attribute(ast.Name(module), name), list(args), [])
+
+
+def _copy(node):
+    return ast.parse(ast.unparse(node), mode="exec").body[0] if isinstance(node, ast.stmt) else \
+        ast.parse(ast.unparse(node), mode="eval").body
 
 
 # --- integer arithmetic on syntax trees, folding constants (`n - 1`, not `n + -1`) -----------------
