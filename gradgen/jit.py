@@ -30,7 +30,7 @@ import stat
 
 from gradgen import emit
 from gradgen.errors import CompileError
-from gradgen.jit_rules import Checker, Refusal, loops, placeholders, respellings
+from gradgen.jit_rules import Checker, Refusal, defaults, loops, placeholders, respellings
 
 JITS = ("none", "numba")
 NUMBA = "numba"
@@ -116,31 +116,65 @@ class _Module:
         self.constants = _constants(self.tree)
         self.names = {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name)}
         self.users = {}  # generated function -> the user's function it came from
+        self.kinds = {}  # generated function -> the kind --emit asked for
         for f in compiled.functions:
-            for name in [f.grad_name, f.value_and_grad_name] + [m.name for m in f.made]:
+            for name, kind in [(f.grad_name, "grad"), (f.value_and_grad_name, "grad")] + [(m.name, m.kind)
+                                                                                         for m in f.made]:
                 if name:
-                    self.users[name] = f.name
+                    self.users[name], self.kinds[name] = f.name, kind
 
     def text(self):
         self._refuse_reserved()
-        # value-and-gradient functions first: their forward pass holds the user's own code, so a
-        # refusal names what the user wrote before anything its derivative makes
+        for fdef in self.defs:
+            if self.kinds.get(fdef.name) in ("hessian", "jacobian"):
+                kind = self.kinds[fdef.name]
+                raise self._refused(Refusal(f"--emit {kind} writes an array ({fdef.name})", fdef, advice=f"leave "
+                                            f"{kind} out of --emit, or compile this file without --jit"), fdef)
+        # the module's helpers first, to know which of them numba cannot compile (gradgen's for
+        # arrays); then value-and-gradient functions: their forward pass holds the user's own
+        # code, so a refusal names what the user wrote before anything its derivative makes
+        helpers = [d for d in self.defs if d.name not in self.users]
+        refused = {}
+        for fdef in helpers:
+            try:
+                self._checker(set()).function(fdef)
+            except Refusal as refusal:
+                refused[fdef.name] = (refusal, fdef)
         for fdef in sorted(self.defs, key=lambda d: not d.name.endswith("value_and_grad")):
-            self._function(fdef)
+            if fdef.name not in refused:
+                self._function(fdef, set(refused))
+        if refused:  # a helper none of the functions calls
+            raise self._refused(*next(iter(refused.values())))
         self._docstring()
         self._import()
         return "\n\n".join(self._pieces())
 
     # --- the module's parts -----------------------------------------------------------
 
-    def _function(self, fdef):
+    def _checker(self, refused):
+        return Checker(self.constants, {d.name for d in self.defs}, refused, self._unknown_numbers)
+
+    def _unknown_numbers(self, fdef):
+        """The parameters of the user's function behind `fdef` that nothing says are numbers
+        (no annotation, no default): gradgen writes array code for them."""
+        user_def = self.user.functions.get(self.users.get(fdef.name, fdef.name))
+        if user_def is None:
+            return set()
+        args = user_def.args
+        positional = args.posonlyargs + args.args
+        defaulted = {a.arg for a in positional[len(positional) - len(args.defaults):]}
+        defaulted |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None}
+        return {a.arg for a in positional + args.kwonlyargs if a.annotation is None and a.arg not in defaulted}
+
+    def _function(self, fdef, refused):
         try:
-            Checker(self.constants, {d.name for d in self.defs}).function(fdef)
+            self._checker(refused).function(fdef)
         except Refusal as refusal:
             raise self._refused(refusal, fdef) from None
         start = self.starts[(fdef.decorator_list[0] if fdef.decorator_list else fdef).lineno - 1]
         self.edits.append((start, start, f"{DECORATOR}\n"))
         edits = loops(fdef, self.constants, self.names) + placeholders(fdef, self.constants) + respellings(fdef)
+        edits += defaults(fdef)
         for node, text in edits:
             self._edit(node, text)
 
@@ -231,7 +265,9 @@ class _Module:
         return (self.starts[node.lineno - 1] + node.col_offset, self.starts[node.end_lineno - 1] + node.end_col_offset)
 
     def _edit(self, node, text):
-        if isinstance(node, tuple):  # ("insert", a statement): a line of its own before it
+        if isinstance(node, tuple) and node[0] == "cut":  # ("cut", a parameter, its default): `=<default>` goes
+            self.edits.append((self._span(node[1])[1], self._span(node[2])[1], text))
+        elif isinstance(node, tuple):  # ("insert", a statement): a line of its own before it
             start = self.starts[node[1].lineno - 1]
             self.edits.append((start, start, f"{' ' * node[1].col_offset}{text}\n"))
         else:

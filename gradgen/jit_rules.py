@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from gradgen import emit
 
 MATH = frozenset("""sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh exp expm1 exp2 log log1p
@@ -24,6 +26,7 @@ NUMPY = frozenset("""sin cos tan arcsin arccos arctan arctan2 sinh cosh tanh arc
     log log1p log10 log2 sqrt cbrt square abs absolute fabs sign floor ceil trunc rint reciprocal hypot power
     maximum minimum fmax fmin logaddexp logaddexp2 copysign deg2rad rad2deg isnan isinf isfinite pi e inf nan
     euler_gamma logical_and logical_or logical_not round around clip where""".split())  # (np.clip and np.where of numbers respelled: see Respell)
+DRAWS = frozenset(n for n in dir(np.random.Generator) + dir(np.random.RandomState) if not n.startswith("_"))
 BUILTINS = frozenset({"abs", "min", "max", "float", "int", "bool", "round", "pow", "range", "len"})
 INTEGRAL = frozenset({"len", "int", "round", "math.floor", "math.ceil", "math.trunc"})
 _STATEMENTS = {ast.With: "a with statement", ast.Try: "a try statement", ast.Raise: "a raise statement",
@@ -58,15 +61,17 @@ def _of_type(kind):
 class Checker:
     """Raises Refusal at the first construct of a function numba cannot compile."""
 
-    def __init__(self, constants, functions):
+    def __init__(self, constants, functions, refused=(), unknown=lambda fdef: set()):
         self.constants = constants  # module-level name -> value (None: not a literal)
         self.functions = functions  # the names of the module's functions
+        self.refused = refused  # those of them numba cannot compile (gradgen's helpers for arrays)
+        self.unknown = unknown  # fdef -> its parameters nothing says are numbers
         self.stacks = set()
         self.params = set()
 
     def function(self, fdef):
         args = fdef.args
-        self.params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        self.params = self.unknown(fdef)
         for extra in (args.vararg, args.kwarg):
             if extra is not None:
                 raise Refusal(f"the parameter {'*' if extra is args.vararg else '**'}{extra.arg}", extra,
@@ -201,14 +206,16 @@ class Checker:
         if isinstance(node.func, ast.Attribute) and node.func.attr == "pop" and isinstance(node.func.value, ast.Name) \
                 and node.func.value.id in self.stacks and not node.args and not node.keywords:
             return None
-        if "random" in spelled.split("."):
-            raise Refusal(f"a random draw ({spelled})", node, _spelled(spelled))
-        if spelled in emit.HELPERS:
+        if "random" in spelled.split(".") or (isinstance(node.func, ast.Attribute) and node.func.attr in DRAWS
+                                              and ast.unparse(node.func.value) not in ("np", "math")):
+            raise Refusal(f"a random draw ({spelled}(...))", node, _spelled(spelled))
+        if spelled in emit.HELPERS or spelled in self.refused:
             raise Refusal(f"array code (the helper {spelled} gradgen writes for arrays)", node)
         if not self._callable(node.func):
             first = node.args[0] if node.args else None
             if spelled.startswith("np.") and isinstance(first, ast.Name) and first.id in self.params:
-                raise Refusal(f"the array function {spelled}({first.id}, ...), as gradgen cannot tell that "
+                shown = f"{spelled}({first.id}{', ...' if len(node.args) > 1 or node.keywords else ''})"
+                raise Refusal(f"the array function {shown}, as gradgen cannot tell that "
                               f"'{first.id}' is a number", first, _parameter(first.id),
                               advice=f"annotate it '{first.id}: float' or give it a float default, or compile "
                                      "this file without --jit")
@@ -258,6 +265,19 @@ def _assigns(name):
 
 
 # --- the respellings ----------------------------------------------------------------------------
+
+def defaults(fdef):
+    """[((start, end) of `=<default>`, "")]: beside keyword-only parameters (the tangents of
+    --emit jvp and hvp) numba applies a function's defaults to its last parameters, whatever
+    their names (`f(a=0.5, *, da)` called as f(da=1.0) would get a missing, f(2.0) a da of
+    0.5): there the defaults go, and every argument is passed."""
+    args = fdef.args
+    if not args.kwonlyargs:
+        return []
+    positional = args.posonlyargs + args.args
+    return [(("cut", arg, default), "") for arg, default in zip(positional[len(positional) - len(args.defaults):],
+                                                                  args.defaults)]
+
 
 def loops(fdef, constants, taken):
     """[(node or (offset,), new text)]: each backward loop over an explicit descending range."""
