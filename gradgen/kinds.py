@@ -115,7 +115,7 @@ def hvp(fn, parts, chosen, fnamer, name, emitter, where, display, arrays=frozens
     tangents, params = tangent_params(fn, chosen, fnamer)
     lists = forward.list_names(stmts) | {p.name for p in fn.params if p.structured}
     lists |= {s.target for s in walk(stmts) if isinstance(s, Assign) and getattr(s.expr, "prim", None) in
-              ("zeros_like_tree", "list_zeros", "unstack")}
+              ("zeros_like_tree", "list_zeros", "unstack", "unconcatenate", "unjoin", "add_lists")}
     active = forward.varied(stmts, chosen)
     fwd = forward.Forward(active, fnamer.tangent, lists, where, arrays)
     fwd.params = {p.name for p in fn.params}

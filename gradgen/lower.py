@@ -19,6 +19,7 @@ from gradgen.lower_calls import CallLowering, _draw_name, sigmoid_pattern
 from gradgen.lower_exprs import _UNSUPPORTED_EXPR, ExprLowering
 from gradgen.lower_lists import ListLowering
 from gradgen.lower_loops import LoopLowering
+from gradgen.lower_static import STATIC_VALUES, StaticLowering
 from gradgen.parse import constant_value
 from gradgen.scopes import (_BINOPS, _OP_TEXT, ArgsTuple, Scope, _LoopVariable, _always_returns, _assigned_names,
                             _lookup, _names_a_number, _skip_docstring, _stored_names, parameter_names)
@@ -38,7 +39,7 @@ _UNSUPPORTED_STMT = {
 }
 
 
-class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, StructuredLowering):
+class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, StructuredLowering, StaticLowering):
     """Lowers one top-level function (and the helpers it calls) into one IR Function."""
 
     def __init__(self, module, fnode, namer, sigmoid_name, structured=frozenset(), arrays_only=frozenset()):
@@ -278,6 +279,8 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
             self._effect(scope, stmt, f"'{ast.unparse(stmt.value.func)}(...)'")
         elif isinstance(stmt, ast.Expr) and effects.is_draw(self.m, stmt.value, lambda n: _lookup(scope, n)):
             self.expr(scope, stmt.value)  # a draw whose numbers are thrown away still advances the state
+        elif isinstance(stmt, ast.Expr) and self._static_append(scope, stmt):
+            pass  # layers.append((W, b)) to a list kept while compiling
         elif isinstance(stmt, ast.Expr) and self._list_method(scope, stmt.value) is not None:
             self._append(scope, stmt)
         elif isinstance(stmt, ast.Expr):
@@ -293,6 +296,8 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
             self._new_list(scope, target.id, value, stmt)
         elif isinstance(target, ast.Name) and self._tuple_of_values(scope, value, stmt) is not None:
             scope.env[target.id] = self._tuple_of_values(scope, value, stmt)  # pair = helper(...): its values
+        elif isinstance(target, ast.Tuple) and self._static_unpacked(scope, target, value, stmt):
+            pass  # m, n = shapes[0]: values known when compiling
         elif isinstance(target, ast.Tuple) and self._args_tuple(scope, value) is not None:
             items = self._args_tuple(scope, value).items  # a, b = pair
             if len(items) != len(target.elts) or not all(isinstance(t, ast.Name) for t in target.elts):
@@ -448,6 +453,9 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
                 value = FunctionValue(renamed(value.node, name), value.closure)
             self._function_binding(scope, name, value, stmt)
             return
+        if isinstance(value, (*STATIC_VALUES, ArgsTuple)):  # known when compiling (gradgen.lower_static)
+            self._bind_static(scope, name, value, stmt)
+            return
         current = scope.env.get(name)
         if isinstance(current, TreeRef):  # the name held a part of a structured parameter: no longer
             current = self._unref(scope, name, stmt)
@@ -490,8 +498,12 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         so that all branches and iterations write the same variable. A helper's parameter it
         rebinds there is first copied into a variable of the helper's own (`a_1 = a`): the
         caller's variable must keep its value."""
+        lists = self._made_lists(scope, stmts)
         for name in _stored_names(stmts):
             current = scope.env.get(name)
+            if name in lists:  # a list made in the block: made there afresh (gradgen.lower_lists)
+                self._prebind_list(scope, name, lists[name], stmt)
+                continue
             if isinstance(current, TreeRef):  # assigned in the block: from here on a variable
                 current = self._unref(scope, name, stmt, in_block=True)
             if isinstance(current, ArgsTuple):
@@ -519,10 +531,13 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
     def _if(self, scope, stmt):
         test = self.expr(scope, stmt.test, test=True)
         self._prebind(scope, stmt.body + stmt.orelse, stmt)
+        lists = {name: scope.env[name] for name in self._made_lists(scope, stmt.body + stmt.orelse)}
         entry = set(self.bound)
         body = self._block(scope, stmt.body)
         after_body, self.bound = self.bound, set(entry)
+        first = self._lists_of_branch(scope, lists)
         orelse = self._block(scope, stmt.orelse)
+        self._join_lists(scope, lists, first, stmt)
         self.bound |= after_body
         self.body.append(If(test, body, orelse, stmt.lineno, self._text(stmt)))
 

@@ -13,6 +13,7 @@ from gradgen.ir import Const, Spelled, Var
 from gradgen.parse import constant_value
 from gradgen.scopes import (MAX_INLINE_DEPTH, MAX_INLINED_NODES, ArgsTuple, Scope, _assigned_names, _lookup,
                             _skip_docstring, _static_int, parameter_names)
+from gradgen.lower_static import STATIC_VALUES
 from gradgen.structured import TreeRef
 
 _LIBRARIES = {"math", "numpy", "scipy", "builtins"}
@@ -287,13 +288,14 @@ class CallLowering:
             if isinstance(value, ArgsTuple):  # *args: each value in a variable of its own
                 env[name] = ArgsTuple(tuple(self._named(name, v, node) for v in value.items))
                 continue
-            if not isinstance(value, (Var, Const, TreeRef, *FUNCTION_VALUES)):
+            if not isinstance(value, (Var, Const, TreeRef, *FUNCTION_VALUES, *STATIC_VALUES)):
                 ssa = self.namer.define(name)
                 self._emit(ssa, value, node, overwrites=self.loop_depth > 0)
                 value = Var(ssa)
             env[name] = value
         self.stack.append(hnode.name)
-        inner = Scope(hnode, env, _assigned_names(hnode), hnode.name, unpacked=unpacked, owned=set(), closure=closure)
+        inner = Scope(hnode, env, _assigned_names(hnode), hnode.name, unpacked=unpacked, owned=set(), closure=closure,
+                      depth=self.depth)
         result, _ = self._body(inner, hnode.body)
         self.stack.pop()
         return result
@@ -387,6 +389,9 @@ class CallLowering:
         items = self._args_tuple(scope, node)
         if items is not None:
             return items
+        static = self._static_argument(scope, node)
+        if static is not None:  # make_nn_funs(layer_sizes=[1, 4, 1]): a list of constants
+            return static
         ref = self._ref(scope, node)
         if ref is not None:
             return ref

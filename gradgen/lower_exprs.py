@@ -9,7 +9,9 @@ from gradgen import comprehensions, primitives
 from gradgen.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def
 from gradgen.ir import Call, Cond, Const, Var
 from gradgen.parse import NAMED
-from gradgen.scopes import _BINOPS, _OP_TEXT, ArgsTuple, _LoopVariable, _is_text, _lookup, _static_int
+from gradgen.scopes import (_BINOPS, _OP_TEXT, ArgsTuple, _LoopVariable, _UnmadeList, _is_text, _lookup,
+                            _static_int)
+from gradgen.lower_static import STATIC_VALUES
 from gradgen.structured import TreeRef
 
 _FACTS = {"shape", "ndim", "size"}  # attributes of an array that are plain integers
@@ -40,12 +42,20 @@ class ExprLowering:
         without a call) only where `function_ok` (an argument, a return of a helper, the
         right of an assignment), else a located error."""
         value = self._expr(scope, node, test)
+        if isinstance(value, STATIC_VALUES) and not function_ok:
+            raise self._static_misuse(node, value)
+        if isinstance(value, ArgsTuple) and not function_ok:
+            raise self.m.error(node, f"'{self.m.segment(node)}' is a tuple of values: unpack it (a, b = ...) or "
+                                     "index it by a constant")
         if isinstance(value, FUNCTION_VALUES) and not function_ok:
             raise self.m.error(node, f"'{ast.unparse(node) if not isinstance(node, ast.Lambda) else 'lambda'}' is a "
                                      "function, not a number")
         return value
 
     def _expr(self, scope, node, test=False):
+        static = self._static_expr(scope, node)
+        if static is not None:  # it reads a list known when compiling (gradgen.lower_static)
+            return static
         if isinstance(node, ast.Lambda):
             return FunctionValue(lambda_as_def(node, "lambda"), scope)
         if isinstance(node, ast.Constant):
@@ -110,7 +120,7 @@ class ExprLowering:
 
     def _subscript(self, scope, node):
         """`x[i, 1:n, None, ...]`: getitem on x, the index as expressions plus their layout."""
-        if isinstance(scope.env.get(getattr(node.value, "id", None)), _LoopVariable):
+        if isinstance(scope.env.get(getattr(node.value, "id", None)), (_LoopVariable, _UnmadeList)):
             return self._read(scope, node.value)
         ref = self._ref(scope, node)
         if ref is not None:  # params[i][0], layer["W"]: a part of a structured parameter
@@ -188,6 +198,8 @@ class ExprLowering:
         name = node.id
         if isinstance(scope.env.get(name), _LoopVariable):
             raise self.m.error(node, f"'{name}' is read after its loop; gradgen does not support that")
+        if isinstance(scope.env.get(name), _UnmadeList):
+            raise self.m.error(node, scope.env[name].message())
         if name in scope.env:
             return scope.env[name]
         if name in scope.locals:

@@ -7,8 +7,19 @@ from __future__ import annotations
 import ast
 
 from gradgen import comprehensions
+from gradgen.closures import FunctionValue, own_nodes
 from gradgen.ir import Var
-from gradgen.scopes import _lookup
+from gradgen.scopes import _LoopVariable, _lookup, _UnmadeList
+
+
+def returns_a_list(fnode):
+    """Whether a helper returns a list it makes (`return [... for ...]`, or `return ys`
+    where it makes `ys = [...]`)."""
+    made = {n.targets[0].id for n in own_nodes(fnode.body) if isinstance(n, ast.Assign) and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name) and isinstance(n.value, (ast.List, ast.ListComp))}
+    returns = [n.value for n in own_nodes(fnode.body) if isinstance(n, ast.Return)]
+    return bool(returns) and all(isinstance(r, (ast.List, ast.ListComp)) or isinstance(r, ast.Name) and r.id in made
+                                 for r in returns)
 
 
 class ListLowering:
@@ -19,39 +30,113 @@ class ListLowering:
         return isinstance(value, Var) and value.name in self.lists
 
     def _new_list(self, scope, name, value, stmt):
-        """`hs = [h0]`, `hs = []`, `hs = [f(x) for x in xs]`: a list of its own."""
-        if self.depth > 0:
-            raise self.m.error(stmt, f"a list made inside a loop or branch ('{name}') is not supported yet: make it "
-                                     "before the loop or branch and append to it there")
+        """`hs = [h0]`, `hs = []`, `hs = [f(x) for x in xs]`: a list of its own. Made inside
+        a loop or branch, it is a new list every time that code runs, in the variable the
+        block gave its name (see _prebind_list)."""
+        if self._static_list_made(scope, name, value, stmt):  # known when compiling (gradgen.lower_static)
+            return
+        ssa = self._list_variable(scope, name)
         if isinstance(value, ast.ListComp):
-            made = self._comprehension(scope, value, name)
+            made = self._comprehension(scope, value, name, ssa)
         else:
-            ssa = self.namer.define(name)
-            self._emit(ssa, self._call("list", tuple(self.expr(scope, e) for e in value.elts), "builtins", value), stmt)
+            elements = tuple(self.expr(scope, e) for e in value.elts)
+            ssa = ssa or self.namer.define(name)
+            self._emit(ssa, self._call("list", elements, "builtins", value), stmt,
+                       overwrites=self.loop_depth > 0 or ssa in self.bound)
             self.lists.add(ssa)
             made = Var(ssa)
         self._bind_list(scope, name, made, stmt)
 
+    def _list_variable(self, scope, name):
+        """The variable a list made under `name` goes into: the one its loop or branch gave
+        the name, else (straight code of its function) None, for a fresh one."""
+        if self.depth == scope.depth:
+            made_for = getattr(scope.node, "list_variable", None)  # a comprehension's list: its caller's variable
+            return made_for[1] if made_for and made_for[0] == name else None
+        current = scope.env.get(name)
+        return current.ssa if isinstance(current, _UnmadeList) and current.kind == "before" else None
+
     def _bind_list(self, scope, name, value, stmt):
         """A name for a list: the list itself (`ys = hs` is a second name for the same list,
-        as in Python). A list is bound outside loops and branches, and a name that holds
-        one is given no other value."""
+        as in Python). Inside a loop or branch only a name that block makes a list under
+        (see _prebind_list) is bound to one, and a name that holds one is given no other value."""
         if not self._is_list(value):
             raise self.m.error(stmt, f"'{name}' holds a list: give the new value another name")
-        if self.depth > 0:
+        if self.depth > scope.depth and not isinstance(scope.env.get(name), _UnmadeList):
             raise self.m.error(stmt, f"'{name}' is bound to a list inside a loop or branch; bind it before")
         scope.env[name] = value
 
-    def _comprehension(self, scope, node, name="items"):
-        """`[elt for ...]`: the list its function (gradgen.comprehensions) builds."""
+    # ---- lists made inside loops and branches --------------------------------------------
+    def _made_lists(self, scope, stmts):
+        """The names `stmts` make lists under, each with its first making: `xs = [...]`,
+        `xs = [... for ...]`, `xs = helper(...)` of a helper that returns a list it makes."""
+        made = {}
+        for node in own_nodes(stmts):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                target, value = node.target, node.value
+            else:
+                continue
+            if isinstance(target, ast.Name) and target.id not in made and self._makes_list(scope, value):
+                made[target.id] = node
+        return made
+
+    def _makes_list(self, scope, value):
+        if isinstance(value, (ast.List, ast.ListComp)):
+            return True
+        helper = self._helper_node(scope, value)
+        return isinstance(helper, FunctionValue) and returns_a_list(helper.node)
+
+    def _prebind_list(self, scope, name, making, stmt):
+        """Before a loop or branch that makes a list under `name`: the variable every making
+        of it there writes, the name unreadable until one has run (a list made in a loop
+        is new in every iteration: the last iteration's is never read)."""
+        current = scope.env.get(name)
+        if isinstance(current, _UnmadeList) and current.kind == "before":
+            return  # an enclosing loop or branch makes it: the same variable
+        if current is not None and not isinstance(current, (_UnmadeList, _LoopVariable)):
+            what = "loop" if isinstance(stmt, (ast.For, ast.While)) else "'if'"
+            raise self.m.error(making, f"'{name}' holds a value from before the {what} at line {stmt.lineno}, "
+                                       f"and a list is made under its name inside it: give the list a name "
+                                       "of its own")
+        ssa = self.namer.define(name)
+        scope.own(ssa)
+        scope.env[name] = _UnmadeList(name, "before", ssa)
+
+    def _lists_after_loop(self, scope, stmt):
+        """After a loop: the lists it made are not read (each iteration made its own)."""
+        for name in self._made_lists(scope, stmt.body):
+            scope.env[name] = _UnmadeList(name, "loop", line=stmt.lineno)
+
+    def _lists_of_branch(self, scope, names):
+        """After an `if`'s first branch: what it left under the names the branches make lists
+        under, which the other branch starts again without."""
+        left = {name: scope.env.get(name) for name in names}
+        scope.env.update(names)
+        return left
+
+    def _join_lists(self, scope, names, first, stmt):
+        """After an `if`: a list made on both paths, into the same variable, is read after it;
+        one made on one path only is not."""
+        for name in names:
+            a, b = first[name], scope.env.get(name)
+            if self._is_list(a) and a == b:
+                continue
+            loop = next((x for x in (a, b) if isinstance(x, _UnmadeList) and x.kind == "loop"), None)
+            kind = "branches" if self._is_list(a) and self._is_list(b) else "branch"
+            scope.env[name] = loop or _UnmadeList(name, kind, line=stmt.lineno)
+
+    def _comprehension(self, scope, node, name="items", ssa=None):
+        """`[elt for ...]`: the list its function (gradgen.comprehensions) builds (into `ssa`,
+        when a loop or branch gave its name one)."""
         problem = comprehensions.unsupported(node)
         if problem:
             raise self.m.error(node, problem)
-        if self.depth > 0:
-            raise self.m.error(node, "a list comprehension inside a loop or branch is not supported yet: build the "
-                                     "list before the loop, or sum(...) a generator expression")
         call = ast.copy_location(ast.Call(ast.Name(name, ast.Load()), [], []), node)
-        return self._inline(scope, call, comprehensions.list_builder(node, name), closure=scope)
+        builder = comprehensions.list_builder(node, name)
+        builder.list_variable = (name, ssa) if ssa else None
+        return self._inline(scope, call, builder, closure=scope)
 
     def _total(self, scope, node):
         """`sum(elt for ...)`, `sum([elt for ...])`, `sum(xs)` of a list: an accumulating loop."""

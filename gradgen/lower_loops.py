@@ -15,6 +15,9 @@ class LoopLowering:
     """Loops: `for` and `while`, read by index."""
 
     def _for(self, scope, stmt):
+        stmt = self._helper_iterable(scope, stmt)
+        if self._unroll(scope, stmt):  # over a list known when compiling (gradgen.lower_static)
+            return
         stmt = self._spread_zip(scope, stmt)
         if self._tree_for(scope, stmt):  # over the parts of a structured parameter
             return
@@ -210,6 +213,7 @@ class LoopLowering:
         outer, self.body = self.body, list(first)
         body = self.body + self._block(scope, stmt.body, loop=True)
         self.body = outer
+        self._lists_after_loop(scope, stmt)
         if count is not None:
             increment = Assign(count, Call("add", (Var(count), Const(1)), "op"), stmt.lineno, self._text(stmt),
                                overwrites=True, augmented=True, counter=True)

@@ -33,6 +33,7 @@ class Scope:
     unpacked: int | None = None  # `a, b = helper(...)`: the helper returns a tuple of this many
     owned: set | None = None  # SSA names this body may overwrite in place (None: all, at top level)
     closure: object = None  # the Scope a nested def or lambda was defined in: it reads its variables
+    depth: int = 0  # the nesting of loops and branches its body starts at (an inlined helper's: its call's)
 
     def owns(self, name):
         """Whether `name` is this body's own variable. An inlined helper's parameters are the
@@ -70,6 +71,30 @@ class _LoopVariable:
 
     def __init__(self, name):
         self.name = name
+
+
+class _UnmadeList:
+    """A name a loop or branch makes a list under, where no list of it can be read: before
+    it is made (`kind` "before": a list made in a loop is new in every iteration), after
+    the loop that made it ("loop"), or after an `if` that made it on one path only
+    ("branch"), or into two variables ("branches": a helper's list on one path). `ssa`: the variable every making of it in the block writes (for "before")."""
+
+    def __init__(self, name, kind, ssa=None, line=None):
+        self.name, self.kind, self.ssa, self.line = name, kind, ssa, line
+
+    def message(self):
+        name = self.name
+        if self.kind == "loop":
+            return (f"the list '{name}' is made inside the loop at line {self.line}, so it is read after that loop "
+                    f"here: make it before the loop and append to it there")
+        if self.kind == "branches":
+            return (f"the list '{name}' is made in both branches of the 'if' at line {self.line}, by a helper's call "
+                    f"in one of them: make it there with a list literal or comprehension, or before the 'if'")
+        if self.kind == "branch":
+            return (f"the list '{name}' is made on only one path through the 'if' at line {self.line}: make it "
+                    f"before the 'if' and append to it there, or make it in both branches")
+        return (f"the list '{name}' is read before it is made: a list made inside a loop or branch is new each "
+                f"time, so read it after it is made, or make it before the loop or branch and append to it there")
 
 
 def _lookup(scope, name):

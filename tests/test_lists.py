@@ -123,9 +123,6 @@ def test_comprehension_variables_are_their_own():
      "2:19: 'hs' is a list: gradgen reads a list by index (hs[i]), len(hs), a loop over it, sum(hs) or np.stack(hs)"),
     ("    hs = [w, w]\n    return np.sum(hs[1:])\n",
      "2:19: slicing the list 'hs' is not supported yet: loop over range(...) and read hs[i], or np.stack(hs) first"),
-    ("    for i in range(2):\n        hs = [w]\n    return w\n",
-     "2:9: a list made inside a loop or branch ('hs') is not supported yet: make it before the loop or branch and "
-     "append to it there"),
     ("    hs = [w]\n    hs = w * 2.0\n    return hs\n", "2:5: 'hs' holds a list: give the new value another name"),
 ])
 def test_list_uses_outside_the_subset_are_located(body, message):
@@ -168,3 +165,210 @@ def test_only_the_branch_taken_of_a_conditional_expression_runs():
         [report] = check_source(source, "cond.py", ["f"], wrt=["a"],
                                 at={"a": a, "n": n, "rs": np.random.RandomState(3)})
         assert report.ok, (a, n)
+
+
+# ---- lists made inside loops and branches: a new list every time that code runs ----------
+
+LOOP_SOURCE = textwrap.dedent('''
+    import numpy as np
+
+
+    def make(v):
+        return [v * j for j in range(3)]
+
+
+    def over_range(w, x):
+        s = 0.0
+        for i in range(3):
+            parts = [w * x[i], np.sin(w) * x[i] ** 2]
+            s = s + np.sum(np.stack(parts))
+        return s
+
+
+    def over_rows(W, X):
+        total = 0.0
+        for row in X:
+            hs = [np.tanh(W @ row)]
+            hs.append(np.tanh(W @ hs[-1]))
+            total = total + np.sum(np.stack(hs) ** 2) + hs[0][1]
+        return total
+
+
+    def in_while(a: float, b: float) -> float:
+        k = 0
+        s = 0.0
+        while k < 3:
+            ys = [a * k, b]
+            ys.append(ys[0] * ys[1])
+            s = s + sum(ys) + ys[-1] * a
+            k = k + 1
+        return s
+
+
+    def comprehension_in_loop(w: float, X) -> float:
+        total = 0.0
+        for x in X:
+            feats = [np.tanh(w * v) for v in x]
+            total = total + np.sum(np.array(feats)) + feats[0] * feats[-1]
+        return total
+
+
+    def nested_appends(w, X):
+        total = 0.0
+        for x in X:
+            acc = []
+            for v in x:
+                acc.append(w * v)
+                for j in range(2):
+                    acc.append(np.sin(acc[-1]) * w)
+            total = total + np.sum(np.concatenate(acc))
+        return total
+
+
+    def lists_of_arrays(W, X):
+        total = 0.0
+        for x in X:
+            hs = [x]
+            for k in range(2):
+                hs.append(np.tanh(W @ hs[-1]))
+            stacked = np.stack(hs)
+            total = total + np.sum(stacked[1:] * stacked[:-1])
+        return total
+
+
+    def branch_in_loop(w, xs):
+        s = 0.0
+        for x in xs:
+            if x > 0:
+                parts = [w * x, np.sin(w)]
+            else:
+                parts = [np.cos(w * x)]
+                parts.append(x * w * w)
+            s = s + np.sum(np.stack(parts)) * parts[-1]
+        return s
+
+
+    def in_one_branch(a: float, b: float) -> float:
+        if a > 0:
+            parts = [a * b, a]
+            s = parts[0] + parts[1] ** 2
+        else:
+            s = b
+        return s
+
+
+    def in_both_branches(a: float, b: float) -> float:
+        if a > 0:
+            parts = [a * k for k in range(3)]
+        else:
+            parts = [b, b * b]
+            parts.append(a * b)
+        return sum(parts) * parts[1]
+
+
+    def helper_in_loop(w: float, n) -> float:
+        s = 0.0
+        for i in range(n):
+            hs = make(w * i)
+            s = s + hs[1] * hs[2]
+        return s
+
+
+    def with_break(w: float, n) -> float:
+        s = w
+        for i in range(n):
+            ys = [w * i, w * w]
+            if i > 2:
+                break
+            s = s * ys[1] + ys[0]
+        return s
+''')
+
+_RS = np.random.RandomState(7)
+LOOP_POINTS = [
+    ("over_range", {"w": 0.7, "x": _RS.randn(3)}),
+    ("over_rows", {"W": _RS.randn(2, 2), "X": _RS.randn(3, 2)}),
+    ("in_while", {"a": 0.7, "b": -0.4}),
+    ("comprehension_in_loop", {"w": 0.6, "X": _RS.randn(2, 3)}),
+    ("nested_appends", {"w": 0.6, "X": _RS.randn(2, 3, 2)}),
+    ("lists_of_arrays", {"W": _RS.randn(2, 2), "X": _RS.randn(3, 2)}),
+    ("branch_in_loop", {"w": 0.7, "xs": np.array([0.5, -1.0, 2.0])}),
+    ("branch_in_loop", {"w": -0.4, "xs": np.array([-0.5, -1.0])}),
+    ("in_one_branch", {"a": 0.7, "b": -0.4}),
+    ("in_one_branch", {"a": -0.7, "b": -0.4}),  # the other path never made the list: nothing reads it
+    ("in_both_branches", {"a": 0.7, "b": -0.4}),
+    ("in_both_branches", {"a": -0.7, "b": 0.4}),
+    ("helper_in_loop", {"w": 0.7, "n": 3}),
+    ("helper_in_loop", {"w": 0.7, "n": 0}),
+    ("with_break", {"w": 0.7, "n": 6}),
+    ("with_break", {"w": 0.7, "n": 2}),
+]
+
+
+@pytest.mark.parametrize("name,point", LOOP_POINTS, ids=[f"{n}-{k}" for k, (n, _) in enumerate(LOOP_POINTS)])
+def test_lists_made_in_loops_and_branches_match_finite_differences(name, point):
+    [report] = check_source(LOOP_SOURCE, "loops.py", [name], at=point)
+    rows = [row for p in report.points for row in p.rows]
+    assert report.ok and rows and all(row.ok for row in rows), name
+    if all(np.ndim(v) == 0 for v in point.values()) and name != "with_break":
+        assert all(row.sympy is not None for row in rows), name  # sympy unrolls the loops too
+
+
+def _loop_grad_text(name):
+    text = compile_source(LOOP_SOURCE, "loops.py", functions=[name]).text
+    return text.split(f"def {name}_grad(", 1)[1].split(f"def {name}_value_and_grad(", 1)[0]
+
+
+def test_a_list_made_in_a_loop_is_saved_per_iteration_and_its_gradient_made_afresh():
+    """Forward, each iteration's list is pushed before the next one replaces it; backward,
+    each iteration makes its gradient list anew (never carried from the iteration after)
+    and pops the list back where the forward pass made it."""
+    grad = _loop_grad_text("over_range")
+    assert "        parts_stack.append(parts)\n        parts = [w * x[i], sin_w * x[i] ** 2]\n" in grad
+    backward = grad.split("# backward pass", 1)[1]
+    loop = backward.split("    for i in reversed(range(3)):\n", 1)
+    assert len(loop) == 2 and "ds_dparts" not in loop[0]  # no gradient list before the loop
+    assert "        ds_dparts = list(np.ones_like(np.stack(parts), dtype=float))\n" in loop[1]
+    assert "        parts = parts_stack.pop()\n" in loop[1]
+
+
+def test_appending_to_a_list_saves_nothing():
+    """`acc.append(v)` keeps the same list under the name: nothing to push or pop for it."""
+    grad = _loop_grad_text("nested_appends")
+    assert grad.count("acc_stack.append(acc)") == 1 and grad.count("acc = acc_stack.pop()") == 1
+    assert "            acc.append(w * v)\n" in grad
+
+
+@pytest.mark.parametrize("body,message", [
+    ("    for i in range(2):\n        hs = [w]\n    return hs[0]\n",
+     "4:12: the list 'hs' is made inside the loop at line 9, so it is read after that loop here: make it before the "
+     "loop and append to it there"),
+    ("    s = 0.0\n    for i in range(2):\n        for j in range(2):\n            hs = [w * j]\n"
+     "        s = s + hs[0]\n    return s\n",
+     "6:17: the list 'hs' is made inside the loop at line 11, so it is read after that loop here: make it before the "
+     "loop and append to it there"),
+    ("    s = 0.0\n    for i in range(2):\n        if i > 0:\n            s = s + hs[0]\n        hs = [w * i]\n"
+     "    return s\n",
+     "5:21: the list 'hs' is read before it is made: a list made inside a loop or branch is new each time, so read it "
+     "after it is made, or make it before the loop or branch and append to it there"),
+    ("    if w > 0:\n        hs = [w]\n    return hs[0]\n",
+     "4:12: the list 'hs' is made on only one path through the 'if' at line 9: make it before the 'if' and append to "
+     "it there, or make it in both branches"),
+    ("    if w > 0:\n        hs = make(w)\n    else:\n        hs = [w]\n    return hs[0]\n",
+     "6:12: the list 'hs' is made in both branches of the 'if' at line 9, by a helper's call in one of them: make it "
+     "there with a list literal or comprehension, or before the 'if'"),
+    ("    hs = 1.0\n    for i in range(2):\n        hs = [w]\n    return w\n",
+     "4:9: 'hs' holds a value from before the loop at line 10, and a list is made under its name inside it: give the "
+     "list a name of its own"),
+    ("    hs = [w]\n    if w > 0:\n        hs = [w * 2.0]\n    return hs[0]\n",
+     "4:9: 'hs' holds a value from before the 'if' at line 10, and a list is made under its name inside it: give the "
+     "list a name of its own"),
+    ("    hs = [w]\n    for i in range(2):\n        ys = make(w)\n        hs = ys\n    return w\n",
+     "5:14: 'ys' is a list: gradgen reads a list by index (ys[i]), len(ys), a loop over it, sum(ys) or np.stack(ys)"),
+])
+def test_lists_made_in_loops_and_branches_refusals(body, message):
+    source = f"import numpy as np\n\n\ndef make(v):\n    return [v * j for j in range(3)]\n\n\ndef f(w):\n{body}"
+    with pytest.raises(CompileError) as caught:
+        compile_source(source, "bad.py", functions=["f"])
+    line, col, text = message.split(":", 2)
+    assert (caught.value.line, caught.value.col, caught.value.message) == (int(line) + 7, int(col), text.strip())

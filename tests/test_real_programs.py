@@ -35,10 +35,6 @@ from gradgen.verify import check_source
 
 # (file, function) -> the message gradgen refuses it with today. Prune as capabilities land.
 BLOCKED = {
-    ('conv1d.py', 'cnn_loss'):
-        "a list made inside a loop or branch ('maps') is not supported yet: make it before the loop or branch and append to it there",
-    ('factory.py', 'map_objective'):
-        'lists are not supported here',
 }
 
 CORPUS = Path(__file__).parent / "corpus" / "real"
