@@ -201,6 +201,8 @@ class Emitter:
                 sub = _path(ast.Name(s.target), [self.expr(k) for k in s.index])
             if s.assign:
                 return ast.unparse(ast.Assign([sub], self.expr(s.value), lineno=0))
+            if _negative(s.value) is not None:  # `d[i] -= g`, not `d[i] += -g`
+                return ast.unparse(ast.AugAssign(sub, ast.Sub(), self.expr(_negative(s.value))))
             return ast.unparse(ast.AugAssign(sub, ast.Add(), self.expr(s.value)))
         return {Break: "break", Continue: "continue"}[type(s)]
 
@@ -218,8 +220,8 @@ class Emitter:
             # a guarded accumulation reads best as the `if` it is
             body = ast.unparse(ast.AugAssign(target, ast.Add(), self.expr(expr.body)))
             return f"if {self._text(expr.test)}:\n    {body}"
-        if s.accumulate and isinstance(expr, Call) and expr.prim == "neg":
-            return ast.unparse(ast.AugAssign(target, ast.Sub(), self.expr(expr.args[0])))
+        if s.accumulate and _negative(expr) is not None:
+            return ast.unparse(ast.AugAssign(target, ast.Sub(), self.expr(_negative(expr))))
         if s.accumulate:
             return ast.unparse(ast.AugAssign(target, ast.Add(), self.expr(expr)))
         if isinstance(expr, Call) and expr.prim == "setitem":
@@ -257,6 +259,13 @@ class Emitter:
         if loop.direction == "reversed":
             return f"reversed({text}[:{loop.count}])" if loop.count else f"reversed({text})"
         return text
+
+
+def _negative(e):
+    """p where e is `-p` or a product led by a negative number, so `+= e` reads `-= p`."""
+    from gradgen.simplify import negative_part
+
+    return negative_part(e)
 
 
 # primitives written in a shape of their own: `x.T`, a tuple, NumPy functions taking a list

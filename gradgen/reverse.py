@@ -824,7 +824,8 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         rule = prim.vjp[0](i) if prim.arity is None else prim.vjp[i]
         if rule is None:
             continue
-        gi = sameshape.tidy(_in_namespace(rule(g, value, *expr.args, **dict(expr.params)), expr.ns), arrays)
+        gi = sameshape.tidy(_in_namespace(rule(g, value, *expr.args, **dict(expr.params)), expr.ns), arrays,
+                            (value, g) + expr.args)
         arg_scalar = scalar and prim.elementwise  # broadcasting never shrinks: its inputs are numbers too
         arg_stretched = not arg_scalar and (stretched or (prim.elementwise and _stretches(expr, i, arrays)))
         if expr.prim in _TAKES_STRETCHED:

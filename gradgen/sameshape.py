@@ -182,16 +182,18 @@ _FLOAT_RESULTS = {"exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin"
                   "cosh", "sigmoid", "div", "erf", "erfc", "float"}
 
 
-def tidy(g, arrays):
+def tidy(g, arrays, forward=()):
     """A gradient expression that reads shapes from names (`np.ones_like(x[1:])`, not from
     the expression they came from), and multiplies by no ones where a factor has their
-    shape already (`200.0 * d`, not `np.ones_like(d) * 100.0 * 2 * d`)."""
+    shape already (`200.0 * d`, not `np.ones_like(d) * 100.0 * 2 * d`). `forward`: the
+    forward expressions the rule read (its value and arguments), left exactly as the
+    forward pass computes them, so that the value computed there is the one reused."""
     same = getattr(arrays, "same", None)
-    if same is None or not isinstance(g, (Call, Cond)):
+    if same is None or not isinstance(g, (Call, Cond)) or any(g is f or g == f for f in forward):
         return g
     if isinstance(g, Cond):
-        return Cond(g.test, tidy(g.body, arrays), tidy(g.orelse, arrays))
-    args = tuple(tidy(a, arrays) for a in g.args)
+        return Cond(g.test, tidy(g.body, arrays, forward), tidy(g.orelse, arrays, forward))
+    args = tuple(tidy(a, arrays, forward) for a in g.args)
     if g.prim in _SHAPE_OF_ARG or (g.prim in ("ones_like", "zeros_like") and dict(g.params).get("dtype")):
         args = (same.proxy(args[0]),) + args[1:]
     g = Call(g.prim, args, g.ns, g.loc, g.params) if args != g.args else g
@@ -233,8 +235,8 @@ def _folded(g, same):
     sign, factors, divisors = _factors(g)
     numbers = [f for f in factors if simplify.number(f) is not None]
     over = [d for d in divisors if simplify.number(d) not in (None, 0)]
-    if len(numbers) + len(over) < 2:
-        return g
+    if len(numbers) + len(over) < (1 if sign < 0 else 2) or len(numbers) == len(factors):
+        return g  # (`-g * 2 * x` is `-2 * g * x`, one operation less; a number alone, `-1`, stays as written)
     value = 1
     for f in numbers:
         value *= simplify.number(f)

@@ -70,7 +70,23 @@ def add(x, y):
         return x
     if _is_neg(y):
         return sub(x, y.args[0])
+    if negative_part(y) is not None:  # x + -3 * y is x - 3 * y
+        return sub(x, negative_part(y))
     return Call("add", (x, y), "op")
+
+
+def negative_part(e):
+    """p where e is `-p` or a product led by a negative number (`-3 * y * z`: p is
+    `3 * y * z`), else None: so `x + e` reads `x - p` and `d += e` reads `d -= p`."""
+    if _is_neg(e):
+        return e.args[0]
+    if isinstance(e, Call) and e.prim in ("mul", "div"):
+        first = _num(e.args[0])
+        if first is not None and first < 0 and e.prim == "mul":
+            return e.args[1] if first == -1 and type(first) is int else Call("mul", (Const(-first), e.args[1]), "op")
+        inner = negative_part(e.args[0]) if isinstance(e.args[0], Call) and e.args[0].prim in ("mul", "div") else None
+        return None if inner is None else Call(e.prim, (inner, e.args[1]), "op")
+    return None
 
 
 def sub(x, y):

@@ -137,8 +137,8 @@ def test_rosenbrock_reads_shapes_from_slices_and_multiplies_by_no_ones():
         "drosenbrock_ddiff = 200.0 * diff",
         "drosenbrock_dx = np.zeros_like(x, dtype=float)",
         "drosenbrock_dx[1:] += drosenbrock_ddiff",
-        "drosenbrock_dx[:-1] += -drosenbrock_ddiff * 2 * x[:-1]",
-        "drosenbrock_dx[:-1] += -2 * (1.0 - x[:-1])",
+        "drosenbrock_dx[:-1] -= 2 * drosenbrock_ddiff * x[:-1]",
+        "drosenbrock_dx[:-1] -= 2 * (1.0 - x[:-1])",
         "return drosenbrock_dx",
     ]
 
