@@ -137,6 +137,8 @@ class CallLowering:
         elif prim_name in ("concatenate", "stack", "sum", "array", "hstack", "vstack", "column_stack") and args \
                 and isinstance(args[0], sequence):
             elements = [self.expr(scope, e) for e in args[0].elts]
+        elif prim_name in ("stack", "sum", "array") and args and self._constant_numbers(scope, args[0]) is not None:
+            elements = [Const(v) for v in self._constant_numbers(scope, args[0])]  # np.array(sizes): its numbers
         else:
             elements = None
         if elements is not None:

@@ -106,10 +106,19 @@ class StaticLowering:
                 except NotConstant:
                     index = None
                 if type(index) is not int or not -len(value.items) <= index < len(value.items):
+                    count = f"{len(value.items)} item{'s' if len(value.items) != 1 else ''}"
                     raise self.m.error(node, f"'{self.m.segment(node.value)}' is a list gradgen keeps while "
-                                             f"compiling ({len(value.items)} items): index it by a constant from "
+                                             f"compiling ({count}): index it by a constant from "
                                              f"{-len(value.items)} to {len(value.items) - 1}")
                 return value.items[index]
+        return None
+
+    def _constant_numbers(self, scope, node):
+        """The numbers of a list of constants `node` names (`np.array(sizes)`), else None."""
+        value = self._static_expr(scope, node)
+        if isinstance(value, ConstList) and isinstance(value.value, (list, tuple, range)) and len(value.value) \
+                and all(type(v) in (int, float, bool) for v in value.value):
+            return list(value.value)
         return None
 
     def _static_argument(self, scope, node):
@@ -129,7 +138,7 @@ class StaticLowering:
         if isinstance(value, ConstList):
             return self.m.error(node, f"'{text}' is a list of constants gradgen folds while compiling "
                                       f"({_short(value.value)}): use it in a loop, len(...), an index, zip, a "
-                                      "slice or sum(...), or pass it to a helper")
+                                      f"slice, sum(...) or np.array({text}), or pass it to a helper")
         return self.m.error(node, f"'{text}' is a list gradgen keeps while compiling (it holds tuples): loop over "
                                   "it, index it by a constant, take its len(...), or pass it to a helper")
 
@@ -213,13 +222,16 @@ class StaticLowering:
         node = stmt.iter
         if not self._mentions_static(scope, node):
             return False
-        value = self._static_expr(scope, node)
+        value = _lookup(scope, node.id) if isinstance(node, ast.Name) else None
         try:
             items = value.items if isinstance(value, StaticList) else items_of(self._fold(scope, node))
         except NotConstant:
-            raise self.m.error(node, f"the loop over '{self.m.segment(node)}' reads a list known when compiling, "
-                                     "which gradgen unrolls, but also values known only when the code runs: loop "
-                                     "over one of them at a time") from None
+            known = next(n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                         and isinstance(_lookup(scope, n.id), STATIC_VALUES))
+            raise self.m.error(node, f"the loop over '{self.m.segment(node)}' reads a list known when compiling "
+                                     f"('{known}': gradgen unrolls a loop over it) and values known only when the "
+                                     f"code runs: loop over range(len({known})) and index each sequence by the "
+                                     "counter") from None
         if stmt.orelse:
             raise self.m.error(stmt, "'else' on a loop is not supported")
         if _exits(stmt.body):

@@ -239,3 +239,137 @@ def test_a_tuple_of_values_assigned_in_a_loop_is_refused_with_what_to_write():
     assert caught.value.format().splitlines()[0] == (
         "t.py:3:5: 'pair' holds a tuple of values and is assigned inside a loop or branch: unpack it into names "
         "before (a, b = pair) and assign those")
+
+
+# ---- lists of constants a factory is given: folded while compiling ---------------------------
+
+CONSTANT_LISTS = textwrap.dedent('''
+    import numpy as np
+
+
+    def make_net(layer_sizes, scale=1.0):
+        shapes = list(zip(layer_sizes[:-1], layer_sizes[1:]))
+        num_weights = sum((m + 1) * n for m, n in shapes)
+
+        def unpack(weights):
+            layers = []
+            start = 0
+            for m, n in shapes:
+                W = weights[start:start + m * n].reshape((m, n))
+                b = weights[start + m * n:start + (m + 1) * n]
+                layers.append((W, b))
+                start += (m + 1) * n
+            return layers
+
+        def predict(weights, inputs):
+            for W, b in unpack(weights):
+                outputs = np.dot(inputs, W) + b
+                inputs = np.tanh(outputs)
+            return outputs * scale
+
+        return num_weights, predict
+
+
+    def net_loss(weights, *, inputs, targets):
+        num_weights, predict = make_net([2, 3, 1], scale=2.0)
+        return np.sum((predict(weights[:num_weights], inputs) - targets) ** 2)
+
+
+    def make_chain(sizes):
+        sizes_of_blocks = [m * n for m, n in zip(sizes[:-1], sizes[1:])]
+
+        def total(w, xs):
+            s = 0.0
+            start = 0
+            for i, (m, n) in enumerate(zip(sizes[:-1], sizes[1:])):
+                block = w[start:start + sizes_of_blocks[i]].reshape(m, n)
+                s = s + (i + 1) * np.sum(np.sin(block)) / len(sizes)
+                start = start + sizes_of_blocks[i]
+            for k in range(len(sizes)):
+                s = s + np.sum(w[k] * np.array(sizes)) * xs[k]
+            return s
+        return total
+
+
+    def chain_loss(w, xs):
+        total = make_chain((3, 2, 2))
+        return total(w, xs)
+
+
+    def pairs_kept(W1, b1, W2, b2, x):
+        layers = [(W1, b1)]
+        layers.append((W2, b2))
+        h = x
+        for W, b in layers:
+            h = np.tanh(h @ W + b)
+        last_W, last_b = layers[-1]
+        return np.sum(h ** 2) + len(layers) * np.sum(last_b * last_W[0])
+''')
+
+_RS = np.random.RandomState(3)
+CONSTANT_POINTS = {
+    "net_loss": {"weights": 0.5 * _RS.randn(13), "inputs": _RS.randn(4, 2), "targets": _RS.randn(4, 1)},
+    "chain_loss": {"w": _RS.randn(10), "xs": _RS.randn(3)},
+    "pairs_kept": {"W1": _RS.randn(2, 3), "b1": _RS.randn(3), "W2": _RS.randn(3, 2), "b2": _RS.randn(2),
+                   "x": _RS.randn(4, 2)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONSTANT_POINTS))
+def test_lists_of_constants_fold_and_their_loops_unroll(name):
+    [report] = check_source(CONSTANT_LISTS, "constant_lists.py", [name], at=CONSTANT_POINTS[name], n_points=1)
+    rows = report.points[0].rows
+    assert report.ok and rows and all(row.ok for row in rows), name
+    assert report.points[0].value_generated == pytest.approx(report.points[0].value_original, rel=1e-12)
+
+
+def test_a_factory_layout_is_numbers_in_the_generated_code():
+    """shapes and num_weights are gone: each layer's slice and reshape read constants, the
+    offset is an integer expression of them, and no list is left in the forward pass."""
+    text = compile_source(CONSTANT_LISTS, "constant_lists.py", functions=["net_loss"]).text
+    forward = text.split("def net_loss_grad(", 1)[1].split("# backward pass", 1)[0]
+    assert "np.reshape(weights_1[start : start + 2 * 3], (2, 3))" in forward
+    assert "start_1 = start + (2 + 1) * 3\n" in forward
+    assert "np.reshape(weights_1[start_1 : start_1 + 3 * 1], (3, 1))" in forward
+    assert "    num_weights = 13\n" in forward and "weights_1 = weights[:num_weights" in forward
+    assert not any(piece in forward for piece in ("[2, 3, 1]", "zip(", "list(", "append(", "shapes", "layers"))
+
+
+def test_what_cannot_be_folded_is_refused_with_what_to_write():
+    head = "import numpy as np\n\n\ndef make(sizes):\n"
+    cases = [
+        ("    sizes.append(4)\n    return lambda w: w * len(sizes)\n", "(w)",
+         "5:5: 'sizes' is a list of constants gradgen folds while compiling, which does not change: build the list "
+         "it should become in one expression (a comprehension, or sizes + [...])"),
+        ("    def total(w, xs):\n        s = 0.0\n        for m, x in zip(sizes, xs):\n            s = s + m * x * w\n"
+         "        return s\n    return total\n", "(w, xs)",
+         "7:21: the loop over 'zip(sizes, xs)' reads a list known when compiling ('sizes': gradgen unrolls a loop "
+         "over it) and values known only when the code runs: loop over range(len(sizes)) and index each sequence "
+         "by the counter"),
+        ("    def total(w, n):\n        layers = []\n        for i in range(n):\n            layers.append((w, w))\n"
+         "        return w\n    return total\n", "(w, n)",
+         "8:13: 'layers' holds tuples, which gradgen keeps while compiling: append to it outside loops and branches, "
+         "or in a loop over a list of constants (which gradgen unrolls)"),
+        ("    def total(w):\n        return np.sum(np.exp(sizes) * w)\n    return total\n", "(w)",
+         "6:30: 'sizes' is a list of constants gradgen folds while compiling ([1, 2, 3]): use it in a loop, len(...), "
+         "an index, zip, a slice, sum(...) or np.array(sizes), or pass it to a helper"),
+        ("    pairs = zip(sizes, sizes)\n    return lambda w: w\n", "(w)",
+         "5:13: 'zip(sizes, sizes)' is an iterator, which gradgen folds only where it is used up: loop over it, or "
+         "write list(zip(sizes, sizes))"),
+        ("    def total(w, n):\n        s = 0.0\n        for i in range(n):\n            more = list(sizes)\n"
+         "            s = s + w * i\n        return s\n    return total\n", "(w, n)",
+         "8:13: 'more' is bound to a list known when compiling inside a loop or branch; bind it before the loop or "
+         "branch"),
+        ("    def total(w):\n        layers = [(w, w)]\n        a, b = layers[3]\n        return a\n    return total\n",
+         "(w)", "7:16: 'layers' is a list gradgen keeps while compiling (1 item): index it by a constant from -1 to 0"),
+        ("    def total(w):\n        s = 0.0\n        for m in sizes:\n            if m > 2:\n                break\n"
+         "            s = s + m * w\n        return s\n    return total\n", "(w)",
+         "7:9: 'break' and 'continue' are not supported in a loop over a list known when compiling (gradgen unrolls "
+         "it)"),
+    ]
+    for body, call, message in cases:
+        source = head + body + f"\n\ndef f(w, xs, n):\n    total = make([1, 2, 3])\n    return total{call}\n"
+        with pytest.raises(CompileError) as caught:
+            compile_source(source, "bad.py", functions=["f"])
+        line, col, text = message.split(":", 2)
+        assert (caught.value.line, caught.value.col, caught.value.message) == (int(line), int(col), text.strip())
