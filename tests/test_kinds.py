@@ -299,18 +299,36 @@ def f(x=1.0, dx=2.0):
 def test_forward_mode_refuses_a_primitive_it_has_no_rule_for():
     source = '''
 import numpy as np
+from scipy.stats import multivariate_normal
 
 
-def f(A):
-    return np.sum(np.linalg.cholesky(A))
+def f(mu):
+    return multivariate_normal.logpdf(np.array([0.5, -0.2]), mu, np.eye(2))
 '''
     with pytest.raises(CompileError) as info:
         compiled(source, ("grad", "jvp"))
     assert info.value.format() == (
-        "kinds.py:6:19: forward mode (jvp, hvp, hessian, jacobian) cannot differentiate np.linalg.cholesky yet; "
-        "emit only the gradient here (--emit grad, or grad/vjp), or write it with operations it knows\n"
-        "        return np.sum(np.linalg.cholesky(A))\n"
-        "                      ^")
+        "kinds.py:7:12: forward mode (jvp, hvp, hessian, jacobian) cannot differentiate "
+        "scipy.stats.multivariate_normal.logpdf yet; emit only the gradient here (--emit grad, or grad/vjp), "
+        "or write it with operations it knows\n"
+        "        return multivariate_normal.logpdf(np.array([0.5, -0.2]), mu, np.eye(2))\n"
+        "               ^")
+
+
+def test_hvp_refuses_a_second_derivative_it_has_no_rule_for():
+    source = '''
+import numpy as np
+
+
+def f(x):
+    return np.prod(x)
+'''
+    assert compiled(source, ("grad", "jvp"))[1].f_jvp(np.array([2.0, 3.0]), dx=np.array([1.0, 0.0]))[1] == 3.0
+    with pytest.raises(CompileError) as info:
+        compiled(source, ("grad", "hvp"))
+    assert info.value.format() == (
+        "kinds.py: forward mode (jvp, hvp, hessian, jacobian) cannot differentiate the second derivative of np.prod "
+        "yet; emit only the gradient here (--emit grad, or grad/vjp), or write it with operations it knows")
 
 
 def test_unknown_kind_is_an_error_naming_the_kinds():
