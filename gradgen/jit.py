@@ -173,7 +173,7 @@ class _Module:
             raise self._refused(refusal, fdef) from None
         start = self.starts[(fdef.decorator_list[0] if fdef.decorator_list else fdef).lineno - 1]
         self.edits.append((start, start, f"{DECORATOR}\n"))
-        edits = loops(fdef, self.constants, self.names) + placeholders(fdef, self.constants) + respellings(fdef)
+        edits = loops(fdef, self.constants, set(self.names)) + placeholders(fdef, self.constants) + respellings(fdef)
         edits += defaults(fdef)
         for node, text in edits:
             self._edit(node, text)
