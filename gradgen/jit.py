@@ -30,7 +30,8 @@ import stat
 
 from gradgen import emit
 from gradgen.errors import CompileError
-from gradgen.jit_rules import Checker, Refusal, defaults, loops, placeholders, respellings
+from gradgen.jit_rules import Checker, Refusal
+from gradgen.jit_spell import defaults, loops, placeholders, respellings
 
 JITS = ("none", "numba")
 NUMBA = "numba"

@@ -21,7 +21,7 @@ import pytest
 from gradgen import cli, compile_source, freshness, load_module
 from gradgen.errors import CompileError
 from gradgen.jit import recorded
-from gradgen.jit_rules import descending
+from gradgen.jit_spell import descending
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden_jit"
