@@ -683,7 +683,76 @@ def lists(source: str, rng: random.Random, arrays: bool = False) -> str:
         else:
             fnode.body.insert(len(fnode.body) - 1, ast.parse(f"parts = [{text}]").body[0])
             ret.value = ast.parse("parts[0]", mode="eval").body
+    # (drawn from the program itself: the draws above, and the rewrites after, are unchanged)
+    _lists_in_loops(fnode, random.Random(f"lists-in-loops:{source}"), arrays)
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def _lists_in_loops(fnode, rng: random.Random, arrays: bool) -> None:
+    """Most of the time, a list made inside a loop body (of any loop of f, nested or in a
+    branch) and used up there: `parts = [v * 1.0, v * 0.5]` (or built by append, by a
+    comprehension, by a loop of appends, or in both branches of an `if` on the loop
+    counter), then `acc = acc + <aggregate of parts>`; `acc = 0.0` starts f and the result
+    adds `0.01 * acc`. A new list every trip: the backward pass must pop each trip's own."""
+    loops = [n for n in _own_nodes(fnode.body) if isinstance(n, (ast.For, ast.While)) and _values_of(n)]
+    if rng.random() < 0.3:
+        return
+    if loops:
+        k = rng.randrange(len(loops))
+        loop, v = loops[k], rng.choice(_values_of(loops[k]))
+    else:  # a loop of its own, before the return, over a parameter's value
+        params = [a.arg for a in fnode.args.args if a.arg != "rs"]
+        if not params:
+            return
+        k, v = 0, rng.choice(params)
+        loop = ast.parse(f"for _n{k} in range(2):\n    pass").body[0]
+        loop.body = []
+        fnode.body.insert(len(fnode.body) - 1, loop)
+    p, acc = f"parts{k}", f"acc{k}"
+    forms = [([f"{p} = [{v} * 1.0, {v} * 0.5]"], f"sum({p})"),
+             ([f"{p} = [{v} * 0.5]", f"{p}.append({p}[-1] * {v})"], f"{p}[0] * {p}[-1]"),
+             ([f"{p} = [{v} * (j + 1.0) for j in range(2)]"], f"sum(t * t for t in {p})"),
+             ([f"{p} = []", f"for _m{k} in range(2):\n    {p}.append({v} * (_m{k} + 0.5))"], f"len({p}) * 0.25 + {p}[-1]")]
+    if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and isinstance(loop.iter, ast.Call) \
+            and getattr(loop.iter.func, "id", None) == "range":
+        i = loop.target.id
+        forms.append(([f"if {i} % 2 == 0:\n    {p} = [{v} * 1.0, {v} * 0.5]\nelse:\n    {p} = [{v} * 0.25]\n"
+                       f"    {p}.append({v} * 0.5)"], f"{p}[0] + {p}[-1] * len({p})"))
+    if arrays:
+        forms += [([f"{p} = [{v} * 1.0, {v} * 0.5]"], f"np.sum(np.stack({p}))"),
+                  ([f"{p} = [{v} * (j + 1.0) for j in range(2)]"], f"np.sum(np.concatenate([np.ravel(q) for q in {p}]))")]
+    made, aggregate = rng.choice(forms)
+    if arrays:
+        aggregate = f"np.sum({aggregate})"
+    loop.body += [ast.parse(text).body[0] for text in made] + [ast.parse(f"{acc} = {acc} + {aggregate}").body[0]]
+    first = fnode.body[0]
+    docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value,
+                                                                                                     str)
+    fnode.body.insert(1 if docstring else 0, ast.parse(f"{acc} = 0.0").body[0])
+    ret = fnode.body[-1]
+    ret.value = ast.parse(f"({ast.unparse(ret.value)}) + 0.01 * {acc}", mode="eval").body
+
+
+def _values_of(loop) -> list:
+    """The names the loop's body assigns at its own top level, counters (`k = k + 1`) apart."""
+    names = []
+    for s in loop.body:
+        targets = [s.target] if isinstance(s, ast.AugAssign) else getattr(s, "targets", [])
+        counter = isinstance(s, ast.Assign) and isinstance(s.value, ast.BinOp) and \
+            isinstance(s.value.right, ast.Constant) and type(s.value.right.value) is int
+        names += [t.id for t in targets if isinstance(t, ast.Name) and not counter and t.id not in names
+                  and not t.id.startswith(("_f", "_g", "_l", "_e"))]
+    return names
+
+
+def _own_nodes(stmts):
+    """The nodes of `stmts`, not those of a nested def or lambda (their loops are theirs)."""
+    stack = list(stmts)
+    while stack:
+        node = stack.pop(0)
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def _recorded(loop) -> str | None:
