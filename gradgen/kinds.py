@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradgen import emit, forward, simplify
+from gradgen import cse, emit, forward, simplify
 from gradgen.errors import CompileError
 from gradgen.ir import Assign, For, IndexAdd, Param, Save, While, expressions, variables, walk
 from gradgen.primitives import LIBRARY_HELPERS, helper
@@ -100,6 +100,7 @@ def jvp(fn, body, chosen, fnamer, name, emitter, where, display, arrays=frozense
     value = fn.result
     needed = {v.name for e in (value, t) for v in variables(e)}
     stmts = forward.tidy(simplify.dead_code(stmts, needed))
+    stmts = _computed_once(fn, stmts, fnamer, arrays, set(fnamer.tangents.values()))
     along = ", ".join(tangents[p] for p in chosen) or "nothing"
     doc = (f"Value of {fn.name} and its derivative along ({along}), by forward mode: one pass, each "
            f"statement followed by its tangent line.\n\nReturns ({fn.result_name}, d{fn.result_name}), where "
@@ -107,6 +108,15 @@ def jvp(fn, body, chosen, fnamer, name, emitter, where, display, arrays=frozense
     sections = [("forward pass, each value followed by its tangent", stmts)] if stmts else []
     returns = f"{emit.expr_text(value, emitter)}, {emit.expr_text(t, emitter)}"
     return Made("jvp", name, emit.function_text(name, params, doc, sections, returns, emitter))
+
+
+def _computed_once(fn, stmts, fnamer, arrays, tangents):
+    """Each forward value computed once (gradgen.cse), tangent lines included: a call a
+    tangent rule reads again (`np.exp(shifted)`) is named where it is first computed."""
+    in_place = any(isinstance(s, Assign) and (s.augmented or getattr(s.expr, "prim", None) in ("setitem", "append"))
+                   for s in walk(stmts))
+    shared, _ = cse.share(stmts, [], fnamer, arrays, frozenset(tangents), targets_stay=not in_place)
+    return shared
 
 
 def hvp(fn, parts, chosen, fnamer, name, emitter, where, display, arrays=frozenset()):
@@ -129,6 +139,7 @@ def hvp(fn, parts, chosen, fnamer, name, emitter, where, display, arrays=frozens
             needed |= {s.target} | {v.name for e in expressions(s) for v in variables(e)}
     needed |= {s.name for s in walk(body) if isinstance(s, Save)}  # (kept: it pushes its value)
     body = forward.tidy(simplify.dead_code(body, needed))
+    body = _computed_once(fn, body, fnamer, arrays, set(fnamer.tangents.values()))
     along = ", ".join(tangents[p] for p in chosen)
     doc = (f"Hessian of {fn.name} times the direction ({along}), by forward mode over the gradient.\n\n"
            f"Returns the derivative of the gradient with respect to {', '.join(chosen)} along ({along}), "
