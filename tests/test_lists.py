@@ -372,3 +372,20 @@ def test_lists_made_in_loops_and_branches_refusals(body, message):
         compile_source(source, "bad.py", functions=["f"])
     line, col, text = message.split(":", 2)
     assert (caught.value.line, caught.value.col, caught.value.message) == (int(line) + 7, int(col), text.strip())
+
+
+def test_forward_mode_follows_a_list_made_in_a_loop():
+    """jvp is the gradient along t; hvp is the central difference of the gradient along t
+    (the gradient list of np.concatenate(acc) is a list: its zero tangent a list of zeros)."""
+    compiled = compile_source(LOOP_SOURCE, "loops.py", functions=["nested_appends"], emit_kinds=("grad", "jvp", "hvp"))
+    module = load_module(compiled.text, "loops_kinds")
+    rs = np.random.RandomState(11)
+    w, X, dw, dX = 0.6, rs.randn(2, 3, 2), 0.7, rs.randn(2, 3, 2)
+    gw, gX = module.nested_appends_grad(w, X)
+    _, tangent = module.nested_appends_jvp(w, X, dw=dw, dX=dX)
+    assert tangent == pytest.approx(gw * dw + np.sum(gX * dX), rel=1e-12)
+    hw, hX = module.nested_appends_hvp(w, X, dw=dw, dX=dX)
+    eps = 1e-5
+    (pw, pX), (mw, mX) = (module.nested_appends_grad(w + s * eps * dw, X + s * eps * dX) for s in (1, -1))
+    assert hw == pytest.approx((pw - mw) / (2 * eps), rel=1e-6)
+    np.testing.assert_allclose(hX, (pX - mX) / (2 * eps), rtol=1e-6, atol=1e-8)
