@@ -407,6 +407,8 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         if isinstance(_lookup(scope, name), TreeRef):  # W[i] = e: from here on W is a variable of its own
             self._unref(scope, name, stmt)
         current = self._read(scope, target.value)
+        if isinstance(current, STATIC_VALUES):
+            raise self._static_misuse(target.value, current)
         if not isinstance(current, Var) or (name in self.m.constants and current == Var(name)):
             raise self.m.error(target, f"writing into '{name}' would change a module-level value for every later "
                                        f"call; copy it first ({name}_local = {name}.copy())")

@@ -137,8 +137,9 @@ class StaticLowering:
         text = self.m.segment(node)
         if isinstance(value, ConstList):
             return self.m.error(node, f"'{text}' is a list of constants gradgen folds while compiling "
-                                      f"({_short(value.value)}): use it in a loop, len(...), an index, zip, a "
-                                      f"slice, sum(...) or np.array({text}), or pass it to a helper")
+                                      f"({_short(value.value)}): use it in a loop (unrolled), len(...), an index "
+                                      f"known when compiling, zip, a slice, sum(...) or np.array({text}), or pass it "
+                                      "to a helper")
         return self.m.error(node, f"'{text}' is a list gradgen keeps while compiling (it holds tuples): loop over "
                                   "it, index it by a constant, take its len(...), or pass it to a helper")
 

@@ -351,8 +351,18 @@ def test_what_cannot_be_folded_is_refused_with_what_to_write():
          "8:13: 'layers' holds tuples, which gradgen keeps while compiling: append to it outside loops and branches, "
          "or in a loop over a list of constants (which gradgen unrolls)"),
         ("    def total(w):\n        return np.sum(np.exp(sizes) * w)\n    return total\n", "(w)",
-         "6:30: 'sizes' is a list of constants gradgen folds while compiling ([1, 2, 3]): use it in a loop, len(...), "
-         "an index, zip, a slice, sum(...) or np.array(sizes), or pass it to a helper"),
+         "6:30: 'sizes' is a list of constants gradgen folds while compiling ([1, 2, 3]): use it in a loop "
+         "(unrolled), len(...), an index known when compiling, zip, a slice, sum(...) or np.array(sizes), or pass it "
+         "to a helper"),
+        ("    def total(w, n):\n        s = 0.0\n        for i in range(n):\n            s = s + sizes[i] * w\n"
+         "        return s\n    return total\n", "(w, n)",
+         "8:21: 'sizes' is a list of constants gradgen folds while compiling ([1, 2, 3]): use it in a loop "
+         "(unrolled), len(...), an index known when compiling, zip, a slice, sum(...) or np.array(sizes), or pass it "
+         "to a helper"),
+        ("    sizes[0] = 4\n    return lambda w: w * len(sizes)\n", "(w)",
+         "5:5: 'sizes' is a list of constants gradgen folds while compiling ([1, 2, 3]): use it in a loop "
+         "(unrolled), len(...), an index known when compiling, zip, a slice, sum(...) or np.array(sizes), or pass it "
+         "to a helper"),
         ("    pairs = zip(sizes, sizes)\n    return lambda w: w\n", "(w)",
          "5:13: 'zip(sizes, sizes)' is an iterator, which gradgen folds only where it is used up: loop over it, or "
          "write list(zip(sizes, sizes))"),
