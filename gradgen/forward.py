@@ -49,6 +49,13 @@ def varied(stmts, seeds):
     return out
 
 
+def in_place(stmts):
+    """Whether `stmts` change an array in place (`x[i] = v`, `x += v`, an addition into an
+    array, an append): then a tangent that is another tangent's array must be a copy."""
+    return any(isinstance(s, IndexAdd) or (isinstance(s, Assign) and (s.augmented or s.accumulate or (
+        isinstance(s.expr, Call) and s.expr.prim in ("setitem", "append")))) for s in walk(stmts))
+
+
 def _writes_in_place(s):
     return (isinstance(s.expr, Call) and s.expr.prim == "setitem" and s.augmented
             and s.expr.args[0] == Var(s.target))
@@ -80,9 +87,14 @@ class Forward:
         self.active = active
         self.arrays = arrays  # values that may be arrays (gradgen.shapes)
         self.params = set()  # the function's parameters: their tangents are the caller's arrays
+        self.writes = False  # the statements write into arrays in place (see `in_place`)
         self.tangent_name = tangent_name
         self.lists = set(lists)
         self.where = where  # (line, col) -> CompileError, for a primitive with no tangent rule
+
+    @property
+    def tangent_lists(self):
+        return {self.tangent_name(n) for n in self.lists if n in self.active}
 
     def start(self, params, chosen):
         """Tangents of the parameters that are not differentiated but are reassigned from
@@ -173,6 +185,10 @@ class Forward:
             raise self._refuse(e, rules_forward.spelling(missing.prim)) from None
         if t is not None and e.prim in ("add", "sub"):
             t = self._stretched(e, tangents, t)
+        if self.writes and isinstance(t, Var) and t.name not in self.tangent_lists:
+            # `t * 1.0` is a new array, its tangent `dt * 1.0` must be one too (not dt
+            # itself), or a later write into one changes the other (soak seed 1216 #2009)
+            t = Call("mul", (t, Const(1.0)), "op")
         return None if t is None else _in_namespace(t, e.ns)
 
     def _stretched(self, e, tangents, t):

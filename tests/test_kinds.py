@@ -437,3 +437,26 @@ def test_a_kind_that_disagrees_is_a_failed_row():
         "    1     | finite differences of the gradient | 3.0e-03        | FAIL",
     ]
     assert KindRow("jvp", "against grad . t", 2e-8).ok is False  # two generated functions agree to 1e-8
+
+
+def test_a_tangent_that_simplifies_to_another_is_still_a_new_array():
+    """Soak seed 1216 #2009: `trace.append(t * 1.0)` stores a new array, but its tangent
+    `dt * 1.0` folded to `dt` itself, so writing into dt later (`t[0:] += ...`) changed the
+    stored tangent too. Where a function writes in place, such a tangent is copied."""
+    source = '''
+import numpy as np
+
+
+def f(b):
+    t = np.tanh(b)
+    trace = []
+    for i in range(2):
+        t = t - 0.5
+        trace.append(t * 1.0)
+    t[0:] += np.tanh(b)
+    return np.mean(t) + np.sum(trace[0] * trace[1])
+'''
+    c, m = compiled(source, ("grad", "jvp"))
+    assert "        dtrace.append(dt * 1.0)\n" in c.text
+    b, db = np.array([0.3, -0.8, 1.1]), np.array([1.0, 2.0, -1.0])
+    assert m.f_jvp(b, db=db)[1] == pytest.approx(float(m.f_grad(b) @ db), rel=1e-12)
