@@ -49,6 +49,14 @@ def varied(stmts, seeds):
     return out
 
 
+# primitives whose value is a Python list (or a tree of them): their zero is a tree of zeros
+LIST_VALUES = set(LIST_MAKERS) | {"unstack", "add_lists", "list_zeros", "zeros_like_tree", "shaped_like",
+                                 "unconcatenate", "unjoin"}
+# primitives whose result may share its argument's memory (a view, or the object itself)
+VIEWS = {"reshape", "getitem", "T", "transpose", "ravel", "squeeze", "expand_dims", "broadcast_to", "atleast_1d",
+         "atleast_2d", "atleast_3d", "flip", "pos", "diag", "tree_get", "list_get", "unbroadcast", "take"}
+
+
 def in_place(stmts):
     """Whether `stmts` change an array in place (`x[i] = v`, `x += v`, an addition into an
     array, an append): then a tangent that is another tangent's array must be a copy."""
@@ -185,11 +193,20 @@ class Forward:
             raise self._refuse(e, rules_forward.spelling(missing.prim)) from None
         if t is not None and e.prim in ("add", "sub"):
             t = self._stretched(e, tangents, t)
-        if self.writes and isinstance(t, Var) and t.name not in self.tangent_lists:
-            # `t * 1.0` is a new array, its tangent `dt * 1.0` must be one too (not dt
-            # itself), or a later write into one changes the other (soak seed 1216 #2009)
-            t = Call("mul", (t, Const(1.0)), "op")
+        if self.writes and t is not None and e.prim not in VIEWS:
+            t = self._owned(t)
         return None if t is None else _in_namespace(t, e.ns)
+
+    def _owned(self, t):
+        """A new array's tangent is a new array too, where something is written in place:
+        `t * 1.0` folds its tangent to `dt` itself, `a.reshape(-1) + 0.5` to a view of `da`
+        (the caller's), and a later write into one would change the other (soak seeds 1216
+        #2009, 1217 #2551)."""
+        if isinstance(t, Var) and t.name not in self.tangent_lists:
+            return Call("mul", (t, Const(1.0)), "op")
+        if isinstance(t, Call) and t.prim in VIEWS and t.prim not in ("tree_get", "list_get"):
+            return Call("copy", (t,), "numpy")
+        return t
 
     def _stretched(self, e, tangents, t):
         """`x + Z` with only x differentiated: its tangent is dx stretched to the sum's shape
@@ -208,7 +225,7 @@ class Forward:
         if isinstance(expr, Const) or isinstance(value, Const):
             return Const(0.0)
         if (isinstance(value, Var) and value.name in self.lists) or (
-                isinstance(expr, Call) and expr.prim in LIST_MAKERS):
+                isinstance(expr, Call) and expr.prim in LIST_VALUES):
             return Call("zeros_like_tree", (value,))
         return Call("mul", (Const(0.0), value), "op")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from gradgen import cse, emit, forward, simplify
 from gradgen.errors import CompileError
-from gradgen.ir import Assign, For, IndexAdd, Param, Save, While, expressions, variables, walk
+from gradgen.ir import Assign, Call, For, IndexAdd, Param, Save, Var, While, expressions, variables, walk
 from gradgen.primitives import LIBRARY_HELPERS, helper
 
 BACKWARD = "backward pass: upstream gradient times local gradient, last statement first"
@@ -133,7 +133,9 @@ def hvp(fn, parts, chosen, fnamer, name, emitter, where, display, arrays=frozens
     fwd.writes = forward.in_place(stmts)
     body = fwd.start(fn.params, chosen) + fwd.block(stmts)
     outs = [fwd.expr(g, None) for g in grads]
-    outs = [t if t is not None else fwd.zero(g, g) for t, g in zip(outs, grads)]
+    structured = {p.name for p in fn.params if p.structured}
+    outs = [t if t is not None else Call("zeros_like_tree", (Var(p),)) if p in structured else fwd.zero(g, g)
+            for t, g, p in zip(outs, grads, chosen)]
     needed = {v.name for t in outs for v in variables(t)}
     needed |= {s.count for s in walk(body) if isinstance(s, (For, While)) and s.count}  # a backward loop's trips
     for s in walk(body):  # an addition into an array is kept, with what it reads

@@ -396,19 +396,33 @@ def _closure_pair(first, second, state: _FnState) -> list:
 
 
 def _no_update_in_place(fnode, names) -> None:
-    """`u -= e` -> `u = u - (e)` for a name a pair closure returned: the closure's own local
-    `u` holds the same array, and v was computed from it, so its gradient needs the old
-    numbers that an update in place would change (gradgen rightly refuses; soak seed 1215
-    #1295, #6039). The same value, in a new array."""
-    for node in ast.walk(fnode):
+    """`u -= e` -> `u = u - (e)` for a name a pair closure returned, and `u = u.copy()`
+    before a write into it (`u[i] *= e`): the closure's own local `u` holds the same array,
+    and v was computed from it, so its gradient needs the old numbers that an update in
+    place would change (gradgen rightly refuses; soak seeds 1215 #1295, #6039, 1217 #2796).
+    The same values, in a new array."""
+    for node in list(ast.walk(fnode)):
         for field in ("body", "orelse"):
             block = getattr(node, field, None)
             if not isinstance(block, list):
                 continue
-            for i, stmt in enumerate(block):
+            for i, stmt in reversed(list(enumerate(block))):
                 if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id in names:
                     value = ast.BinOp(ast.Name(stmt.target.id, ast.Load()), stmt.op, stmt.value)
                     block[i] = ast.copy_location(ast.Assign([ast.Name(stmt.target.id, ast.Store())], value), stmt)
+                elif _writes_into(stmt) in names:  # `h[i] *= e`: into a copy, as gradgen's message says
+                    name = _writes_into(stmt)
+                    copy = ast.parse(f"{name} = {name}.copy()").body[0]
+                    block.insert(i, ast.copy_location(copy, stmt))
+
+
+def _writes_into(stmt):
+    """The name whose array `stmt` writes into (`h[i] = e`, `h[i] *= e`), if any."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AugAssign) else []
+    for t in targets:
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            return t.value.id
+    return None
 
 
 def _factory_pair(first, second, state: _FnState) -> list:

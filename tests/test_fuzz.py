@@ -418,3 +418,16 @@ def test_soak_1215_a_pair_closures_result_is_not_updated_in_place(index, name):
     case = fuzz.generate(1215, index)
     assert f"    {name} = {name} - " in case.source and f"{name} -=" not in case.source
     assert fuzz.run(case).status == "ok"
+
+
+@pytest.mark.parametrize("index, why", [
+    (2551, "jvp: `w = a.reshape(-1) + 0.5`'s tangent folded to a view of the caller's da, then written into"),
+    (1512, "hvp: the zero tangent of a list-valued gradient (an unstacked np.stack) was 0.0 * list"),
+    (2796, "generator: `h[i] *= e` into an array a pair closure returned (gradgen's refusal is right)"),
+])
+def test_soak_1217_forward_mode_and_generator(index, why):
+    """Soak seed 1217 (on 4949e3c): two wrong or failing forward-mode results, fixed as
+    classes in gradgen/forward.py (a new array's tangent is a new array where anything is
+    written in place; a list's zero is a list of zeros), and one generator gap."""
+    case = fuzz.generate(1217, index)
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok"), why
