@@ -22,7 +22,7 @@ A primitive none of these covers is refused by name: never a silent wrong tangen
 
 from __future__ import annotations
 
-from gradgen.ir import Call, Const, Var
+from gradgen.ir import Call, Const
 from gradgen.primitives import TABLE, F
 
 LINEAR = {

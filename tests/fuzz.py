@@ -340,7 +340,7 @@ def _hvp_problems(case, names, t, product, grad, undecided):
         return []
     if np.max(np.abs(fd - finer), initial=0) > 1e-3 * scale:  # the differences cannot tell
         if undecided is not None:
-            undecided.append(f"hvp: differences of the gradient at steps 1e-5 and 1e-6 disagree")
+            undecided.append("hvp: differences of the gradient at steps 1e-5 and 1e-6 disagree")
         return []
     return [f"hvp {product!r} != differences of the gradient {fd!r}"]
 
