@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -213,3 +214,50 @@ def _command(source, module, options=""):
 
 def _key(path):
     return os.path.realpath(path)
+
+
+# ---- the extra header lines of a respelled module (gradgen/backend.py, gradgen/jit.py) ------
+
+def recorded_option(path, pattern, default):
+    """What a header line matching `pattern` (a bytes regex with a `name` group) records in
+    the module at `path`: that name, `default` for any other module gradgen wrote, None
+    when there is none to read (a pipe in the way is never opened: it would block)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return None
+    if not head.startswith(HEADER_MARK.encode("utf-8")):
+        return None
+    for line in head.split(b"\n"):
+        if not line.startswith(b"#"):
+            break
+        found = pattern.match(line)
+        if found:
+            return found["name"].decode("ascii")
+    return default
+
+
+def split_header(text):
+    """(header lines without their '# ', the text after them)."""
+    lines, offset = [], 0
+    while text.startswith("#", offset):
+        end = text.index("\n", offset) + 1
+        lines.append(text[offset + 2:end - 1])
+        offset = end
+    return lines, text[offset:]
+
+
+def respelled_header(head, body, option, extra_line):
+    """The header of a module respelled after compiling: the regenerate command with
+    `option` (`--jit numba`), the new body's hash (which `edited` checks) and `extra_line`
+    (which `recorded_option` reads)."""
+    out = []
+    for line in head:
+        line = line.replace("run `gradgen compile ", f"run `gradgen compile {option} ", 1)
+        line = re.sub(r"body sha256 [0-9a-f]{64}\.$", f"body sha256 {_sha256(body.encode('utf-8'))}.", line)
+        out.append(f"# {line}")
+    return out + [f"# {extra_line}"]
+
