@@ -391,10 +391,10 @@ def _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, a
     named = {m.kind: m.name for m in made}
     if "hessian" in wanted:
         made.append(kinds.hessian(fn, chosen, fnamer, namer.kind_function(fn.name, "hessian"), named["hvp"],
-                                  emitter, display))
+                                  emitter, display, where))
     if "jacobian" in wanted:
         made.append(kinds.jacobian(fn, chosen, fnamer, namer.kind_function(fn.name, "jacobian"), named["jvp"],
-                                   emitter, display))
+                                   emitter, display, where))
     order = {k: i for i, k in enumerate(kinds.KINDS)}
     made.sort(key=lambda m: order[m.kind])
     compiled.made = made

@@ -167,20 +167,14 @@ def vjp(fn, parts, fnamer, name, cotangent, emitter, display):
     return Made("vjp", name, emit.function_text(name, params, doc, sections, grads, emitter))
 
 
-def hessian(fn, chosen, fnamer, name, hvp_name, emitter, display):
+def hessian(fn, chosen, fnamer, name, hvp_name, emitter, display, where=None):
     """`f_hessian(<params>)`: one hvp per unit direction, the (N, N) matrix scipy takes."""
-    if any(p.structured for p in fn.params if p.name in chosen):
-        raise CompileError(f"'{fn.name}': a Hessian of a list, tuple or dict parameter is not written yet; "
-                           "pass its arrays as separate parameters, or emit hvp")
-    emitter.used_helpers.update({"unravel_like", "ravel_all"})
-    tangents, hvp_params = tangent_params(fn, chosen, fnamer)
+    hvp_params, likes, targets, sizes = _directions(fn, chosen, fnamer, emitter, "Hessian", "hvp", where)
+    emitter.used_helpers.add("ravel_all")
     size, matrix, k = fnamer.define("size"), fnamer.define("hessian"), fnamer.define("k")
-    likes = ", ".join(chosen) + ("," if len(chosen) == 1 else "")
-    targets = ", ".join(tangents[p] for p in chosen) + ("," if len(chosen) == 1 else "")
     product = f"{hvp_name}({call_args(hvp_params)})"
     if len(chosen) == 1:
         product = f"({product},)"
-    sizes = " + ".join(f"np.size({p})" for p in chosen)
     units = [f"    {size} = {sizes}",
              f"    {matrix} = np.zeros(({size}, {size}))",
              f"    for {k} in range({size}):",
@@ -190,22 +184,15 @@ def hessian(fn, chosen, fnamer, name, hvp_name, emitter, display):
     doc = (f"Hessian of {fn.name} with respect to {', '.join(chosen)}: an (N, N) array, N the number of their "
            f"elements, each flattened in C order, in parameter order; column k is {hvp_name} along the k-th unit "
            f"direction ({display}). What scipy.optimize.minimize(..., hess=) takes.")
-    emitter.imports.add("numpy")
     return Made("hessian", name, _text(name, fn.params, doc, units))
 
 
-def jacobian(fn, chosen, fnamer, name, jvp_name, emitter, display):
+def jacobian(fn, chosen, fnamer, name, jvp_name, emitter, display, where=None):
     """`f_jacobian(<params>)`: one jvp per unit direction, result.shape + param.shape."""
-    if any(p.structured for p in fn.params if p.name in chosen):
-        raise CompileError(f"'{fn.name}': a Jacobian for a list, tuple or dict parameter is not written yet; "
-                           "pass its arrays as separate parameters, or emit vjp")
-    emitter.used_helpers.update({"unravel_like", "jacobian_parts"})
-    tangents, jvp_params = tangent_params(fn, chosen, fnamer)
+    jvp_params, likes, targets, sizes = _directions(fn, chosen, fnamer, emitter, "Jacobian", "vjp", where)
+    emitter.used_helpers.add("jacobian_parts")
     size, columns, k = fnamer.define("size"), fnamer.define("columns"), fnamer.define("k")
     value, tangent = fnamer.define("value"), fnamer.define("tangent")
-    likes = ", ".join(chosen) + ("," if len(chosen) == 1 else "")
-    targets = ", ".join(tangents[p] for p in chosen) + ("," if len(chosen) == 1 else "")
-    sizes = " + ".join(f"np.size({p})" for p in chosen)
     parts = f"jacobian_parts({columns}, {value}, ({likes}))"
     units = [f"    {size} = {sizes}",
              f"    {columns} = []",
@@ -217,8 +204,22 @@ def jacobian(fn, chosen, fnamer, name, jvp_name, emitter, display):
     doc = (f"Jacobian of {fn.name} with respect to {', '.join(chosen)}: shape result.shape + parameter.shape "
            f"(as jax.jacrev){', a tuple in parameter order' if len(chosen) > 1 else ''}; column k is {jvp_name} "
            f"along the k-th unit direction ({display}).")
-    emitter.imports.add("numpy")
     return Made("jacobian", name, _text(name, fn.params, doc, units))
+
+
+def _directions(fn, chosen, fnamer, emitter, what, instead, where):
+    """What a matrix built one unit direction at a time needs: the per-direction function's
+    parameters, the parameters as a tuple, the tangents it unpacks into, their total size."""
+    if any(p.structured for p in fn.params if p.name in chosen):
+        message = (f"'{fn.name}': a {what} for a list, tuple or dict parameter is not written yet; pass its "
+                   f"arrays as separate parameters, or emit {instead}")
+        raise CompileError(message) if where is None else where(None, message)
+    emitter.used_helpers.add("unravel_like")
+    emitter.imports.add("numpy")
+    tangents, params = tangent_params(fn, chosen, fnamer)
+    comma = "," if len(chosen) == 1 else ""
+    return (params, ", ".join(chosen) + comma, ", ".join(tangents[p] for p in chosen) + comma,
+            " + ".join(f"np.size({p})" for p in chosen))
 
 
 def _text(name, params, doc, units):

@@ -460,3 +460,21 @@ def f(b):
     assert "        dtrace.append(dt * 1.0)\n" in c.text
     b, db = np.array([0.3, -0.8, 1.1]), np.array([1.0, 2.0, -1.0])
     assert m.f_jvp(b, db=db)[1] == pytest.approx(float(m.f_grad(b) @ db), rel=1e-12)
+
+
+def test_a_hessian_of_a_structured_parameter_is_a_located_refusal():
+    source = '''
+import numpy as np
+
+
+def f(params: list):
+    return np.sum(params[0] ** 2) + np.sum(params[1] ** 3)
+'''
+    with pytest.raises(CompileError) as info:
+        compiled(source, ("grad", "hessian"))
+    assert info.value.format() == ("kinds.py: 'f': a Hessian for a list, tuple or dict parameter is not written yet; "
+                                   "pass its arrays as separate parameters, or emit hvp")
+    _, m = compiled(source, ("grad", "hvp"))
+    hv = m.f_hvp([np.array([1.0, 2.0]), np.array([3.0])], dparams=[np.array([1.0, 0.0]), np.array([1.0])])
+    np.testing.assert_allclose(hv[0], [2.0, 0.0])
+    np.testing.assert_allclose(hv[1], [18.0])
