@@ -76,7 +76,10 @@ class SameShape:
             return None, False
         if e.prim in ("sum", "mean", "amax", "amin", "prod") and dict(e.params).get("keepdims"):
             key, stable = self._key(e.args[0])  # as many axes, 1 long where it reduced: it broadcasts into x
-            return (("kept", key), stable) if key is not None else (("expr", e), stable)
+            # (the axes belong to the key: np.mean(b, axis=1, keepdims=True) and np.sum(b, keepdims=True)
+            # differ in shape, and u / y must sum back to y's; soak seed 1218 #17014)
+            axis = repr(dict(e.params).get("axis"))
+            return (("kept", key, axis), stable) if key is not None else (("expr", e), stable)
         return ("expr", e), all(v.name in self.once for v in _vars(e))
 
     def _var(self, name):

@@ -353,3 +353,24 @@ def test_an_overwritten_name_is_its_own_shape():
             return np.sum(y)
     """)
     assert not same.same(Var("y"), Var("x"))
+
+
+def test_reductions_over_different_axes_are_different_shapes():
+    """Soak seed 1218 #17014: f = sum(mean(b, 1) / sum(b)) is 1 for a one-column b, so its
+    gradient is 0; it was not, because u / y's gradient for y (1 x 1) was left (n x 1)."""
+    source = """
+import numpy as np
+
+
+def f(b):
+    u = np.mean(b, axis=1, keepdims=True)
+    y = np.sum(b, axis=None, keepdims=True)
+    t = u / y
+    return np.sum(t)
+"""
+    from gradgen import compile_source, load_module
+
+    m = load_module(compile_source(source).text, "reductions")
+    np.testing.assert_allclose(m.f_grad(np.array([[0.3], [0.9]])), [[0.0], [0.0]], atol=1e-15)
+    b = np.array([[0.3, 0.5], [0.9, -0.2]])  # two columns: f = sum(mean(b, 1)) / sum(b) = 1/2
+    np.testing.assert_allclose(m.f_grad(b), np.zeros((2, 2)), atol=1e-15)

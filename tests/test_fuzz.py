@@ -431,3 +431,12 @@ def test_soak_1217_forward_mode_and_generator(index, why):
     written in place; a list's zero is a list of zeros), and one generator gap."""
     case = fuzz.generate(1217, index)
     assert fuzz.run(case) == fuzz.Outcome(case, "ok"), why
+
+
+def test_soak_1218_two_reductions_that_keep_their_axes_are_not_the_same_shape():
+    """Soak seed 1218 #17014 (on 9423280), a silent wrong gradient: `u = np.mean(b, axis=1,
+    keepdims=True)` and `y = np.sum(b, keepdims=True)` were taken for the same shape (both
+    'b reduced, axes kept'), so `u / y`'s gradient for y was not summed back to y's (1, 1).
+    The shape key of a reduction now holds its axes (gradgen/sameshape.py)."""
+    case = fuzz.generate(1218, 17014)
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok")
