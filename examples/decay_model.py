@@ -2,8 +2,8 @@
 
     gradgen compile examples/decay_model.py --emit grad,hessian
 
-writes generated/decay_model_grad.py with loss_grad and loss_hessian: the gradient and the
-3 x 3 Hessian scipy's Newton methods take (examples/newton_fit.py uses them).
+writes loss_grad and loss_hessian: the gradient and the 3 x 3 Hessian scipy's Newton
+methods take (examples/newton_fit.py gets them from gradgen.hessian(loss)).
 """
 
 import numpy as np

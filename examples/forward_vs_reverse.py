@@ -1,8 +1,8 @@
 """The lesson's point, timed: a gradient of n inputs takes n forward-mode passes, or one
 reverse pass.
 
-    gradgen compile examples/rosenbrock.py --emit grad,jvp,hvp,hessian
-    python examples/forward_vs_reverse.py
+    gradgen compile examples/rosenbrock.py      # generated/rosenbrock_grad.py: the reverse pass
+    python examples/forward_vs_reverse.py       # the forward pass from gradgen.jvp(rosenbrock)
 
 Forward mode (rosenbrock_jvp) gives the derivative along one direction per pass, so the
 whole gradient needs one pass per unit direction; reverse mode (rosenbrock_grad) gives
@@ -18,8 +18,14 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # single-threaded BLAS: the ratio
 
 import numpy as np  # noqa: E402
 
+import gradgen  # noqa: E402
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generated"))
-from rosenbrock_grad import rosenbrock_grad, rosenbrock_jvp  # noqa: E402 - generated
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rosenbrock import rosenbrock  # noqa: E402 - the source
+from rosenbrock_grad import rosenbrock_grad  # noqa: E402 - generated
+
+rosenbrock_jvp = gradgen.jvp(rosenbrock)  # the same source through forward mode (--emit jvp)
 
 
 def forward_gradient(x):

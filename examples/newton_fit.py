@@ -1,7 +1,10 @@
 """Fit examples/decay_model.py by Newton's method, with gradgen's gradient and Hessian.
 
-    gradgen compile examples/decay_model.py --emit grad,hessian
     python examples/newton_fit.py
+
+The generated functions come from gradgen's Python API (`gradgen.hessian(loss)` compiles
+the loss from its source, as `gradgen compile examples/decay_model.py --emit grad,hessian`
+would, and caches the module).
 
 scipy.optimize.minimize(method="trust-exact") takes the generated loss_grad as `jac` and
 loss_hessian as `hess`; a trust-region Newton method needs only a handful of iterations
@@ -14,8 +17,12 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import minimize
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generated"))
-from decay_model_grad import loss_grad, loss_hessian, loss_value_and_grad  # noqa: E402 - generated
+import gradgen
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from decay_model import loss  # noqa: E402 - the source gradgen compiles
+
+loss_grad, loss_hessian, loss_value_and_grad = gradgen.grad(loss), gradgen.hessian(loss), gradgen.value_and_grad(loss)
 
 TRUE = (2.0, 0.7, 0.5)  # a, k, c
 

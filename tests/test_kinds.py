@@ -478,3 +478,13 @@ def f(params: list):
     hv = m.f_hvp([np.array([1.0, 2.0]), np.array([3.0])], dparams=[np.array([1.0, 0.0]), np.array([1.0])])
     np.testing.assert_allclose(hv[0], [2.0, 0.0])
     np.testing.assert_allclose(hv[1], [18.0])
+
+
+@pytest.mark.parametrize("name, kinds", [("decay_model", ("grad", "hessian")),
+                                         ("rosenbrock", ("grad", "jvp", "hvp", "hessian"))])
+def test_emitted_kinds_golden_files(name, kinds):
+    """tests/golden_kinds/: the examples compiled with --emit, byte for byte (regenerate by
+    writing compile_source(..., emit_kinds=kinds).text there)."""
+    golden = (ROOT / "tests" / "golden_kinds" / f"{name}_grad.py").read_bytes()
+    text = compile_source((ROOT / "examples" / f"{name}.py").read_bytes(), f"examples/{name}.py", emit_kinds=kinds).text
+    assert text.encode("utf-8") == golden
