@@ -423,7 +423,7 @@ def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
         act = activity.analyse(fn, chosen, module)
         arrays = shapes.array_values(fn, module, result_may_be_array=seed is not None)
     objects = shapes.array_values(fn, module, result_may_be_array=seed is not None, mutable=True)
-    arrays = sameshape.with_shapes(fn, arrays, objects)
+    arrays = sameshape.with_shapes(fn, arrays, objects, module, getattr(module, "assumed_shapes", None))
     sharing.refuse_shared_updates(fn, objects, module)
     adjoints = reverse.backward(fn, act, fnamer, fn.result_name, arrays, seed)
     needed = sharing.numbers_read(adjoints.statements) | set(adjoints.targets.values())

@@ -318,6 +318,7 @@ class Param:
     number: bool = False  # annotated `float` or `int`: never an array
     function: str | None = None  # a function default (`act=np.tanh`): how the generated signature spells it
     structured: bool = False  # a list, tuple or dict of arrays and numbers (gradgen.structured)
+    shape: tuple | None = None  # what its annotation says (gradgen.static_shapes): `"n d"` -> ("n", "d")
 
 
 @dataclass

@@ -21,6 +21,7 @@ from gradgen.lower_lists import ListLowering
 from gradgen.lower_loops import LoopLowering
 from gradgen.lower_static import STATIC_VALUES, StaticLowering
 from gradgen.parse import constant_value
+from gradgen.static_shapes import annotated_shape
 from gradgen.scopes import (_BINOPS, _OP_TEXT, ArgsTuple, Scope, _LoopVariable, _always_returns, _assigned_names,
                             _lookup, _names_a_number, _skip_docstring, _stored_names, parameter_names)
 from gradgen.structured import NeedsStructure, StructuredLowering, TreeRef, names_a_container
@@ -103,7 +104,8 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
                 raise self.m.error(bad, f"{what} parameters are not supported: name each parameter")
         if args.posonlyargs:
             raise self.m.error(args.posonlyargs[0], "positional-only parameters are not supported")
-        params = [Param(a.arg, number=_names_a_number(a.annotation)) for a in args.args]
+        params = [Param(a.arg, number=_names_a_number(a.annotation), shape=annotated_shape(a.annotation))
+                  for a in args.args]
         for param, default in zip(params[len(params) - len(args.defaults):], args.defaults):
             function = self._function_default(default)
             if function is not None:  # `nonlinearity=np.tanh`: compiled for that function
@@ -113,7 +115,8 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
                 param.default = self._default(default, param.name)
             param.has_default = True
         for a, default in zip(args.kwonlyargs, args.kw_defaults):  # data: see choose_wrt
-            param = Param(a.arg, keyword_only=True, number=_names_a_number(a.annotation))
+            param = Param(a.arg, keyword_only=True, number=_names_a_number(a.annotation),
+                          shape=annotated_shape(a.annotation))
             function = self._function_default(default) if default is not None else None
             if function is not None:
                 param.function, param.has_default = _signature_spelling(function), True

@@ -26,6 +26,7 @@ from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For
 from gradgen.primitives import TABLE
 from gradgen.rules_lists import LIST_MAKERS
 from gradgen.shapes import may_be_array
+from gradgen.static_shapes import known
 
 TRUE, FALSE = Const(True), Const(False)
 
@@ -784,7 +785,7 @@ class Temporary:
 
 
 def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stretched=False, scalar=False,
-              temporary=None):
+              temporary=None, wide=None):
     """Send gradient `g` of `expr` (whose value is `value`, else recomputed) to the active
     variables inside it; append (variable, contribution) pairs to `out`.
 
@@ -793,14 +794,17 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
     constant along the stretched axes, so summing at the end is the same as summing at
     every step. It is summed back to each variable's shape where it arrives, and to a
     node's shape before a rule that needs its exact shape (a reduction, a reshape).
-    `scalar`: `expr` is known to be a number (it is assigned to one)."""
+    `scalar`: `expr` is known to be a number (it is assigned to one); `wide`: an expression
+    of the shape a stretched g has (where the source states shapes, the sum back is
+    written out: see _fit)."""
     if isinstance(expr, Var):
         if expr.name in active:
-            out.append((expr.name, _guarded(guards, _fit(g, expr, stretched, arrays))))
+            out.append((expr.name, _guarded(guards, _fit(g, expr, stretched, arrays, wide))))
         return
     if isinstance(expr, Cond):
-        push_into(expr.body, g, guards + (expr.test,), active, out, None, arrays, stretched, scalar)
-        push_into(expr.orelse, g, guards + (simplify.negate(expr.test),), active, out, None, arrays, stretched, scalar)
+        push_into(expr.body, g, guards + (expr.test,), active, out, None, arrays, stretched, scalar, wide=wide)
+        push_into(expr.orelse, g, guards + (simplify.negate(expr.test),), active, out, None, arrays, stretched, scalar,
+                  wide=wide)
         return
     if not isinstance(expr, Call):
         return
@@ -812,8 +816,9 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
     if _inline_sigmoid(expr) is not None:  # 1 / (1 + exp(-z)): differentiated as sigmoid, out * (1 - out)
         expr = Call("sigmoid", (_inline_sigmoid(expr),), expr.ns, expr.loc)
         prim = TABLE["sigmoid"]
-    if stretched and not prim.elementwise and expr.prim not in _TAKES_STRETCHED:
-        g, stretched = _fit(g, value, True, arrays), False
+    ranks = _matmul_ranks(expr, arrays)
+    if stretched and not prim.elementwise and (expr.prim not in _TAKES_STRETCHED or ranks is not None):
+        g, stretched = _fit(g, value, True, arrays, wide), False
     if temporary is not None and not root and not guards and _worth_naming(g, expr, active):
         name = temporary(expr)
         out.append(Temporary(name, g))
@@ -822,6 +827,8 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         if not any(v.name in active for v in variables(arg)):
             continue
         rule = prim.vjp[0](i) if prim.arity is None else prim.vjp[i]
+        if ranks is not None:
+            rule = _MATMUL_BY_RANKS[ranks][i]
         if rule is None:
             continue
         gi = sameshape.tidy(_in_namespace(rule(g, value, *expr.args, **dict(expr.params)), expr.ns), arrays,
@@ -830,12 +837,13 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         arg_stretched = not arg_scalar and (stretched or (prim.elementwise and _stretches(expr, i, arrays)))
         if expr.prim in _TAKES_STRETCHED:
             arg_stretched = False  # its helper sums back to each input's shape itself
+        arg_wide = (wide if stretched else value) if arg_stretched else None
         if expr.prim == "setitem" and i == 1:
             arg_stretched = True  # `x[1:] = s`: the value broadcast into the index
         arg_guards = guards
         while isinstance(gi, Cond) and simplify.is_zero(gi.orelse):  # a rule's own test (max, min)
             arg_guards, gi = arg_guards + (gi.test,), gi.body
-        push_into(arg, gi, arg_guards, active, out, None, arrays, arg_stretched, arg_scalar, temporary)
+        push_into(arg, gi, arg_guards, active, out, None, arrays, arg_stretched, arg_scalar, temporary, arg_wide)
 
 
 def _inline_sigmoid(expr):
@@ -887,13 +895,65 @@ def _stretches(expr, i, arrays):
     return any(may_be_array(a, arrays) for j, a in enumerate(expr.args) if j != i)
 
 
-def _fit(g, like, stretched, arrays):
-    """`g` summed back to the shape of `like` if broadcasting may have stretched it."""
+def _fit(g, like, stretched, arrays, wide=None):
+    """`g` summed back to the shape of `like` if broadcasting may have stretched it: over
+    exactly the axes it stretched where the source states both shapes (`wide`'s and
+    like's), else by the `unbroadcast` helper, which looks at run time."""
     if not stretched:
         return g
     if not may_be_array(like, arrays):
         return g if isinstance(g, Const) else Call("sum", (g,), "numpy")
-    return Call("unbroadcast", (g, like), None)
+    written = _summed_back(g, sameshape.static_of(arrays, wide), sameshape.static_of(arrays, like))
+    return written if written is not None else Call("unbroadcast", (g, like), None)
+
+
+def _summed_back(g, shape, target):
+    """g (of `shape`) summed to `target`: the leading axes broadcasting added, then the
+    axes where target has length 1 (kept); None where a dimension leaves it open."""
+    if not known(shape) or not known(target) or len(target) > len(shape):
+        return None
+    lead = len(shape) - len(target)
+    kept = []
+    for k, (have, want) in enumerate(zip(shape[lead:], target)):
+        if have == want:
+            continue
+        if want != 1:
+            return None  # (n against m: the shapes do not say which broadcast)
+        kept.append(k)
+    if lead:
+        axes = tuple(range(lead))
+        g = Call("sum", (g,), "numpy", params=(("axis", axes[0] if lead == 1 else axes),))
+    if kept:
+        g = Call("sum", (g,), "numpy", params=(("axis", kept[0] if len(kept) == 1 else tuple(kept)), ("keepdims", True)))
+    return g
+
+
+def _matmul_ranks(expr, arrays):
+    """(rank of a, rank of b) of `a @ b` where the source states both as vectors or
+    matrices: its gradients are then written as a person writes them (see _MATMUL_BY_RANKS)."""
+    if not (isinstance(expr, Call) and expr.prim == "matmul"):
+        return None
+    a, b = (sameshape.static_of(arrays, x) for x in expr.args)
+    if a is None or b is None or not 1 <= len(a) <= 2 or not 1 <= len(b) <= 2:
+        return None
+    return len(a), len(b)
+
+
+def _transposed(x):
+    return Call("T", (x,), None)
+
+
+def _mm(a, b):
+    return Call("matmul", (a, b), "op")
+
+
+# the gradients of a @ b for a and for b, by the ranks of a and b
+_MATMUL_BY_RANKS = {
+    (2, 2): (lambda g, out, a, b: _mm(g, _transposed(b)), lambda g, out, a, b: _mm(_transposed(a), g)),
+    (2, 1): (lambda g, out, a, b: Call("outer", (g, b), "numpy"), lambda g, out, a, b: _mm(_transposed(a), g)),
+    (1, 2): (lambda g, out, a, b: _mm(b, g), lambda g, out, a, b: Call("outer", (a, g), "numpy")),
+    (1, 1): (lambda g, out, a, b: g * b, lambda g, out, a, b: g * a),
+}
 
 
 def _guarded(guards, g):

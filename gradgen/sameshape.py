@@ -44,6 +44,8 @@ class SameShape:
         return _surely_float(e, {n: d for n, d in self.defs.items() if n in self.once})
 
     def same(self, a, b) -> bool:
+        if _static_same(self.arrays, a, b):
+            return True
         ka, kb = self.key(a), self.key(b)
         return ka is not None and ka == kb
 
@@ -170,13 +172,35 @@ class ArrayNames(set):
 
     same: SameShape | None = None
     objects: set = frozenset()
+    static: object = None  # the shapes the source states (gradgen.static_shapes), or None
 
 
-def with_shapes(fn, arrays, objects=None):
+def with_shapes(fn, arrays, objects=None, module=None, assumed=None):
+    from gradgen.static_shapes import StaticShapes
+
     names = ArrayNames(arrays)
+    names.static = StaticShapes(fn, module, assumed)
     names.same = SameShape(fn, names)
     names.objects = set(arrays) | set(objects or ())
     return names
+
+
+def static_of(arrays, e):
+    """e's static shape (gradgen.static_shapes), or None."""
+    static = getattr(arrays, "static", None)
+    return static.of(e) if static is not None else None
+
+
+def surely_same(arrays, a, b):
+    """Whether a and b surely have one shape: by the shapes the source states, or by the
+    shapes the code shows (SameShape)."""
+    from gradgen.static_shapes import known
+
+    sa = static_of(arrays, a)
+    if known(sa) and sa == static_of(arrays, b):
+        return True
+    same = getattr(arrays, "same", None)
+    return same is not None and same.same(a, b)
 
 
 # ---- gradients written with the shapes the code shows ----------------------------------
@@ -197,10 +221,44 @@ def tidy(g, arrays, forward=()):
     if isinstance(g, Cond):
         return Cond(g.test, tidy(g.body, arrays, forward), tidy(g.orelse, arrays, forward))
     args = tuple(tidy(a, arrays, forward) for a in g.args)
+    measured = _measured(Call(g.prim, args, g.ns, g.loc, g.params), arrays)
+    if measured is not None:
+        return measured
     if g.prim in _SHAPE_OF_ARG or (g.prim in ("ones_like", "zeros_like") and dict(g.params).get("dtype")):
         args = (same.proxy(args[0]),) + args[1:]
     g = Call(g.prim, args, g.ns, g.loc, g.params) if args != g.args else g
     return _without_ones(_folded(g, same), same) if g.prim in ("mul", "div", "neg") else g
+
+
+def _static_same(arrays, a, b):
+    from gradgen.static_shapes import known
+
+    sa = static_of(arrays, a)
+    return known(sa) and sa != () and sa == static_of(arrays, b)
+
+
+def _measured(g, arrays):
+    """A count the source's shapes give (`np.size(sum_prod)` is `len(X)` when X is "n d"),
+    which reads no value the forward pass would compute only to be measured; or None."""
+    static = getattr(arrays, "static", None)
+    if static is None or not isinstance(g, Call):
+        return None
+    if isinstance(g.args[0] if g.args else None, Var) and g.args[0].name in static.stated:
+        return None  # (np.size(x) of a parameter reads nothing: it stays as written)
+    if g.prim == "size" and len(g.args) == 1:
+        return static.size(g.args[0])
+    shape, axis = None, None
+    if g.prim == "len":
+        shape, axis = static.of(g.args[0]), 0
+    elif g.prim == "getitem" and isinstance(g.args[0], Call) and g.args[0].prim == "shape" and \
+            dict(g.params).get("index") == ("i",) and isinstance(g.args[1], Const):
+        shape, axis = static.of(g.args[0].args[0]), g.args[1].value
+    if not shape or not isinstance(axis, int) or not -len(shape) <= axis < len(shape) or shape[axis] is None:
+        return None
+    found = static.witness(shape[axis])
+    if found is None or found == g:
+        return None
+    return found
 
 
 def _without_ones(g, same):
@@ -215,7 +273,8 @@ def _without_ones(g, same):
         return g
     like, key = ones.args[0], same.key(ones.args[0])
     rest = [f for f in factors if f is not ones]
-    if not any(f == like or (key not in (None, NUMBER) and same.key(f) == key) for f in rest):
+    if not any(f == like or (key not in (None, NUMBER) and same.key(f) == key) or _static_same(same.arrays, f, like)
+               for f in rest):
         return g
     if len(rest) == 1 and not divisors and isinstance(rest[0], Var) and rest[0].name not in same.params \
             and same.floats(rest[0]):
