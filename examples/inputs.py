@@ -43,3 +43,7 @@ def rnn():
     return {"W_xh": 0.5 * rng.standard_normal((features, hidden)), "W_hh": 0.4 * rng.standard_normal((hidden, hidden)),
             "b_h": 0.1 * rng.standard_normal(hidden), "w_out": rng.standard_normal(hidden),
             "xs": xs, "ys": np.sin(np.cumsum(xs[:, 0]))}
+
+
+def mlp_typed():
+    return mlp()

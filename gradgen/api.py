@@ -16,6 +16,7 @@ import types
 from dataclasses import dataclass, field, replace
 
 from gradgen import (activity, closures, cse, emit, freshness, kinds, lower, parse, reverse, sameshape, shapes, sharing,
+                     static_shapes,
                      simplify)
 from gradgen import custom_rules
 from gradgen.errors import CompileError
@@ -52,13 +53,15 @@ class CompiledModule:
 
 
 def compile_source(source, filename="<string>", functions=None, wrt=None, emit_kinds=("grad",),
-                   backend="numpy", jit="none") -> CompiledModule:
+                   backend="numpy", jit="none", shapes=None, shapes_from=None) -> CompiledModule:
     """Compile every selected top-level function of `source` (str or bytes) to gradient code
     (and the other kinds `emit_kinds` names: see gradgen.kinds); `backend="array-api"`
     respells the NumPy module for any Array API library (gradgen/backend.py); `jit="numba"`
-    decorates its functions for numba.njit (gradgen/jit.py)."""
+    decorates its functions for numba.njit (gradgen/jit.py). `shapes` ({parameter: shape},
+    from `--shapes FILE:FUNC`, named in the header as `shapes_from`) are the shapes the
+    module assumes, as if each parameter were annotated with them (gradgen.static_shapes)."""
     try:
-        compiled = _compile_source(source, filename, functions, wrt, tuple(emit_kinds))
+        compiled = _compile_source(source, filename, functions, wrt, tuple(emit_kinds), shapes or {}, shapes_from)
         if backend != "numpy":
             from gradgen import backend as backends
 
@@ -75,8 +78,9 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
         raise CompileError("out of memory while compiling this file", filename) from None
 
 
-def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",)):
+def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assumed=None, shapes_from=None):
     module = parse.parse_module(source, filename)
+    module.assumed_shapes = dict(assumed or {})
     selected = _select(module, functions)
     namer = ModuleNamer(identifiers(module.tree), list(module.constants))
     _check_wrt(module, selected, wrt)
@@ -138,11 +142,31 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",)):
         imports.add("math")  # written math.inf / math.nan
     text = emit.module_text(
         functools.partial(freshness.header_lines, shown, str(filename), module.sha256,
-                          options="" if emit_kinds == ("grad",) else f" --emit {','.join(emit_kinds)}"),
+                          options=_options(emit_kinds, shapes_from), extra=_shapes_line(assumed, shapes_from)),
         _module_docstring(compiled_names, shown, emit_kinds),
         carried, helpers, texts, imports)
     _check_generated(text, module, results, carried)
     return CompiledModule(filename, text, results, module, skipped)
+
+
+def _listed(shapes):
+    names = list(shapes)
+    text = [f"{n} {static_shapes.spelled(shapes[n])}" for n in names]
+    return ", ".join(text[:-1]) + " and " + text[-1] if len(text) > 1 else text[0]
+
+
+def _options(emit_kinds, shapes_from):
+    """The compile options beyond the defaults, as the regenerate command spells them."""
+    out = "" if emit_kinds == ("grad",) else f" --emit {','.join(emit_kinds)}"
+    return out + (f" --shapes {shapes_from}" if shapes_from else "")
+
+
+def _shapes_line(shapes, shapes_from):
+    """The header line naming the shapes a module compiled with --shapes assumes."""
+    if not shapes_from:
+        return None
+    listed = ", ".join(f"{name} {static_shapes.spelled(shape)}" for name, shape in shapes.items())
+    return f"Shapes assumed (--shapes {shapes_from}): {listed or 'none'}."
 
 
 def _module_docstring(names, shown, emit_kinds):
@@ -324,6 +348,8 @@ class Reversed:
     backward: list
     grads: list
     value: object
+    shapes: dict = field(default_factory=dict)  # the array shapes it assumes (static_shapes), by parameter
+    shapes_from: str = ""  # where they were stated
 
 
 def _compile_function(module, fn, fnamer, names, wrt, emitter):
@@ -342,6 +368,10 @@ def _compile_function(module, fn, fnamer, names, wrt, emitter):
                 f"Returns {returns}, where {of} is the value {fname} returns ({where}).")
     doc_value = (f"Value and gradient of {fname} with respect to {described}, from one forward pass.\n\n"
                  f"Returns ({of}, {returns}), where {of} is the value {fname} returns ({where}).")
+    if parts.shapes:
+        assumed = (f"\n\nIt is written for the shapes {_listed(parts.shapes)} ({parts.shapes_from}); "
+                   "arguments of other shapes give other results.")
+        doc_grad, doc_value = doc_grad + assumed, doc_value + assumed
     sections_grad = [("forward pass", forward_grad), (BACKWARD, backward)]
     sections_value = [("forward pass", forward_value), (BACKWARD, backward)]
     texts = [
@@ -447,7 +477,10 @@ def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
     # the gradient alone: the same statements, less what only the value needs
     needed = simplify.names_read(backward) | {v.name for g in grads for v in variables(g)}
     forward_grad = simplify.dead_code(forward_value, needed | set(adjoints.targets.values()))
-    return Reversed(chosen, left_out, forward_grad, forward_value, backward, grads, value)
+    stated = {p.name: arrays.static.env[p.name] for p in fn.params
+              if p.name in arrays.static.stated and arrays.static.env[p.name] != ()}
+    where = "as --shapes gives them" if getattr(module, "assumed_shapes", None) else "as annotated"
+    return Reversed(chosen, left_out, forward_grad, forward_value, backward, grads, value, stated, where)
 
 
 def _shared(fn, forward, backward, fnamer, arrays):

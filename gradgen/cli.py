@@ -96,6 +96,9 @@ def _common(parser, several=False):
     parser.add_argument("--emit", type=_kinds, default=("grad",), metavar="KINDS",
                         help="what to write, comma-separated: grad (f_grad, f_value_and_grad; the default), jvp, "
                              "hvp, hessian, vjp, jacobian")
+    parser.add_argument("--shapes", metavar="FILE:FUNC",
+                        help="write the gradient for the shapes of the point FUNC() in FILE returns, as a person who "
+                             "knows them would (the header names them; recompiling keeps them)")
     parser.add_argument("--at", type=_point, metavar="name=value,...", help="the point to check at")
     parser.add_argument("--inputs", metavar="FILE:FUNC",
                         help="check at the point FUNC() in FILE returns (a dict of arrays and numbers)")
@@ -149,7 +152,7 @@ def _compile_one(args):
 
     with time_limit(COMPILE_SECONDS, _OutOfTime):
         target, compiled = compile_file(args.file, args.out_dir, args.function, args.wrt, args.force, args.emit,
-                                        args.backend, args.jit)
+                                        args.backend, args.jit, args.shapes)
     names = ", ".join(n for f in compiled.functions for n in
                       [f.grad_name, f.value_and_grad_name] + [m.name for m in f.made] if n)
     print(f"wrote {target} ({names})")
@@ -197,11 +200,12 @@ def _check(args):
 
     data = read_source(args.file)
     at = args.at
-    if args.inputs:
-        at = {**_inputs(args.inputs), **(args.at or {})}
+    shapes = _shapes(args.shapes) if args.shapes else None
+    if args.inputs or args.shapes:  # (a module written for some shapes is checked at a point of them)
+        at = {**_inputs(args.inputs or args.shapes), **(args.at or {})}
     kinds = getattr(args, "emit", ("grad",))
     numbers = _number_functions(data, args, kinds)
-    reports = check_source(data, args.file, numbers, args.wrt, at) if numbers != [] else []
+    reports = check_source(data, args.file, numbers, args.wrt, at, shapes=shapes) if numbers != [] else []
     for report in reports:
         print(format_report(report))
     failed = [r for r in reports if not r.ok]
@@ -272,6 +276,13 @@ def _graph(args):
 
 def _is_rule(row):
     return row.param.startswith("rule ")
+
+
+def _shapes(spec):
+    """{parameter: shape} of the point `--shapes FILE:FUNC` builds (gradgen.static_shapes)."""
+    from gradgen.static_shapes import shapes_of_point
+
+    return shapes_of_point(_inputs(spec))
 
 
 def _inputs(spec):

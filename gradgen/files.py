@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -18,6 +19,7 @@ from gradgen import freshness, parse
 from gradgen.errors import CompileError
 
 HEADER_MARK = freshness.HEADER_MARK
+_SHAPES_RECORDED = re.compile(rb"# Shapes assumed \(--shapes (?P<name>[^\s)]+)\):")
 
 
 def output_path(path, out_dir="generated"):
@@ -25,13 +27,14 @@ def output_path(path, out_dir="generated"):
 
 
 def compile_file(path, out_dir="generated", functions=None, wrt=None, force=False, emit_kinds=("grad",),
-                 backend=None, jit=None):
+                 backend=None, jit=None, shapes_from=None):
     """Compile the file at `path`; write `<out_dir>/<stem>_grad.py` atomically.
 
     Returns (output path, CompiledModule). Nothing is written if compilation fails, and an
     existing file that gradgen did not write is kept unless `force`. `backend` None keeps
     the backend of the module it replaces (numpy for a new one): compiling again, by hand
-    or by the pre-commit hook, never changes it; nor does `jit` None (gradgen/jit.py).
+    or by the pre-commit hook, never changes it; nor does `jit` None (gradgen/jit.py), nor
+    `shapes_from` None (the `--shapes FILE:FUNC` the module was written for).
     """
     data = read_source(path)
     target = output_path(path, out_dir)
@@ -43,9 +46,17 @@ def compile_file(path, out_dir="generated", functions=None, wrt=None, force=Fals
         from gradgen import jit as jits
 
         jit = jits.recorded(target) or "none"
+    if shapes_from is None:
+        shapes_from = freshness.recorded_option(target, _SHAPES_RECORDED, None)
+    shapes = None
+    if shapes_from:
+        from gradgen.static_shapes import shapes_of_point
+        from gradgen.usercode import load_inputs
+
+        shapes = shapes_of_point(load_inputs(shapes_from))
     from gradgen.api import compile_source
 
-    compiled = compile_source(data, str(path), functions, wrt, emit_kinds, backend, jit)
+    compiled = compile_source(data, str(path), functions, wrt, emit_kinds, backend, jit, shapes, shapes_from)
     _refuse_foreign(target, force)
     write_atomically(target, compiled.text)
     return target, compiled

@@ -84,6 +84,22 @@ def shape_of_value(value):
     return None
 
 
+def shapes_of_point(point):
+    """{parameter: shape} of the numbers and arrays of a point (`--shapes FILE:FUNC`)."""
+    out = {}
+    for name, value in point.items():
+        shape = shape_of_value(value)
+        if shape is not None:
+            out[name] = shape
+    return out
+
+
+def spelled(shape):
+    """A shape as a reader writes it: (784, 256), (n, d), (h,)."""
+    dims = ["?" if d is None else str(d) for d in shape]
+    return f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
+
+
 def known(shape):
     """Whether every dimension of `shape` is known."""
     return shape is not None and all(d is not None for d in shape)

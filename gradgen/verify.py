@@ -36,9 +36,10 @@ __all__ = ["check_source", "check_point", "difference", "Difference", "finite_di
            "SYMPY_TOL", "FD_TOL", "_Symbolic"]
 
 
-def check_source(source, filename="<string>", functions=None, wrt=None, at=None, n_points=3, seed=0):
-    """Compile `source`, then compare its gradients with sympy and finite differences."""
-    compiled = compile_source(source, filename, functions, wrt)
+def check_source(source, filename="<string>", functions=None, wrt=None, at=None, n_points=3, seed=0, shapes=None):
+    """Compile `source` (for `shapes`, if given: see gradgen.static_shapes), then compare
+    its gradients with sympy and finite differences."""
+    compiled = compile_source(source, filename, functions, wrt, shapes=shapes)
     generated = load_module(compiled.text, "gradgen_check_generated")
     original = run_original(compiled.module.source, filename)
     progress = _Progress()
