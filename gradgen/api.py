@@ -477,8 +477,7 @@ def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
     # the gradient alone: the same statements, less what only the value needs
     needed = simplify.names_read(backward) | {v.name for g in grads for v in variables(g)}
     forward_grad = simplify.dead_code(forward_value, needed | set(adjoints.targets.values()))
-    stated = {p.name: arrays.static.env[p.name] for p in fn.params
-              if p.name in arrays.static.stated and arrays.static.env[p.name] != ()}
+    stated = {name: shape for name, shape in arrays.static.stated.items() if shape != ()}
     where = "as --shapes gives them" if getattr(module, "assumed_shapes", None) else "as annotated"
     return Reversed(chosen, left_out, forward_grad, forward_value, backward, grads, value, stated, where)
 

@@ -94,6 +94,19 @@ def shapes_of_point(point):
     return out
 
 
+def symbolic_shapes(point):
+    """shapes_of_point with each length other than 1 named by a letter, one per length (as a
+    jaxtyping annotation states them): tests and the fuzzer compile with these too."""
+    letters, out = {}, {}
+    for name, shape in shapes_of_point(point).items():
+        out[name] = tuple(d if d == 1 else letters.setdefault(d, _letter(len(letters))) for d in shape)
+    return out
+
+
+def _letter(k):
+    return "abcdefghijklmnopqrstuvwxyz"[k % 26] + ("" if k < 26 else str(k // 26))
+
+
 def spelled(shape):
     """A shape as a reader writes it: (784, 256), (n, d), (h,)."""
     dims = ["?" if d is None else str(d) for d in shape]
@@ -140,7 +153,7 @@ class StaticShapes:
     expression that measures a symbol at run time (`len(X)` for the n of `X: "n d"`)."""
 
     def __init__(self, fn, module=None, assumed=None):
-        self.env, self.witnesses, self.stated = {}, {}, set()
+        self.env, self.witnesses, self.stated = {}, {}, {}
         constants = getattr(module, "constants", None) or {}
         for name, value in constants.items():
             shape = shape_of_value(value)
@@ -155,14 +168,15 @@ class StaticShapes:
             if shape is None and p.has_default and p.function is None:
                 shape = shape_of_value(p.default)
             if shape is not None:
-                self.env[p.name] = tuple(shape)
-                self.stated.add(p.name)
+                self.env[p.name] = self.stated[p.name] = tuple(shape)
                 for axis, dim in enumerate(shape):
                     if isinstance(dim, str) and dim not in self.witnesses:
                         self.witnesses[dim] = (p.name, axis)
         self.counts = {}
         self._block(fn.body)
         self._block(fn.body)  # a loop's second trip sees what its first one made
+        # a parameter the body assigns again measures nothing after that: no witness
+        self.witnesses = {d: w for d, w in self.witnesses.items() if w[0] not in self.counts}
 
     def _block(self, stmts):
         for s in stmts:

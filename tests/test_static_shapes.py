@@ -1,0 +1,239 @@
+"""Static shapes (gradgen/static_shapes.py): what annotations, defaults and `--shapes` say,
+how it flows, and that a gradient written for known shapes is the gradient.
+
+The corpus sweep compiles every corpus function that has an example point three ways (no
+shapes, the point's shapes as numbers, the point's shapes as symbols, as jaxtyping states
+them) and asserts the three gradients agree to rounding; the plain gradient is checked
+against sympy and finite differences elsewhere (test_corpus)."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gradgen import compile_source, load_module
+from gradgen.errors import CompileError
+from gradgen.ir import Call, Var
+from gradgen.static_shapes import (StaticShapes, annotated_shape, broadcast, dims_of, shapes_of_point,
+                                   symbolic_shapes)
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = Path(__file__).parent / "corpus"
+FILES = sorted(p.relative_to(CORPUS).as_posix() for p in CORPUS.glob("*/*.py"))
+
+
+# ---- what the source says ------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, shape", [
+    ('Float[np.ndarray, "n d"]', ("n", "d")),
+    ('Float[np.ndarray, ""]', ()),
+    ('jaxtyping.Float64[np.ndarray, "3 k"]', (3, "k")),
+    ('Shaped[Array, "batch _"]', ("batch", None)),
+    ('Float[np.ndarray, "*batch d"]', None),
+    ('Float[np.ndarray, "#n"]', (None,)),
+    ('"Float[np.ndarray, \'h\']"', ("h",)),
+    ("float", ()),
+    ("int", ()),
+    ("np.ndarray", None),
+    ("list[float]", None),
+])
+def test_annotations_state_shapes(text, shape):
+    assert annotated_shape(ast.parse(text, mode="eval").body) == shape
+
+
+def test_dimension_strings():
+    assert dims_of("n d") == ("n", "d")
+    assert dims_of("...") is None
+    assert dims_of("n=3 d") == (None, "d")
+
+
+def test_broadcasting_of_stated_dimensions():
+    assert broadcast(("n", "h"), ("h",)) == ("n", "h")
+    assert broadcast(("n", 1), ("n", "k")) == ("n", "k")
+    assert broadcast(("n",), ("m",)) == (None,)
+    assert broadcast((), (3, 4)) == (3, 4)
+    assert broadcast(None, (3,)) is None
+
+
+def _shapes_of(source, name="f", assumed=None):
+    """The StaticShapes of `name` in source, as the compiler sees its lowered body."""
+    compiled = compile_source(source, "s.py", [name], shapes=assumed)
+    return StaticShapes(compiled.functions[0].ir, compiled.module, assumed), compiled.functions[0].ir
+
+
+FLOW = '''
+import numpy as np
+from jaxtyping import Float
+
+
+def f(x: Float[np.ndarray, "n"], W: Float[np.ndarray, "n k"], b: Float[np.ndarray, "k"], c: float, s=2.0):
+    head = x[:-1]
+    tail = x[1:]
+    gap = tail - head ** 2
+    z = x @ W + b
+    t = W.T
+    r = np.sum(W, axis=0, keepdims=True)
+    m = np.mean(W, axis=1)
+    return np.sum(gap) + np.sum(z * c) + np.sum(t) + np.sum(r) + np.sum(m) + np.sum(s)
+'''
+
+
+def test_shapes_flow_through_slices_matmul_transposes_and_reductions():
+    static, fn = _shapes_of(FLOW)
+    by_display = {}
+    for name, shape in static.env.items():
+        by_display.setdefault(fn.display.get(name, name), shape)
+    assert by_display["head"] == by_display["tail"] == by_display["gap"] == ("n - 1",)
+    assert by_display["z"] == ("k",)
+    assert by_display["t"] == ("k", "n")
+    assert by_display["r"] == (1, "k")
+    assert by_display["m"] == ("n",)
+    assert static.env["c"] == ()
+    assert static.env["s"] == ()
+    assert static.witness("n") == Call("len", (Var("x"),), "builtins")
+    assert static.size(Var("W")) == Call("mul", (Call("len", (Var("x"),), "builtins"),
+                                                 static.witness("k")), "op")
+
+
+def test_symbolic_shapes_name_each_length_once():
+    point = {"X": np.zeros((5, 3)), "w": np.zeros(3), "b": 0.5, "one": np.zeros((1, 3))}
+    assert shapes_of_point(point) == {"X": (5, 3), "w": (3,), "b": (), "one": (1, 3)}
+    assert symbolic_shapes(point) == {"X": ("a", "b"), "w": ("b",), "b": (), "one": (1, "b")}
+
+
+# ---- what the gradient looks like where shapes are known ------------------------------------
+
+def _grad_function(text, name="loss_grad"):
+    start = text.index(f"def {name}(")
+    end = text.index("\ndef ", start + 1)
+    return text[start:end]
+
+
+def test_the_annotated_mlp_reads_like_the_hand_written_pass():
+    text = (ROOT / "generated" / "mlp_typed_grad.py").read_text()
+    body = _grad_function(text)
+    assert "unbroadcast" not in text and "matmul_grad" not in text and "ones_like" not in text
+    for line in ("dloss_dlog_probs = -Y / len(X)", "dloss_dh = dloss_dlogits @ W2.T",
+                 "dloss_dW2 = h.T @ dloss_dlogits", "dloss_db2 = np.sum(dloss_dlogits, axis=0)",
+                 "dloss_dW1 = X.T @ dloss_dh_inner", "dloss_db1 = np.sum(dloss_dh_inner, axis=0)"):
+        assert f"    {line}\n" in body
+    assert "sum_prod" not in body  # (computed only to be measured: the count comes from X)
+
+
+def test_unannotated_code_keeps_its_run_time_dispatch():
+    text = (ROOT / "generated" / "mlp_grad.py").read_text()
+    assert "matmul_grad_b(" in text and "unbroadcast(" in text
+
+
+SUMS = '''
+import numpy as np
+from jaxtyping import Float
+
+
+def f(a: Float[np.ndarray, "m n"], row: Float[np.ndarray, "1 n"], col: Float[np.ndarray, "m 1"],
+      v: Float[np.ndarray, "n"], s: float):
+    return np.sum(np.sin(a * row + col * v * s))
+'''
+
+
+def test_broadcasting_is_undone_by_exact_sums():
+    text = compile_source(SUMS, "sums.py").text
+    body = _grad_function(text, "f_grad")
+    assert "unbroadcast" not in text
+    assert "axis=0, keepdims=True)" in body and "axis=1, keepdims=True)" in body and "axis=0)" in body
+    m = load_module(text, "sums_grad")
+    rng = np.random.default_rng(0)
+    point = dict(a=rng.standard_normal((4, 3)), row=rng.standard_normal((1, 3)), col=rng.standard_normal((4, 1)),
+                 v=rng.standard_normal(3), s=0.7)
+    unannotated = load_module(compile_source(_strip_annotations(SUMS), "u.py").text, "u")
+    for got, want, x in zip(m.f_grad(**point), unannotated.f_grad(**point), point.values()):
+        assert np.shape(got) == np.shape(x)
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
+def _strip_annotations(source):
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            node.annotation = None
+    return ast.unparse(tree)
+
+
+# ---- --shapes ---------------------------------------------------------------------------------
+
+def test_shapes_option_names_the_shapes_and_a_recompile_keeps_them(tmp_path):
+    for name in ("mlp.py", "inputs.py"):
+        (tmp_path / name).write_text((ROOT / "examples" / name).read_text())
+    run = [sys.executable, "-m", "gradgen"]
+    done = subprocess.run(run + ["compile", "mlp.py", "--shapes", "inputs.py:mlp"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "generated" / "mlp_grad.py").read_text()
+    header = text.splitlines()[:4]
+    assert header[1] == "# Do not edit: run `gradgen compile mlp.py --shapes inputs.py:mlp` again instead."
+    assert header[3] == ("# Shapes assumed (--shapes inputs.py:mlp): W1 (6, 8), b1 (8,), W2 (8, 3), b2 (3,), "
+                         "X (16, 6), Y (16, 3).")
+    assert "It is written for the shapes W1 (6, 8), b1 (8,), W2 (8, 3), b2 (3,), X (16, 6) and Y\n" in text
+    assert "unbroadcast" not in text and "dloss_dW1 = X.T @ dloss_dh_inner" in text
+    again = subprocess.run(run + ["compile", "mlp.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "generated" / "mlp_grad.py").read_text() == text
+    checked = subprocess.run(run + ["check", "mlp.py", "--shapes", "inputs.py:mlp"], cwd=tmp_path,
+                             capture_output=True, text=True)
+    assert checked.returncode == 0 and checked.stdout.strip().endswith("all gradients match (1 point(s) checked)")
+
+
+# ---- the corpus, three ways -------------------------------------------------------------------
+
+def _user_module(path):
+    spec = importlib.util.spec_from_file_location(f"shapes_corpus_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _leaves(value):
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _leaves(v)]
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _leaves(v)]
+    return [value]
+
+
+def _agree(got, want):
+    a, b = _leaves(got), _leaves(want)
+    return len(a) == len(b) and all(np.shape(x) == np.shape(y) and np.allclose(x, y, rtol=1e-9, atol=1e-12)
+                                    for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_corpus_gradients_for_stated_shapes_equal_the_plain_ones(name):
+    path = CORPUS / name
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    user, failures = None, []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.name.startswith("inputs_") or not any(
+                getattr(n, "name", None) == f"inputs_{node.name}" for n in tree.body):
+            continue
+        user = user or _user_module(path)
+        point = getattr(user, f"inputs_{node.name}")()
+        try:
+            plain = compile_source(source, name, [node.name])
+        except CompileError:
+            continue
+        f = plain.functions[0]
+        want = getattr(load_module(plain.text, "shapes_plain"), f.grad_name)(**copy.deepcopy(point))
+        for shapes in (shapes_of_point(point), symbolic_shapes(point)):
+            text = compile_source(source, name, [node.name], shapes=shapes).text
+            got = getattr(load_module(text, "shapes_stated"), f.grad_name)(**copy.deepcopy(point))
+            if not _agree(got, want):
+                failures.append(f"{node.name} with shapes {shapes}: {got} != {want}")
+    assert not failures, "\n".join(failures)
