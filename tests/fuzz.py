@@ -62,6 +62,7 @@ from array_programs import seeded_array_program  # noqa: E402
 from gradgen import CompileError, compile_source, load_module  # noqa: E402
 from gradgen.limits import time_limit  # noqa: E402
 from gradgen.emit import unformatted  # noqa: E402
+from gradgen.static_shapes import shapes_of_point, symbolic_shapes  # noqa: E402
 from gradgen.verify import check_source  # noqa: E402
 from programs import build_program, seeded_control_program, SeededChoices  # noqa: E402
 from rewrite import draws, effects, functions, lists, rewrite  # noqa: E402
@@ -285,7 +286,24 @@ def array_problems(case: Case, undecided: list | None = None) -> list[str]:
         if isinstance(x, (np.ndarray, list, tuple, dict)) and not all(
                 np.array_equal(u, v) for u, v in zip(_leaves(inputs[name]), _leaves(x))):
             problems.append(f"the gradient modified its input {name}")
+    problems += shape_problems(case, grads if len(report.wrt) > 1 else grads[0])
     return problems + kind_problems(case, None, report.wrt, generated.f_grad, undecided)
+
+
+def shape_problems(case: Case, want) -> list[str]:
+    """The program compiled for its point's shapes (as `--shapes` states them: as numbers on
+    even programs, as jaxtyping-style symbols on odd ones) gives the same gradient as the
+    plain compile (which the oracles checked): exact sums, transposed matmuls and measured
+    counts never change a number."""
+    shapes = (shapes_of_point if case.index % 2 == 0 else symbolic_shapes)(case.point)
+    with unformatted():
+        text = compile_source(case.source, functions=["f"], shapes=shapes).text
+    got, _ = _call(load_module(text, "fuzz_shapes").f_grad, case.point)
+    a, b = _leaves(got), _leaves(want)
+    if len(a) != len(b) or not all(np.shape(x) == np.shape(y) and np.allclose(x, y, rtol=1e-9, atol=1e-12, equal_nan=True)
+                                   for x, y in zip(a, b)):
+        return [f"compiled for shapes {shapes}: gradient {got!r} != {want!r}"]
+    return []
 
 
 def kind_problems(case: Case, wrt, names, grad, undecided=None) -> list[str]:
