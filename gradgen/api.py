@@ -350,6 +350,7 @@ class Reversed:
     value: object
     shapes: dict = field(default_factory=dict)  # the array shapes it assumes (static_shapes), by parameter
     shapes_from: str = ""  # where they were stated
+    arrays: frozenset = frozenset()  # the names that may hold arrays, with those the sharing made
 
 
 def _compile_function(module, fn, fnamer, names, wrt, emitter):
@@ -417,7 +418,7 @@ def _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, a
     if "hvp" in wanted:
         parts = compiled.reversed
         made.append(kinds.hvp(fn, (parts.forward_grad + parts.backward, parts.grads), chosen, fnamer,
-                              namer.kind_function(fn.name, "hvp"), emitter, where, display, arrays))
+                              namer.kind_function(fn.name, "hvp"), emitter, where, display, arrays | parts.arrays))
     named = {m.kind: m.name for m in made}
     if "hessian" in wanted:
         made.append(kinds.hessian(fn, chosen, fnamer, namer.kind_function(fn.name, "hessian"), named["hvp"],
@@ -460,7 +461,8 @@ def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
     sharing.refuse_changes_the_gradient_reads(fn, objects, module, needed, adjoints.saved)
     structured = {p.name for p in fn.params if p.structured}
     grads = [_gradient(adjoints.get(p), p, arrays, p in structured) for p in chosen]
-    backward = adjoints.statements
+    backward = sameshape.measured_elsewhere(fn.body, adjoints.statements, grads, arrays,
+                                            set(adjoints.targets.values()))
     needed = simplify.names_read(backward) | {v.name for g in grads for v in variables(g)}
     needed |= set(adjoints.targets.values())  # what the backward pass pops, the forward pass must push
     params = [p.name for p in fn.params]
@@ -479,7 +481,8 @@ def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
     forward_grad = simplify.dead_code(forward_value, needed | set(adjoints.targets.values()))
     stated = {name: shape for name, shape in arrays.static.stated.items() if shape != ()}
     where = "as --shapes gives them" if getattr(module, "assumed_shapes", None) else "as annotated"
-    return Reversed(chosen, left_out, forward_grad, forward_value, backward, grads, value, stated, where)
+    return Reversed(chosen, left_out, forward_grad, forward_value, backward, grads, value, stated, where,
+                    frozenset(arrays))
 
 
 def _shared(fn, forward, backward, fnamer, arrays):

@@ -237,6 +237,30 @@ class Respell(ast.NodeTransformer):
         self.changed = True
         return ast.Attribute(value, attr)
 
+    def _np_broadcast(self, node, args, kw):
+        """np.broadcast(a, b) (a value's shape, from the arrays it is made of): the first of
+        the broadcast arrays, a view of that shape."""
+        return ast.Subscript(self._call(self._ns("broadcast_arrays"), args), ast.Constant(0))
+
+    def _np_ones(self, node, args, kw):
+        return self._of_shape(args, kw, "real_ones_like")
+
+    def _np_zeros(self, node, args, kw):
+        return self._of_shape(args, kw, "real_zeros_like")
+
+    def _of_shape(self, args, kw, helper):
+        """np.ones(np.shape(v)) (float64, as NumPy makes it): ones like v, in v's library and
+        of its real dtype."""
+        if len(args) != 1 or kw:
+            return None
+        shape = args[0]
+        if isinstance(shape, ast.Attribute) and shape.attr == "shape":
+            return self._helper(helper, shape.value)
+        if isinstance(shape, ast.Call) and _dotted(shape.func) in ([self.xp, "shape"], ["np", "shape"]) and \
+                len(shape.args) == 1:
+            return self._helper(helper, shape.args[0])
+        return None
+
     def _np_ones_like(self, node, args, kw):
         return self._like(node, args, kw, "real_ones_like")
 

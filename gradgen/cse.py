@@ -28,12 +28,20 @@ from gradgen.shapes import may_be_array
 # Calls never shared: facts about shapes (cheap, and read for the shape alone), makers of
 # fresh arrays (a gradient may be written into one in place), views and signs (as cheap as
 # a name), and calls that change something.
-_NEVER = {"shape", "ndim", "size", "len", "tuple", "range", "range_slice", "zeros_like", "ones_like", "zeros", "ones",
+_NEVER = {"shape", "ndim", "size", "len", "broadcast", "tuple", "range", "range_slice", "zeros_like", "ones_like", "zeros", "ones",
           "eye", "arange", "linspace", "full", "array", "list", "list_zeros", "zeros_like_tree", "T", "neg", "pos",
           "float", "getitem", "list_get", "tree_get", "tree_len", "tree_keys", "not"}
 _IMPURE = {"draw", "pop", "append", "setitem"}
 _ARITHMETIC = {"add", "sub", "mul", "div", "neg", "pow"}  # make a new array of their operands
 _LAZY = {"and", "or"}  # only the first operand surely runs
+
+
+def _known_array(arrays, name, e):
+    """A name made for an array is one of the names that may hold arrays, for the stages
+    after this one (forward mode over the gradient stretches a tangent to an array's shape:
+    soak-found class, `unbroadcast(-np.log(rate) + digamma(shape) - log_x, shape)`)."""
+    if isinstance(arrays, set) and may_be_array(e, arrays):
+        arrays.add(name)
 
 
 def share(forward, backward, namer, arrays, backward_names, targets_stay=True):
@@ -210,6 +218,7 @@ class _Sharer:
                 avail[e] = site
             elif site in self.bind:
                 name = self.namer.made(self.namer.value_base(new, _feeds(stmt) if self.forward else None))
+                _known_array(self.arrays, name, new)
                 bindings.append(Assign(name, new, getattr(stmt, "line", None), getattr(stmt, "source", None)))
                 avail[e] = name
                 return Var(name)
@@ -247,7 +256,7 @@ def _array_leaves(e, arrays):
     return 1 if may_be_array(e, arrays) else 0
 
 
-_SHAPE_FACTS = {"shape", "ndim", "size", "len", "tree_len", "tree_keys"}
+_SHAPE_FACTS = {"shape", "ndim", "size", "len", "tree_len", "tree_keys", "broadcast"}
 
 
 def _reads_numbers(e):
@@ -351,6 +360,7 @@ def _split(e, pieces, how, target, sure, reread):
         named = dict((value, name) for name, value in pieces)  # (one name for one call in a statement)
         if e not in named:
             named[e] = namer.made(namer.value_base(e, target))
+            _known_array(arrays, named[e], e)
             pieces.append((named[e], e))
         return Var(named[e])
     return e

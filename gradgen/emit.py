@@ -351,6 +351,8 @@ HELPERS = {
 '''),
     "matmul_grad_a": (("unbroadcast", "matmul_shape"), '''def matmul_grad_a(g, a, b):
     """Gradient of a @ b with respect to a, given g, the gradient of the product."""
+    if np.ndim(b) == 2 and np.ndim(a) <= 2 and np.shape(g) == np.shape(a)[:-1] + np.shape(b)[1:]:
+        return g @ b.T  # (g has the product's shape, nothing broadcast: the matrix case)
     g = unbroadcast(g, np.broadcast_to(0.0, matmul_shape(a, b)))
     if np.ndim(b) == 1:
         return unbroadcast(np.multiply.outer(g, b), a)
@@ -360,6 +362,8 @@ HELPERS = {
 '''),
     "matmul_grad_b": (("unbroadcast", "matmul_shape"), '''def matmul_grad_b(g, a, b):
     """Gradient of a @ b with respect to b, given g, the gradient of the product."""
+    if np.ndim(a) == 2 and np.ndim(b) <= 2 and np.shape(g) == np.shape(a)[:1] + np.shape(b)[1:]:
+        return a.T @ g  # (g has the product's shape, nothing broadcast: the matrix case)
     g = unbroadcast(g, np.broadcast_to(0.0, matmul_shape(a, b)))
     if np.ndim(a) == 1 and np.ndim(b) == 1:
         return g * a

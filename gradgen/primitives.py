@@ -463,6 +463,10 @@ primitive("zero_at", None, keywords=("index",), sympy=None, kind="helper")
 # --- NumPy: facts about arrays and constructors (no derivative flows through them) -----
 for _name in ("shape", "ndim", "size"):  # facts about an array, not about its values: no derivative
     primitive(_name, spellings=[f"numpy.{_name}"], sympy=lambda x: x, kind="piecewise")
+# np.broadcast(a, b): the shape of a + b without computing it (a gradient that only needs the
+# shape of a value made elementwise from several arrays reads this instead: gradgen.sameshape)
+primitive("broadcast", None, spellings=[], sympy=None, kind="piecewise", min_args=2)
+TABLE["broadcast"].names["numpy"] = "broadcast"  # (written, never read from a source: not a spelling)
 primitive("tuple", None, sympy=lambda *xs: xs, kind="integer", min_args=0)  # (n, m) in zeros((n, m)), reshape(x, (n, -1))
 for _name in ("zeros_like", "ones_like"):
     primitive(_name, spellings=[f"numpy.{_name}"], keywords=("dtype",), sympy=lambda x, **p: 0, kind="piecewise")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gradgen import custom_rules, sameshape, simplify
+from gradgen import combine, custom_rules, sameshape, simplify
 from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, IndexAdd, Restore, Spelled, Var,
                         While,
                         assigned, expressions, variables, walk)
@@ -63,6 +63,7 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
     rev.lists |= rev.trees
     rev.written = {s.target for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.expr, Call)
                    and s.expr.prim == "setitem"}
+    rev.stable = _stable_names(fn)
     loop_temporaries(fn.body, {p.name for p in fn.params}, simplify.names_read([]) | _reads_of(fn.result),
                      rev.locals)
     if isinstance(fn.result, Var) and fn.result.name in activity.active:
@@ -74,6 +75,17 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
     targets = {id(s): s.target for s in walk(fn.body) if id(s) in saved}
     stacks = {v: rev.stacks[v] for v in targets.values()}
     return Backward(statements, rev.state, saved, stacks, targets)
+
+
+def _stable_names(fn):
+    """Names that hold one value for the whole backward pass: assigned once, at the top level
+    of the body (never in a loop or a branch), or parameters never assigned."""
+    counts = {}
+    for s in walk(fn.body):
+        if isinstance(s, (Assign, For)):
+            counts[s.target] = counts.get(s.target, 0) + 1
+    top = {s.target for s in fn.body if isinstance(s, Assign) and not s.overwrites and not s.accumulate}
+    return {n for n in top if counts.get(n) == 1} | {p.name for p in fn.params if p.name not in counts}
 
 
 def _mark_saves(stmts, reads, seen, saved):
@@ -117,6 +129,7 @@ class _Reverser:
         self.lists = set()  # variables holding a Python list: their gradients are lists too
         self.trees = set()  # structured parameters: their gradients are made by zeros_like_tree
         self.written = set()  # arrays written into (`x[i] = e`): their gradients are indexed, so arrays
+        self.stable = set()  # names holding one value for the whole backward pass (_stable_names)
 
     def adj_name(self, v):
         if v not in self.adj_names:
@@ -231,13 +244,61 @@ class _Reverser:
                 and item[0] not in self.lists \
                 and not isinstance(item[1], Cond) and not _is_scatter(item[1]) \
                 and not (isinstance(item[1], Call) and item[1].prim in ("zero_at", "list_add_at", "tree_add_at"))
+        contributions = self._scatters_merged(contributions, v)
         last, totals = {}, {}
         for k, item in enumerate(contributions):
             if plain(item):
                 last[item[0]] = k
-                totals[item[0]] = simplify.add(totals[item[0]], item[1]) if item[0] in totals else item[1]
-        return [(item[0], totals[item[0]]) if plain(item) and last[item[0]] == k else item
+                totals[item[0]] = combine.combined(totals[item[0]], item[1], self.arrays) if item[0] in totals \
+                    else item[1]
+        named = {c.name for c in contributions if isinstance(c, Temporary)}
+        floats = lambda e: self.floats(e, named)  # noqa: E731
+        return [(item[0], combine.factored(totals[item[0]], floats, self._same_shape, self._covers)) if plain(item) and last[item[0]] == k else item
                 for k, item in enumerate(contributions) if not plain(item) or last[item[0]] == k]
+
+    def _covers(self, total, ones):
+        """Whether `total` surely has the shape of `ones` (np.ones_like(p) or np.ones(shape)):
+        both broadcast the same arrays (SameShape.leaf_keys)."""
+        same = getattr(self.arrays, "same", None)
+        if same is None:
+            return False
+        want = same.leaf_keys(ones.args[0] if ones.prim == "ones_like" else ones.args[0].args[0])
+        return bool(want) and same.leaf_keys(total) == want
+
+    def _same_shape(self, a, b):
+        same = getattr(self.arrays, "same", None)
+        return same is not None and same.same(a, b) and same.key(a) != sameshape.NUMBER
+
+    def floats(self, e, named=()):
+        """Whether e surely holds floats: the code shows it (SameShape.floats), or it is a
+        product with a gradient (every adjoint is a float or an array of floats; `named`:
+        gradients of subexpressions named in this statement)."""
+        same = getattr(self.arrays, "same", None)
+        if same is not None and same.floats(e):
+            return True
+        gradients = self.adj_set | set(named)
+        while isinstance(e, Call) and e.prim in ("mul", "div", "neg"):
+            if any(isinstance(a, Var) and a.name in gradients for a in e.args):
+                return True
+            e = e.args[0]
+        return isinstance(e, Var) and e.name in gradients
+
+    def _scatters_merged(self, contributions, v):
+        """Scatters into one index of one array, as one (`d[:-1] -= a + b`)."""
+        out = []
+        for item in contributions:
+            if not isinstance(item, Temporary) and item[0] != v and item[0] not in self.lists and \
+                    _is_scatter(item[1]):
+                at = next((j for j in range(len(out) - 1, -1, -1) if not isinstance(out[j], Temporary)
+                           and out[j][0] == item[0] and combine.same_scatter(out[j][1], item[1])), None)
+                if at is not None and all(isinstance(o, Temporary) or o[0] != item[0] for o in out[at + 1:]):
+                    # (where the later one was: a gradient named between them may be read by it)
+                    named = {c.name for c in contributions if isinstance(c, Temporary)}
+                    item = (item[0], combine.factored(combine.scattered(out.pop(at)[1], item[1]),
+                                                      lambda e: self.floats(e, named), self._same_shape,
+                                                      self._covers))
+            out.append(item)
+        return out
 
     def heirs(self, contributions, v):
         """A named gradient of a subexpression that some variable receives unchanged, as its
@@ -345,6 +406,12 @@ class _Reverser:
             self.state[name] = Var(adj)
             return [IndexAdd(adj, dict(contribution.params)["index"], contribution.args[1:], Const(0.0),
                              assign=True)]
+        if current is None and guard is None and _uniform(contribution) and name not in self.written and \
+                {x.name for x in variables(contribution)} <= self.stable:
+            # ones times a count (a mean's gradient) stays symbolic, as a constant does: the sums
+            # it reaches take it in once (`(a - b) / n`, gradgen.combine), with no array of ones
+            self.state[name] = contribution
+            return []
         if isinstance(contribution, Const) and (current is None or isinstance(current, Const)):
             # a constant adjoint stays symbolic (`dL_da = 1` is never written; `1 *` folds away)
             self.state[name] = contribution if current is None else simplify.add(current, contribution)
@@ -396,7 +463,8 @@ class _Reverser:
             out = self.define(adj, Call("add", (current, zeros), "op"))
         self.state[name] = Var(adj)
         repeats = any(may_be_array(i, self.arrays) for i in index)
-        write = IndexAdd(adj, layout, tuple(index), g, repeats)
+        first = current is None and guard is None and not repeats  # into fresh zeros: `d[1:] = g`
+        write = IndexAdd(adj, layout, tuple(index), g, repeats, assign=first)
         return out + ([If(guard, [write], [])] if guard is not None else [write])
 
     def zero(self, v):
@@ -865,9 +933,24 @@ def _worth_naming(g, expr, active):
     number) and more than one active variable inside the subexpression will use it."""
     if isinstance(g, (Var, Const)) or (isinstance(g, Call) and g.prim == "neg" and isinstance(g.args[0], Var)):
         return False
-    if _spread_ones(g):  # ones of a shape, scaled: folded into the products that use it instead
+    if _spread_ones(g) or _uniform(g):  # ones of a shape, scaled: folded into the products that use it instead
         return False
     return sum(1 for v in variables(expr) if v.name in active) >= 2
+
+
+def _uniform(g):
+    """`np.ones_like(x, dtype=float)` scaled by numbers and counts (`-np.ones_like(s) / n`):
+    one number everywhere, whose shape is x's."""
+    from gradgen.primitives import _counts_only
+
+    if isinstance(g, Call) and g.prim == "ones_like" and dict(g.params).get("dtype") is not None:
+        return True
+    if isinstance(g, Call) and g.prim == "neg":
+        return _uniform(g.args[0])
+    if isinstance(g, Call) and g.prim in ("mul", "div"):
+        a, b = g.args
+        return (_uniform(a) and _counts_only(b)) or (g.prim == "mul" and _counts_only(a) and _uniform(b))
+    return False
 
 
 def _spread_ones(g):
@@ -904,7 +987,7 @@ def _fit(g, like, stretched, arrays, wide=None):
     if not may_be_array(like, arrays):
         return g if isinstance(g, Const) else Call("sum", (g,), "numpy")
     written = _summed_back(g, sameshape.static_of(arrays, wide), sameshape.static_of(arrays, like))
-    return written if written is not None else Call("unbroadcast", (g, like), None)
+    return combine.remember_wide(arrays, written if written is not None else Call("unbroadcast", (g, like), None), wide)
 
 
 def _summed_back(g, shape, target):

@@ -38,6 +38,7 @@ class SameShape:
         self.once = {p.name for p in fn.params if p.name not in counts}
         self.once |= {n for n, k in counts.items() if k == 1 and n in self.defs}
         self.memo = {}
+        self.seen_leaves = set()
 
     def floats(self, e) -> bool:
         """Whether e surely holds floats (see _surely_float), following names bound once."""
@@ -125,6 +126,62 @@ class SameShape:
         found = self._operand(e)
         return self.proxy(found) if found is not None else e
 
+    def shape_source(self, e):
+        """An expression of e's shape that computes no numbers: proxy(e), or, for a value
+        made elementwise from arrays of several shapes (`np.maximum(z, 0.0) - y * z`),
+        np.broadcast of one array of each (`np.broadcast(z, y)`); or None."""
+        found = self.proxy(e)
+        if found is not e or not may_be_array(e, self.arrays):
+            return found
+        inner = e
+        if isinstance(e, Var):
+            if not (e.name in self.once and e.name in self.defs and all(v.name in self.once for v in _vars(self.defs[e.name]))):
+                return e
+            inner = self.defs[e.name]
+        if not (isinstance(inner, Call) and inner.prim != "getitem" and inner.prim in TABLE and
+                TABLE[inner.prim].elementwise):
+            return e
+        reps = {}
+        for leaf in _elementwise_leaves(inner, self.arrays):
+            key, stable = self._key(leaf)
+            if key is None or not stable:
+                return e
+            reps.setdefault(key, self.proxy(leaf))
+        if len(reps) < 2 or any(k == NUMBER for k in reps) or len(reps) > 32:
+            return e
+        return Call("broadcast", tuple(reps.values()), "numpy")
+
+    def leaf_keys(self, e):
+        """The keys of the arrays an expression broadcasts together (a frozenset; empty for a
+        number), or None where one is not known: two expressions with equal sets surely have
+        one shape. Names bound once are followed; np.broadcast(...) and np.ones_like(x)
+        broadcast their arguments."""
+        if not may_be_array(e, self.arrays):
+            return frozenset()
+        if isinstance(e, Var) and e.name in self.once and e.name in self.defs:
+            if e.name in self.seen_leaves:
+                return None
+            self.seen_leaves.add(e.name)
+            try:
+                return self.leaf_keys(self.defs[e.name])
+            finally:
+                self.seen_leaves.discard(e.name)
+        if isinstance(e, Call) and (e.prim in _BROADCASTING or e.prim in ("broadcast", "ones_like", "zeros_like") or
+                                    (e.prim != "getitem" and e.prim in TABLE and TABLE[e.prim].elementwise)):
+            args = e.args[:1] if e.prim in ("ones_like", "zeros_like") else e.args
+            out = frozenset()
+            for a in args:
+                keys = self.leaf_keys(a)
+                if keys is None:
+                    return None
+                out |= keys
+            return out
+        if isinstance(e, Call) and e.prim in ("ones", "zeros") and len(e.args) == 1 and \
+                isinstance(e.args[0], Call) and e.args[0].prim == "shape":
+            return self.leaf_keys(e.args[0].args[0])
+        key, stable = self._key(e)
+        return frozenset([key]) if key is not None and stable and key != NUMBER else None
+
     def _operand(self, e):
         """The operand of an elementwise call `e` that has e's shape, or None."""
         if not (isinstance(e, Call) and e.prim != "getitem" and e.prim in TABLE and TABLE[e.prim].elementwise):
@@ -136,6 +193,18 @@ class SameShape:
         if key is None or key == NUMBER:
             return None
         return next((a for a in arrays if self.key(a) == key), None)
+
+
+# elementwise, though no gradient flows through them (so the table does not mark them)
+_BROADCASTING = {"eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "sign", "logical_and", "logical_or",
+                 "logical_not", "floor", "ceil", "isfinite", "isnan"}
+
+
+def _elementwise_leaves(e, arrays):
+    """The array operands at the leaves of a tree of elementwise calls."""
+    if isinstance(e, Call) and e.prim != "getitem" and e.prim in TABLE and TABLE[e.prim].elementwise:
+        return [leaf for a in e.args if may_be_array(a, arrays) for leaf in _elementwise_leaves(a, arrays)]
+    return [e]
 
 
 def _kept_of(key):
@@ -182,6 +251,7 @@ def with_shapes(fn, arrays, objects=None, module=None, assumed=None):
     names.static = StaticShapes(fn, module, assumed)
     names.same = SameShape(fn, names)
     names.objects = set(arrays) | set(objects or ())
+    names.wides = {}  # id(a sum back) -> (it, the expression of the shape it sums from): gradgen.combine
     return names
 
 
@@ -359,4 +429,79 @@ def _surely_float(e, defs=None, seen=()):
             return True
         if e.prim in ("add", "sub", "mul", "neg", "pow", "maximum", "minimum"):
             return any(_surely_float(a, defs, seen) for a in e.args)
+        if e.prim == "where":
+            return any(_surely_float(a, defs, seen) for a in e.args[1:])
     return False
+
+
+# ---- values computed only to be measured ------------------------------------------------------
+_MEASURES = {"ones_like", "zeros_like", "size", "shape", "ndim", "unbroadcast"}
+
+
+def measured_elsewhere(body, backward, grads, arrays, keep=()):
+    """The backward statements with each value that the gradient reads only for its shape
+    (`np.ones_like(per_sample)`, `np.size(per_sample)`, the gradient of a mean) measured
+    through np.broadcast of the arrays it is made from instead, where that leaves the value
+    uncomputed in the gradient function (`per_sample = np.maximum(z, 0.0) - y * z +
+    np.log1p(...)` costs more than the whole backward pass it feeds). `keep`: names the
+    gradient function needs anyway (what the backward pass pops)."""
+    from gradgen import ir, simplify
+    from gradgen.sharing import numbers_read
+
+    same = getattr(arrays, "same", None)
+    if same is None:
+        return backward
+    top = [s for s in body if isinstance(s, Assign) and not s.overwrites and not s.accumulate]
+    for stmt in top:
+        v = stmt.target
+        needed = simplify.names_read(backward) | {x.name for g in grads for x in ir.variables(g)} | set(keep)
+        numbers = numbers_read(backward) | {x.name for g in grads for x in ir.variables(g)} | set(keep)
+        if v not in needed or v in numbers:
+            continue
+        source = same.shape_source(Var(v))
+        if not (isinstance(source, Call) and source.prim == "broadcast"):
+            continue
+        rewritten = _map_statements(backward, lambda e: _measure_by(e, v, source))
+        after = simplify.names_read(rewritten) | {x.name for g in grads for x in ir.variables(g)} | set(keep)
+        if v not in {s.target for s in simplify.dead_code(body, after) if isinstance(s, Assign)}:
+            backward = rewritten
+    return backward
+
+
+def _measure_by(e, v, source):
+    """e with v's shape read from `source` (np.broadcast(...)) wherever e measures v."""
+    if not (isinstance(e, Call) and e.prim in _MEASURES):
+        return e
+    at = 1 if e.prim == "unbroadcast" else 0
+    if len(e.args) <= at or e.args[at] != Var(v):
+        return e
+    if e.prim in ("ones_like", "zeros_like"):  # np.ones(np.shape(np.broadcast(z, y))): floats, like dtype=float
+        return Call(e.prim[:-5], (Call("shape", (source,), "numpy"),), e.ns or "numpy", e.loc)
+    return Call(e.prim, e.args[:at] + (source,) + e.args[at + 1:], e.ns, e.loc, e.params)
+
+
+def _map_statements(stmts, f):
+    """The statements with f applied to every expression node, bottom up."""
+    from dataclasses import replace
+
+    from gradgen.ir import For, If, IndexAdd
+
+    def expr(e):
+        if isinstance(e, Call):
+            return f(Call(e.prim, tuple(expr(a) for a in e.args), e.ns, e.loc, e.params))
+        if isinstance(e, Cond):
+            return f(Cond(expr(e.test), expr(e.body), expr(e.orelse)))
+        return f(e)
+
+    out = []
+    for s in stmts:
+        if isinstance(s, Assign):
+            s = replace(s, expr=expr(s.expr))
+        elif isinstance(s, IndexAdd):
+            s = replace(s, value=expr(s.value), index=tuple(expr(i) for i in s.index))
+        elif isinstance(s, If):
+            s = replace(s, test=expr(s.test), body=_map_statements(s.body, f), orelse=_map_statements(s.orelse, f))
+        elif isinstance(s, For):
+            s = replace(s, iter=expr(s.iter), body=_map_statements(s.body, f))
+        out.append(s)
+    return out

@@ -77,7 +77,8 @@ def refuse_changes_the_gradient_reads(fn, arrays, module, needed, saved):
 # arguments the backward pass reads only for their shape (never their numbers)
 _SHAPE_ONLY = {"zeros_like": (0,), "ones_like": (0,), "shape": (0,), "len": (0,), "ndim": (0,), "size": (0,),
                "unbroadcast": (1,), "scatter": (1,), "list_zeros": (0,), "zeros_like_tree": (0,),
-               "concatenate_grad": (1,), "stack_part_grad": (1,), "unconcatenate": (1,), "unjoin": (1,)}
+               "concatenate_grad": (1,), "stack_part_grad": (1,), "unconcatenate": (1,), "unjoin": (1,),
+               "broadcast": tuple(range(32))}
 
 
 def numbers_read(stmts):

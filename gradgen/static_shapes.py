@@ -225,7 +225,7 @@ class StaticShapes:
 
         prim = TABLE.get(e.prim)
         params = dict(e.params)
-        if e.prim in ("eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "where", "logical_and") or \
+        if e.prim in ("eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "where", "logical_and", "broadcast") or \
                 (prim is not None and prim.elementwise):
             return broadcast(*(self.of(a) for a in e.args))
         if e.prim in _NUMBERS or (prim is not None and prim.result == "number"):

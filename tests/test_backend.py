@@ -190,7 +190,7 @@ REFUSALS = [
      "which not every array library allows (JAX arrays are immutable); compile with --backend numpy\n"
      "        u[0] = 1.0\n        ^"),
     ("the gradient's write", "import numpy as np\n\n\ndef loss(x):\n    return np.sum((x[1:] - x[:-1]) ** 2)\n",
-     "loss.py:5:5: --backend array-api: the code for this line writes into an array in place (`dloss_dx[1:] += "
+     "loss.py:5:5: --backend array-api: the code for this line writes into an array in place (`dloss_dx[1:] = "
      "...`), which not every array library allows (JAX arrays are immutable); compile with --backend numpy\n"
      "        return np.sum((x[1:] - x[:-1]) ** 2)\n        ^"),
     ("draw", "import numpy as np\n\n\ndef loss(w, rs):\n    eps = rs.randn(3)\n    return np.sum((w + eps) ** 2)\n",

@@ -1,0 +1,39 @@
+"""Write every golden file again from the compiler as it is now, for review with `git diff`:
+
+    python tests/regenerate_goldens.py
+
+generated/ (what a plain `gradgen compile examples/X.py` writes), tests/golden_kinds/
+(--emit), tests/golden_array_api/ (--backend array-api) and tests/golden_jit/ (--jit numba).
+The golden tests compare byte for byte; this is how a deliberate change to the output lands.
+"""
+
+from pathlib import Path
+
+from gradgen import compile_source
+from gradgen.files import compile_file
+
+ROOT = Path(__file__).resolve().parent.parent
+KINDS = {"decay_model": ("grad", "hessian"), "rosenbrock": ("grad", "jvp", "hvp", "hessian")}
+
+
+def main():
+    import os
+
+    os.chdir(ROOT)
+    for module in sorted((ROOT / "generated").glob("*_grad.py")):
+        compile_file(f"examples/{module.name[:-len('_grad.py')]}.py", "generated", force=True)
+    for folder, option in (("golden_kinds", None), ("golden_array_api", "array-api"), ("golden_jit", "numba")):
+        for golden in sorted((ROOT / "tests" / folder).glob("*_grad.py")):
+            name = golden.name[:-len("_grad.py")]
+            source = (ROOT / "examples" / f"{name}.py").read_bytes()
+            if folder == "golden_kinds":
+                text = compile_source(source, f"examples/{name}.py", emit_kinds=KINDS[name]).text
+            elif folder == "golden_array_api":
+                text = compile_source(source, f"examples/{name}.py", backend=option).text
+            else:
+                text = compile_source(source, f"examples/{name}.py", jit=option).text
+            golden.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
