@@ -18,7 +18,7 @@ Scatters into one index of one array (`d[:-1] += a` then `d[:-1] += b`) become o
 from __future__ import annotations
 
 from gradgen import simplify
-from gradgen.ir import Call, Const, Var
+from gradgen.ir import Call, Const
 
 
 def remember_wide(arrays, call, wide):

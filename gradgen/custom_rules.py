@@ -294,7 +294,7 @@ def backward(rev, stmt):
     """Backward code of `v = custom_vjp(value, *inputs)` (rev: gradgen.reverse's reverser):
     the rule's statements with `g` the adjoint of v and `out` v itself, then each
     contribution added to its input's adjoint."""
-    from gradgen.reverse import push_into  # (gradgen.reverse calls this module)
+    from gradgen.push import push_into  # (gradgen.reverse calls this module)
 
     v, call = stmt.target, stmt.expr
     rule = dict(call.params)["rule"]

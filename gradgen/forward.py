@@ -17,7 +17,7 @@ from dataclasses import replace
 from gradgen import rules_forward
 from gradgen.errors import CompileError
 from gradgen.ir import Assign, Call, Comment, Cond, Const, For, If, IndexAdd, Init, Restore, Save, Var, While, variables, walk
-from gradgen.reverse import _in_namespace
+from gradgen.push import _in_namespace
 from gradgen.shapes import may_be_array
 from gradgen.rules_lists import LIST_MAKERS
 
