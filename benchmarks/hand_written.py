@@ -76,8 +76,13 @@ def mlp_grad(W1, b1, W2, b2, *, X, Y):
     exp_shifted = np.exp(shifted)
     probs = exp_shifted / exp_shifted.sum(axis=1, keepdims=True)
     dlogits = (probs - Y) / len(X)  # the rows of Y are one-hot: each sums to one
-    dpre = dlogits @ W2.T * (1 - h**2)
-    return X.T @ dpre, dpre.sum(axis=0), h.T @ dlogits, dlogits.sum(axis=0)
+    dW2 = h.T @ dlogits
+    db2 = dlogits.sum(axis=0)
+    dh = dlogits @ W2.T
+    dpre = dh * (1 - h**2)
+    dW1 = X.T @ dpre
+    db1 = dpre.sum(axis=0)
+    return dW1, db1, dW2, db2
 
 
 def mlp_inputs(n=256, d=784, hidden=256, k=10, seed=0):

@@ -74,7 +74,7 @@ def factored(e, floats, same_shape=lambda a, b: False, covers=lambda total, ones
     terms = _terms(e)
     if len(terms) < 2:
         return e
-    split = [_factors(t) for _, t in terms]
+    split = [_one_number(*_factors(t)) for _, t in terms]
     common = _shared([fs for fs, _ in split], lambda f: simplify.number(f) is None)
     over = _shared([ds for _, ds in split], lambda d: True)
     scale = None if common or over else _common_number(split)
@@ -100,11 +100,48 @@ def factored(e, floats, same_shape=lambda a, b: False, covers=lambda total, ones
         rest = _without_ones(rest, same_shape)
         total = simplify.sub(total, rest) if sign < 0 else simplify.add(total, rest)
     common = [f for f in common if not (_is_ones(f) and covers(total, f))]
-    outside = [Const(scale)] if scale is not None else common
-    out = total if not outside else simplify.mul(_product(outside, []), total)
+    count = _count_of(scale)
+    if count is not None:  # `(a - y) / 10000`, as a person divides by the count, not `0.0001 * (a - y)`
+        out = simplify.div(simplify.neg(total) if scale < 0 else total, Const(count))
+    else:
+        outside = [Const(scale)] if scale is not None else common
+        out = total if not outside else simplify.mul(_product(outside, []), total)
     for d in over:
         out = simplify.div(out, d)
     return out
+
+
+def _count_of(scale):
+    """n where `scale` is 1 / n (or -1 / n) for a whole n > 1, else None."""
+    if not isinstance(scale, float) or scale == 0 or abs(scale) >= 1:
+        return None
+    n = round(1 / abs(scale))
+    return n if n > 1 and abs(1 / n - abs(scale)) <= 1e-15 * abs(scale) else None
+
+
+def _one_number(factors, divisors):
+    """(factors, divisors) with their numbers multiplied into one factor (`x / 10000` is
+    `0.0001 * x`, as tidy folds some terms and not others), so that a number every term has
+    is seen."""
+    value, rest, below = 1, [], []
+    for f in factors:
+        n = simplify.number(f)
+        if n is None or isinstance(n, bool):
+            rest.append(f)
+        else:
+            value *= n
+    for d in divisors:
+        n = simplify.number(d)
+        if n is None or isinstance(n, bool) or n == 0:
+            below.append(d)
+        else:
+            value /= n
+    if value == 1 and not isinstance(value, float):
+        return rest, below
+    short = float(repr(value)) if isinstance(value, float) and len(repr(value)) <= 12 else None
+    if isinstance(value, float) and short is None:
+        return factors, divisors  # (a number that prints long: the terms stay as written)
+    return [Const(value)] + rest, below
 
 
 def _is_ones(f):
