@@ -19,6 +19,7 @@ from gradgen import freshness, parse
 from gradgen.errors import CompileError
 
 HEADER_MARK = freshness.HEADER_MARK
+_EMIT_RECORDED = re.compile(rb"# Do not edit: run `gradgen compile .* --emit (?P<name>[a-z,]+)[ `]")
 _SHAPES_RECORDED = re.compile(rb"# Shapes assumed \(--shapes (?P<name>[^\s)]+)\):")
 
 
@@ -26,7 +27,7 @@ def output_path(path, out_dir="generated"):
     return Path(out_dir) / f"{Path(path).stem}_grad.py"
 
 
-def compile_file(path, out_dir="generated", functions=None, wrt=None, force=False, emit_kinds=("grad",),
+def compile_file(path, out_dir="generated", functions=None, wrt=None, force=False, emit_kinds=None,
                  backend=None, jit=None, shapes_from=None):
     """Compile the file at `path`; write `<out_dir>/<stem>_grad.py` atomically.
 
@@ -48,7 +49,14 @@ def compile_file(path, out_dir="generated", functions=None, wrt=None, force=Fals
         jit = jits.recorded(target) or "none"
     if shapes_from is None:
         shapes_from = freshness.recorded_option(target, _SHAPES_RECORDED, None)
+    if emit_kinds is None:
+        from gradgen.kinds import parse_kinds
+
+        recorded = freshness.recorded_option(target, _EMIT_RECORDED, None)
+        emit_kinds = parse_kinds(recorded) if recorded else ("grad",)
     shapes = None
+    if shapes_from == "none":  # `--shapes none`: for any shapes again
+        shapes_from = None
     if shapes_from:
         from gradgen.static_shapes import shapes_of_point
         from gradgen.usercode import load_inputs

@@ -188,6 +188,16 @@ def test_shapes_option_names_the_shapes_and_a_recompile_keeps_them(tmp_path):
     checked = subprocess.run(run + ["check", "mlp.py", "--shapes", "inputs.py:mlp"], cwd=tmp_path,
                              capture_output=True, text=True)
     assert checked.returncode == 0 and checked.stdout.strip().endswith("all gradients match (1 point(s) checked)")
+    # --emit is kept too, and --shapes none writes the module for any shapes again
+    subprocess.run(run + ["compile", "mlp.py", "--emit", "grad,jvp"], cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(run + ["compile", "mlp.py"], cwd=tmp_path, check=True, capture_output=True)
+    kept = (tmp_path / "generated" / "mlp_grad.py").read_text()
+    assert "--emit grad,jvp --shapes inputs.py:mlp` again" in kept and "def loss_jvp(" in kept
+    subprocess.run(run + ["compile", "mlp.py", "--shapes", "none", "--emit", "grad"], cwd=tmp_path, check=True,
+                   capture_output=True)
+    plain = (tmp_path / "generated" / "mlp_grad.py").read_text()
+    assert plain.splitlines()[1] == "# Do not edit: run `gradgen compile mlp.py` again instead."
+    assert "Shapes assumed" not in plain and "unbroadcast(" in plain
 
 
 # ---- the corpus, three ways -------------------------------------------------------------------
