@@ -82,7 +82,11 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         expr = Call("sigmoid", (_inline_sigmoid(expr),), expr.ns, expr.loc)
         prim = TABLE["sigmoid"]
     ranks = _matmul_ranks(expr, arrays)
-    if stretched and not prim.elementwise and (expr.prim not in _TAKES_STRETCHED or ranks is not None):
+    if ranks is not None and stretched:  # summed back exactly, or left to the helper (never recomputing a @ b)
+        fitted = _summed_back(g, sameshape.static_of(arrays, wide), sameshape.static_of(arrays, value))
+        ranks = None if fitted is None else ranks
+        g, stretched = (g, True) if fitted is None else (fitted, False)
+    if stretched and not prim.elementwise and expr.prim not in _TAKES_STRETCHED:
         g, stretched = _fit(g, value, True, arrays, wide), False
     if temporary is not None and not root and not guards and _worth_naming(g, expr, active):
         name = temporary(expr)

@@ -267,3 +267,28 @@ def test_the_annotated_mlp_is_at_most_twice_the_hand_written_pass():
     generated, hand = _statements(_grad_function(text)), _statements(inspect.getsource(mlp_grad))
     assert (generated, hand) == (17, 13)  # (benchmarks/run.py prints these)
     assert generated <= 2 * hand
+
+
+STRETCHED_MATMUL = '''
+import numpy as np
+from jaxtyping import Float
+
+
+def f(A: Float[np.ndarray, "_ _"], B: Float[np.ndarray, "k m"], C: Float[np.ndarray, "p 1 m"]):
+    return np.sum(np.sin(A @ B + C))
+'''
+
+
+@pytest.mark.parametrize("stated", ["_ _", "n k"])
+def test_a_matmul_whose_gradient_was_stretched(stated):
+    """(A @ B) + C with C larger: the gradient reaching A @ B is summed back exactly where
+    the shapes are all stated, and by the helper (never by recomputing A @ B) where not."""
+    from gradgen.verify import check_source
+
+    source = STRETCHED_MATMUL.replace('"_ _"', f'"{stated}"')
+    text = compile_source(source, "mm.py").text
+    assert "unbroadcast(np.sin" not in text and ("matmul_grad_a(" in text) == (stated == "_ _")
+    rng = np.random.default_rng(2)
+    point = dict(A=rng.standard_normal((2, 3)), B=rng.standard_normal((3, 4)), C=rng.standard_normal((5, 1, 4)))
+    [report] = check_source(source, "mm.py", ["f"], at=point, n_points=1)
+    assert report.ok
