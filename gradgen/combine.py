@@ -89,6 +89,14 @@ def factored(e, floats, same_shape=lambda a, b: False, covers=lambda total, ones
             sign = sign if simplify.number(rest[at]) == scale else -sign
             del rest[at]
         rests.append((sign, _product(rest, below)))
+    if all(simplify.number(rest) is not None for _, rest in rests):  # `ones * M + ones * M`: 2.0 times M
+        value = float(sum(sign * simplify.number(rest) for sign, rest in rests))
+        kept = [f for f in common if not (_is_ones(f) and any(
+            g is not f and (g == f.args[0] or same_shape(g, f.args[0])) for g in common))]
+        out = simplify.mul(Const(value), _product(kept, [])) if kept else Const(value)
+        for d in over:
+            out = simplify.div(out, d)
+        return out
     lead = next((k for k, (sign, rest) in enumerate(rests) if sign > 0 and floats(rest)), None)
     lead = lead if lead is not None else next((k for k, (_, rest) in enumerate(rests) if floats(rest)), None)
     if lead is None:

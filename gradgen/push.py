@@ -98,6 +98,9 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         rule = prim.vjp[0](i) if prim.arity is None else prim.vjp[i]
         if ranks is not None:
             rule = _MATMUL_BY_RANKS[ranks][i]
+        piece = _concatenated_piece(expr, i, arrays)
+        if piece is not None:  # `g[len(a):]`, where the lengths are stated
+            rule = piece
         if rule is None:
             continue
         gi = sameshape.tidy(_in_namespace(rule(g, value, *expr.args, **dict(expr.params)), expr.ns), arrays,
@@ -221,6 +224,31 @@ def _matmul_ranks(expr, arrays):
     if a is None or b is None or not 1 <= len(a) <= 2 or not 1 <= len(b) <= 2:
         return None
     return len(a), len(b)
+
+
+def _concatenated_piece(expr, i, arrays):
+    """The rule `g[start:stop]` (along the axis) for part i of np.concatenate, where the
+    source states the parts' lengths along it; None where it does not (the helper then
+    measures them at run time)."""
+    static = getattr(arrays, "static", None)
+    if static is None or not (isinstance(expr, Call) and expr.prim == "concatenate"):
+        return None
+    axis = dict(expr.params).get("axis", 0)
+    shapes = [static.of(a) for a in expr.args]
+    if not isinstance(axis, int) or any(not s for s in shapes) or len({len(s) for s in shapes}) != 1 or \
+            not -len(shapes[0]) <= axis < len(shapes[0]):
+        return None
+    axis %= len(shapes[0])
+    lengths = [static.witness(s[axis]) if s[axis] is not None else None for s in shapes[:i + 1]]
+    if any(n is None for n in lengths):
+        return None
+    start = None
+    for n in lengths[:i]:
+        start = n if start is None else simplify.add(start, n)
+    stop = None if i == len(expr.args) - 1 else (lengths[i] if start is None else simplify.add(start, lengths[i]))
+    bounds = tuple(b for b in (start, stop) if b is not None)
+    layout = ("s000",) * axis + ("s" + ("1" if start is not None else "0") + ("1" if stop is not None else "0") + "0",)
+    return lambda g, out, *parts, **params: Call("getitem", (g,) + bounds, "op", params=(("index", layout),))
 
 
 def _transposed(x):

@@ -292,3 +292,31 @@ def test_a_matmul_whose_gradient_was_stretched(stated):
     point = dict(A=rng.standard_normal((2, 3)), B=rng.standard_normal((3, 4)), C=rng.standard_normal((5, 1, 4)))
     [report] = check_source(source, "mm.py", ["f"], at=point, n_points=1)
     assert report.ok
+
+
+CONCATENATED = '''
+import numpy as np
+from jaxtyping import Float
+
+
+def f(a: Float[np.ndarray, "n"], b: Float[np.ndarray, "m"], W: Float[np.ndarray, "k 3"], V: Float[np.ndarray, "k 2"]):
+    z = np.concatenate([a, b, a])
+    M = np.concatenate([W, V], axis=1)
+    return np.sum(np.sin(z) ** 2) + np.sum(M * M)
+'''
+
+
+def test_a_concatenations_gradient_is_slices():
+    from gradgen.verify import check_source
+
+    text = compile_source(CONCATENATED, "cat.py").text
+    code = " ".join(_grad_function(text, "f_grad").split())
+    for line in ("df_dM = 2.0 * M", "df_dW = df_dM[:, :3]", "df_dV = df_dM[:, 3:]",
+                 "df_db = df_dz[len(a) : len(a) + len(b)]", "df_da = df_dz[: len(a)] + df_dz[len(a) + len(b) :]"):
+        assert line in code
+    assert "concatenate_grad" not in text
+    rng = np.random.default_rng(0)
+    point = dict(a=rng.standard_normal(3), b=rng.standard_normal(4), W=rng.standard_normal((2, 3)),
+                 V=rng.standard_normal((2, 2)))
+    [report] = check_source(CONCATENATED, "cat.py", ["f"], at=point, n_points=1)
+    assert report.ok
