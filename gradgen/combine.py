@@ -89,11 +89,16 @@ def factored(e, floats, same_shape=lambda a, b: False, covers=lambda total, ones
             sign = sign if simplify.number(rest[at]) == scale else -sign
             del rest[at]
         rests.append((sign, _product(rest, below)))
-    if all(simplify.number(rest) is not None for _, rest in rests):  # `ones * M + ones * M`: 2.0 times M
+    if all(simplify.number(rest) is not None for _, rest in rests) and common:  # `ones * M + ones * M`: 2.0 * M
         value = float(sum(sign * simplify.number(rest) for sign, rest in rests))
+        if value == 0:
+            return e  # (terms that cancel keep their shape and their floats as written: soak seed 1223 #3918)
         kept = [f for f in common if not (_is_ones(f) and any(
             g is not f and (g == f.args[0] or same_shape(g, f.args[0])) for g in common))]
-        out = simplify.mul(Const(value), _product(kept, [])) if kept else Const(value)
+        product = _product(kept, [])
+        # a float number in front keeps the gradient a float, even of integers (`1.0 * M`, never `M`)
+        plain_one = abs(value) == 1 and not any(_is_ones(f) for f in kept)
+        out = Call("mul", (Const(value), product), "op") if plain_one else simplify.mul(Const(value), product)
         for d in over:
             out = simplify.div(out, d)
         return out

@@ -107,3 +107,19 @@ def test_gradients_of_programs_built_to_break_the_rules(name):
     point = {k: float(rng.uniform(0.3, 1.7)) if s == () else rng.uniform(-1.5, 1.5, s) for k, s in shapes.items()}
     [report] = check_source(source, "rules.py", ["f"], at=point, n_points=1)
     assert report.ok, [row for p in report.points for row in p.rows if not row.ok]
+
+
+def test_terms_that_cancel_or_differ_by_one_keep_float_gradients():
+    """Soak seed 1223 #3918: `b - (b - a)` sent b the terms ones - ones, which added as
+    numbers to an integer 0; and `2 * M * s - M * s` must not become an integer `M * s`."""
+    cancel = load_module(compile_source("import numpy as np\n\n\ndef f(a, b):\n    y = b - (b - a)\n"
+                                        "    return np.sum(y)\n").text, "cancel_grad")
+    da, db = cancel.f_grad(np.array([[-1.0, 0.75]]), 0.8)
+    assert np.asarray(db).dtype == np.float64 and db == 0.0
+    np.testing.assert_array_equal(da, [[1.0, 1.0]])
+    one = load_module(compile_source("import numpy as np\n\n\ndef f(M, s):\n    return np.sum(2 * M * s - M * s)\n"
+                                     ).text, "one_grad")
+    dM, ds = one.f_grad(np.arange(4).reshape(2, 2), 3)
+    assert np.asarray(dM).dtype == np.asarray(ds).dtype == np.float64
+    np.testing.assert_array_equal(dM, np.full((2, 2), 3.0))
+    assert ds == 6.0
