@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gradgen import rules_forward
+from gradgen import rules_forward, simplify
 from gradgen.errors import CompileError
 from gradgen.ir import Assign, Call, Comment, Cond, Const, For, If, IndexAdd, Init, Restore, Save, Var, While, variables, walk
 from gradgen.push import _in_namespace
@@ -151,7 +151,10 @@ class Forward:
         out = Var(s.target) if not overwrites else s.expr
         t = self.expr(s.expr, out)
         if s.accumulate:
-            tangent = [] if t is None else [Assign(target, t, s.line, s.source, accumulate=True)]
+            # never `+=` on a tangent: it may be the same object as another tangent (a 0-d array
+            # `np.copy` made, taken unchanged by `dda = ddp if a <= u else 0.0`), which `+=` would
+            # change too (soak seed 1224 #13760, a wrong hvp)
+            tangent = [] if t is None else [Assign(target, simplify.add(Var(target), t), s.line, s.source)]
         elif _writes_in_place(s) and s.target not in self.params and t is not None:
             # `x[i] = v` into x's own array: the tangent's own array too (never a caller's tangent)
             tangent = [Assign(target, t, s.line, s.source, augmented=True)]

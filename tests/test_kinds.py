@@ -488,3 +488,17 @@ def test_emitted_kinds_golden_files(name, kinds):
     golden = (ROOT / "tests" / "golden_kinds" / f"{name}_grad.py").read_bytes()
     text = compile_source((ROOT / "examples" / f"{name}.py").read_bytes(), f"examples/{name}.py", emit_kinds=kinds).text
     assert text.encode("utf-8") == golden
+
+
+def test_a_tangent_accumulation_never_changes_another_tangent_in_place():
+    """Soak seed 1224 #13760: `min(a, u) + a / u` with u = a. The gradient's `df_da =
+    df_dparts_inner if a <= u else 0.0` then `df_da += ...` had the tangent `ddf_da +=
+    ...`, and ddf_da was the very 0-d array ddf_dparts_inner held, which the next line read:
+    the hvp was -1/a**2, the Hessian (of a + 1) is 0."""
+    source = ("def f(a: float = -0.6, c: float = 0.1):\n    u = a\n    parts = [min(a, u) + a / u]\n"
+              "    return parts[0]\n")
+    _, m = compiled(source, ("grad", "hvp"))
+    product = m.f_hvp(da=1.0, dc=0.0)
+    assert float(product[0]) == 0.0 and float(product[1]) == 0.0
+    text = compile_source(source, "kinds.py", emit_kinds=("grad", "hvp")).text
+    assert "ddf_da += " not in text and "ddf_da = ddf_da + " in " ".join(text.split())
