@@ -93,7 +93,7 @@ def annotated_mlp():
     generated = text[start:text.index("\ndef ", start)]
     hand = inspect.getsource(mlp_grad)
     helpers = [name for name in ("unbroadcast(", "matmul_grad_a(", "matmul_grad_b(", "np.ones_like(") if name in generated]
-    transposed = [line.strip() for line in generated.splitlines() if ".T @" in line or "@ W" in line and ".T" in line]
+    transposed = [line.strip() for line in generated.splitlines() if ".T" in line and "@" in line]
     return _statements(generated), _statements(hand), helpers, transposed
 
 

@@ -93,7 +93,7 @@ def _common(parser, several=False):
     parser.add_argument("--function", action="append", metavar="NAME",
                         help="differentiate only this function (repeatable)")
     parser.add_argument("--wrt", type=_names, metavar="a,b", help="parameters to differentiate")
-    parser.add_argument("--emit", type=_emitted, default=("grad",), metavar="KINDS",
+    parser.add_argument("--emit", type=_kinds, default=None, metavar="KINDS",
                         help="what to write, comma-separated: grad (f_grad, f_value_and_grad; the default), jvp, "
                              "hvp, hessian, vjp, jacobian")
     parser.add_argument("--shapes", metavar="FILE:FUNC",
@@ -103,14 +103,6 @@ def _common(parser, several=False):
     parser.add_argument("--at", type=_point, metavar="name=value,...", help="the point to check at")
     parser.add_argument("--inputs", metavar="FILE:FUNC",
                         help="check at the point FUNC() in FILE returns (a dict of arrays and numbers)")
-
-
-class _Given(tuple):
-    """--emit's kinds, as typed (a plain `compile` keeps what the module was written with)."""
-
-
-def _emitted(text):
-    return _Given(_kinds(text))
 
 
 def _kinds(text):
@@ -161,7 +153,7 @@ def _compile_one(args):
 
     with time_limit(COMPILE_SECONDS, _OutOfTime):
         target, compiled = compile_file(args.file, args.out_dir, args.function, args.wrt, args.force,
-                                        args.emit if isinstance(args.emit, _Given) else None, args.backend, args.jit, args.shapes)
+                                        args.emit, args.backend, args.jit, args.shapes)
     names = ", ".join(n for f in compiled.functions for n in
                       [f.grad_name, f.value_and_grad_name] + [m.name for m in f.made] if n)
     print(f"wrote {target} ({names})")
@@ -213,7 +205,7 @@ def _check(args):
     shapes = _shapes(given) if given else None
     if args.inputs or given:  # (a module written for some shapes is checked at a point of them)
         at = {**_inputs(args.inputs or given), **(args.at or {})}
-    kinds = getattr(args, "emit", ("grad",))
+    kinds = getattr(args, "emit", None) or ("grad",)  # (compile: None keeps what the module has)
     numbers = _number_functions(data, args, kinds)
     reports = check_source(data, args.file, numbers, args.wrt, at, shapes=shapes) if numbers != [] else []
     for report in reports:

@@ -17,7 +17,7 @@ Scatters into one index of one array (`d[:-1] += a` then `d[:-1] += b`) become o
 
 from __future__ import annotations
 
-from gradgen import simplify
+from gradgen import sameshape, simplify
 from gradgen.ir import Call, Const
 
 
@@ -71,17 +71,17 @@ def factored(e, floats, same_shape=lambda a, b: False, covers=lambda total, ones
     if isinstance(e, Call) and (_summing_back(e) or e.prim == "scatter"):
         inner = factored(e.args[0], floats, same_shape, covers)
         return e if inner is e.args[0] else Call(e.prim, (inner,) + e.args[1:], e.ns, e.loc, e.params)
-    terms = _terms(e)
-    if len(terms) < 2:
+    parts = terms(e)
+    if len(parts) < 2:
         return e
-    split = [_one_number(*_factors(t)) for _, t in terms]
+    split = [_one_number(*_factors(t)) for _, t in parts]
     common = _shared([fs for fs, _ in split], lambda f: simplify.number(f) is None)
     over = _shared([ds for _, ds in split], lambda d: True)
     scale = None if common or over else _common_number(split)
     if not common and not over and scale is None:
         return e
     rests = []
-    for (sign, _), (factors, divisors) in zip(terms, split):
+    for (sign, _), (factors, divisors) in zip(parts, split):
         rest, below = _less(factors, common), _less(divisors, over)
         if scale is not None:  # the number each term has, as scale times a sign
             at = next(k for k, f in enumerate(rest) if simplify.number(f) is not None and
@@ -206,30 +206,21 @@ def _common_number(split):
     return values[0]
 
 
-def _terms(e, sign=1):
+def terms(e, sign=1):
     """[(sign, term)] of a sum a + b - c."""
     if isinstance(e, Call) and e.prim == "add":
-        return _terms(e.args[0], sign) + _terms(e.args[1], sign)
+        return terms(e.args[0], sign) + terms(e.args[1], sign)
     if isinstance(e, Call) and e.prim == "sub":
-        return _terms(e.args[0], sign) + _terms(e.args[1], -sign)
+        return terms(e.args[0], sign) + terms(e.args[1], -sign)
     if isinstance(e, Call) and e.prim == "neg":
-        return _terms(e.args[0], -sign)
+        return terms(e.args[0], -sign)
     return [(sign, e)]
 
 
 def _factors(e):
-    """(factors, divisors) of a product a * b / c (a sign of its own is a factor -1)."""
-    if isinstance(e, Call) and e.prim == "mul":
-        fa, da = _factors(e.args[0])
-        fb, db = _factors(e.args[1])
-        return fa + fb, da + db
-    if isinstance(e, Call) and e.prim == "div":
-        fa, da = _factors(e.args[0])
-        return fa, da + [e.args[1]]
-    if isinstance(e, Call) and e.prim == "neg":
-        fa, da = _factors(e.args[0])
-        return [Const(-1)] + fa, da
-    return [e], []
+    """(factors, divisors) of a product a * b / c, its sign a factor -1 (sameshape._factors)."""
+    sign, factors, divisors = sameshape._factors(e)
+    return ([Const(-1)] if sign < 0 else []) + factors, divisors
 
 
 def _product(factors, divisors):

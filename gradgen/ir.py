@@ -403,3 +403,29 @@ def is_draw(expr) -> bool:
 def has_effect(stmt) -> bool:
     """Whether a statement (or one nested in it) must run even if nothing reads its result."""
     return any(isinstance(s, Effect) or (isinstance(s, Assign) and is_draw(s.expr)) for s in walk([stmt]))
+
+
+def map_expressions(stmts, f):
+    """The statements with f applied to every expression node, bottom up (Assign, IndexAdd,
+    If and For; other statements are kept as they are)."""
+    from dataclasses import replace
+
+    def expr(e):
+        if isinstance(e, Call):
+            return f(Call(e.prim, tuple(expr(a) for a in e.args), e.ns, e.loc, e.params))
+        if isinstance(e, Cond):
+            return f(Cond(expr(e.test), expr(e.body), expr(e.orelse)))
+        return f(e)
+
+    out = []
+    for s in stmts:
+        if isinstance(s, Assign):
+            s = replace(s, expr=expr(s.expr))
+        elif isinstance(s, IndexAdd):
+            s = replace(s, value=expr(s.value), index=tuple(expr(i) for i in s.index))
+        elif isinstance(s, If):
+            s = replace(s, test=expr(s.test), body=map_expressions(s.body, f), orelse=map_expressions(s.orelse, f))
+        elif isinstance(s, For):
+            s = replace(s, iter=expr(s.iter), body=map_expressions(s.body, f))
+        out.append(s)
+    return out

@@ -94,13 +94,18 @@ def namespace_of(spelling):
 
 
 def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", op=None, expand=None,
-              keywords=(), elementwise=None, method=False, min_args=2, result=None, sequence=False, positional=()):
-    """Register a primitive; `spellings` are qualified names like "math.exp", "numpy.exp", "abs"."""
+              keywords=(), elementwise=None, method=False, min_args=2, result=None, sequence=False, positional=(),
+              written=()):
+    """Register a primitive; `spellings` are qualified names like "math.exp", "numpy.exp", "abs";
+    `written`: spellings gradgen writes but never reads from a source."""
     names = {}
     for spelling in spellings:
         ns, short = namespace_of(spelling)
         names.setdefault(ns, short)
         SPELLINGS[spelling] = (name, ns)
+    for spelling in written:
+        ns, short = namespace_of(spelling)
+        names.setdefault(ns, short)
     if vjp is not None and not isinstance(vjp, tuple):
         vjp = (vjp,)
     if elementwise is None:  # operators and ufuncs: the output has the inputs' broadcast shape
@@ -465,8 +470,7 @@ for _name in ("shape", "ndim", "size"):  # facts about an array, not about its v
     primitive(_name, spellings=[f"numpy.{_name}"], sympy=lambda x: x, kind="piecewise")
 # np.broadcast(a, b): the shape of a + b without computing it (a gradient that only needs the
 # shape of a value made elementwise from several arrays reads this instead: gradgen.sameshape)
-primitive("broadcast", None, spellings=[], sympy=None, kind="piecewise", min_args=2)
-TABLE["broadcast"].names["numpy"] = "broadcast"  # (written, never read from a source: not a spelling)
+primitive("broadcast", None, written=["numpy.broadcast"], sympy=None, kind="piecewise", min_args=2)
 primitive("tuple", None, sympy=lambda *xs: xs, kind="integer", min_args=0)  # (n, m) in zeros((n, m)), reshape(x, (n, -1))
 for _name in ("zeros_like", "ones_like"):
     primitive(_name, spellings=[f"numpy.{_name}"], keywords=("dtype",), sympy=lambda x, **p: 0, kind="piecewise")

@@ -137,32 +137,25 @@ def _worth_naming(g, expr, active):
     number) and more than one active variable inside the subexpression will use it."""
     if isinstance(g, (Var, Const)) or (isinstance(g, Call) and g.prim == "neg" and isinstance(g.args[0], Var)):
         return False
-    if _spread_ones(g) or _uniform(g):  # ones of a shape, scaled: folded into the products that use it instead
+    if spread_ones(g):  # ones of a shape, scaled: folded into the products that use it instead
         return False
     return sum(1 for v in variables(expr) if v.name in active) >= 2
 
 
-def _uniform(g):
-    """`np.ones_like(x, dtype=float)` scaled by numbers and counts (`-np.ones_like(s) / n`):
-    one number everywhere, whose shape is x's."""
+def spread_ones(g, floats=False):
+    """`np.ones_like(x)` negated or scaled by numbers and counts (`-np.ones_like(s) / n`, the
+    gradient of a mean): one number everywhere, of x's shape; `floats`: only float ones
+    (`dtype=float`), which may stand for an adjoint (gradgen.reverse keeps those symbolic)."""
     from gradgen.primitives import _counts_only
 
-    if isinstance(g, Call) and g.prim == "ones_like" and dict(g.params).get("dtype") is not None:
-        return True
+    if isinstance(g, Call) and g.prim == "ones_like":
+        return not floats or dict(g.params).get("dtype") is not None
     if isinstance(g, Call) and g.prim == "neg":
-        return _uniform(g.args[0])
+        return spread_ones(g.args[0], floats)
     if isinstance(g, Call) and g.prim in ("mul", "div"):
         a, b = g.args
-        return (_uniform(a) and _counts_only(b)) or (g.prim == "mul" and _counts_only(a) and _uniform(b))
-    return False
-
-
-def _spread_ones(g):
-    """`np.ones_like(x)`, negated or scaled by constants."""
-    if isinstance(g, Call) and g.prim == "ones_like":
-        return True
-    if isinstance(g, Call) and g.prim in ("neg", "mul", "div"):
-        return any(_spread_ones(a) for a in g.args) and all(_spread_ones(a) or isinstance(a, Const) for a in g.args)
+        scaled = spread_ones(a, floats) and (_counts_only(b) or (g.prim == "mul" and spread_ones(b, floats)))
+        return scaled or (g.prim == "mul" and _counts_only(a) and spread_ones(b, floats))
     return False
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from gradgen import custom_rules, sameshape, simplify
 from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, IndexAdd, Restore, Spelled, Var,
                         While, expressions, variables, walk)
-from gradgen.push import (_ARRAY_MAKERS, Temporary, _allocates, _is_scatter, _uniform, as_float, push_into,
+from gradgen.push import (_ARRAY_MAKERS, Temporary, _allocates, _is_scatter, as_float, push_into, spread_ones,
                           zero_like)
 from gradgen.reverse_flow import ControlFlow, _prune, _reads_of, exit_condition, exits, loop_temporaries, record_decisions
 from gradgen.reverse_lists import ListGradients
@@ -257,7 +257,7 @@ class _Reverser(Merging, ListGradients, ControlFlow):
             self.state[name] = Var(adj)
             return [IndexAdd(adj, dict(contribution.params)["index"], contribution.args[1:], Const(0.0),
                              assign=True)]
-        if current is None and guard is None and _uniform(contribution) and name not in self.written and \
+        if current is None and guard is None and spread_ones(contribution, floats=True) and name not in self.written and \
                 {x.name for x in variables(contribution)} <= self.stable:
             # ones times a count (a mean's gradient) stays symbolic, as a constant does: the sums
             # it reaches take it in once (`(a - b) / n`, gradgen.combine), with no array of ones

@@ -9,7 +9,7 @@ loop body after an `if` that can leave the iteration runs only when it did not l
 
 from __future__ import annotations
 
-from gradgen import simplify
+from gradgen import combine, simplify
 from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, Restore, Var, While, assigned,
                         expressions, variables, walk)
 from gradgen.push import as_float
@@ -104,19 +104,12 @@ def _accumulates(body, v):
                 continue
             if not (isinstance(stmt, Assign) and stmt.target == v and expr is stmt.expr and not stmt.accumulate):
                 return False
-            terms = _terms(expr)
+            terms = combine.terms(expr)
             if [t for t in terms if v in _reads_of(t[1])] != [(1, Var(v))]:
                 return False
         if isinstance(stmt, Assign) and stmt.target == v and v not in _reads_of(stmt.expr):
             return False  # (set afresh: the gradient of its old value is zero from here)
     return True
-
-
-def _terms(expr, sign=1):
-    """The (sign, term) pairs of a sum `a + b - c`."""
-    if isinstance(expr, Call) and expr.prim in ("add", "sub"):
-        return _terms(expr.args[0], sign) + _terms(expr.args[1], sign if expr.prim == "add" else -sign)
-    return [(sign, expr)]
 
 
 def _only_indexed(body, v):

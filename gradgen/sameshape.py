@@ -261,18 +261,6 @@ def static_of(arrays, e):
     return static.of(e) if static is not None else None
 
 
-def surely_same(arrays, a, b):
-    """Whether a and b surely have one shape: by the shapes the source states, or by the
-    shapes the code shows (SameShape)."""
-    from gradgen.static_shapes import known
-
-    sa = static_of(arrays, a)
-    if known(sa) and sa == static_of(arrays, b):
-        return True
-    same = getattr(arrays, "same", None)
-    return same is not None and same.same(a, b)
-
-
 # ---- gradients written with the shapes the code shows ----------------------------------
 _SHAPE_OF_ARG = {"shape", "ndim", "size"}  # read only their argument's shape
 _FLOAT_RESULTS = {"exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos", "tan", "tanh", "sinh",
@@ -452,19 +440,19 @@ def measured_elsewhere(body, backward, grads, arrays, keep=()):
     if same is None:
         return backward
     top = [s for s in body if isinstance(s, Assign) and not s.overwrites and not s.accumulate]
+    grad_reads = {x.name for g in grads for x in ir.variables(g)} | set(keep)
+    needed, numbers = simplify.names_read(backward) | grad_reads, numbers_read(backward) | grad_reads
     for stmt in top:
         v = stmt.target
-        needed = simplify.names_read(backward) | {x.name for g in grads for x in ir.variables(g)} | set(keep)
-        numbers = numbers_read(backward) | {x.name for g in grads for x in ir.variables(g)} | set(keep)
         if v not in needed or v in numbers:
             continue
         source = same.shape_source(Var(v))
         if not (isinstance(source, Call) and source.prim == "broadcast"):
             continue
-        rewritten = _map_statements(backward, lambda e: _measure_by(e, v, source))
-        after = simplify.names_read(rewritten) | {x.name for g in grads for x in ir.variables(g)} | set(keep)
+        rewritten = ir.map_expressions(backward, lambda e: _measure_by(e, v, source))
+        after = simplify.names_read(rewritten) | grad_reads
         if v not in {s.target for s in simplify.dead_code(body, after) if isinstance(s, Assign)}:
-            backward = rewritten
+            backward, needed = rewritten, after  # (numbers read are unchanged: only measures were rewritten)
     return backward
 
 
@@ -478,30 +466,3 @@ def _measure_by(e, v, source):
     if e.prim in ("ones_like", "zeros_like"):  # np.ones(np.shape(np.broadcast(z, y))): floats, like dtype=float
         return Call(e.prim[:-5], (Call("shape", (source,), "numpy"),), e.ns or "numpy", e.loc)
     return Call(e.prim, e.args[:at] + (source,) + e.args[at + 1:], e.ns, e.loc, e.params)
-
-
-def _map_statements(stmts, f):
-    """The statements with f applied to every expression node, bottom up."""
-    from dataclasses import replace
-
-    from gradgen.ir import For, If, IndexAdd
-
-    def expr(e):
-        if isinstance(e, Call):
-            return f(Call(e.prim, tuple(expr(a) for a in e.args), e.ns, e.loc, e.params))
-        if isinstance(e, Cond):
-            return f(Cond(expr(e.test), expr(e.body), expr(e.orelse)))
-        return f(e)
-
-    out = []
-    for s in stmts:
-        if isinstance(s, Assign):
-            s = replace(s, expr=expr(s.expr))
-        elif isinstance(s, IndexAdd):
-            s = replace(s, value=expr(s.value), index=tuple(expr(i) for i in s.index))
-        elif isinstance(s, If):
-            s = replace(s, test=expr(s.test), body=_map_statements(s.body, f), orelse=_map_statements(s.orelse, f))
-        elif isinstance(s, For):
-            s = replace(s, iter=expr(s.iter), body=_map_statements(s.body, f))
-        out.append(s)
-    return out

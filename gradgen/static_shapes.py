@@ -20,13 +20,13 @@ import ast
 import math
 
 from gradgen.ir import Assign, Call, Cond, Const, For, If, Var, While
+from gradgen.primitives import TABLE
 
 # the dtype classes of jaxtyping (Float[np.ndarray, "n d"]); any of them names a shape
 JAXTYPING = {"Float", "Float16", "Float32", "Float64", "Int", "Int8", "Int16", "Int32", "Int64", "UInt", "UInt8",
              "Bool", "Shaped", "Num", "Real", "Inexact", "Integer", "Complex", "Complex64", "Complex128",
              "BFloat16", "Key"}
-_SAME_AS_FIRST = {"softmax", "log_softmax", "cumsum", "flip", "sort", "copy", "pos", "zeros_like", "ones_like",
-                  "unbroadcast_like"}
+_SAME_AS_FIRST = {"softmax", "log_softmax", "cumsum", "flip", "sort", "copy", "pos", "zeros_like", "ones_like"}
 _NUMBERS = {"len", "ndim", "size", "float", "int", "norm", "det", "logdet", "trace", "inner", "tree_len", "vdot"}
 _REDUCTIONS = {"sum", "mean", "prod", "amax", "amin", "std", "var", "logsumexp", "max", "min", "nansum", "nanmean"}
 
@@ -221,8 +221,6 @@ class StaticShapes:
             return body if body == orelse else None
         if not isinstance(e, Call):
             return None
-        from gradgen.primitives import TABLE
-
         prim = TABLE.get(e.prim)
         params = dict(e.params)
         if e.prim in ("eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "where", "logical_and", "broadcast") or \
