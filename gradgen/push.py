@@ -50,7 +50,7 @@ class Temporary:
 
 
 def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stretched=False, scalar=False,
-              temporary=None, wide=None):
+              temporary=None, wide=None, exact=True):
     """Send gradient `g` of `expr` (whose value is `value`, else recomputed) to the active
     variables inside it; append (variable, contribution) pairs to `out`.
 
@@ -61,15 +61,18 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
     node's shape before a rule that needs its exact shape (a reduction, a reshape).
     `scalar`: `expr` is known to be a number (it is assigned to one); `wide`: an expression
     of the shape a stretched g has (where the source states shapes, the sum back is
-    written out: see _fit)."""
+    written out: see _fit); `exact`: g surely has its value's shape (not False where g may
+    be the 0.0 a loop or a branch starts an adjoint with: then the helpers, which accept
+    it, sum back and multiply matrices; soak seed 1226 #1798)."""
     if isinstance(expr, Var):
         if expr.name in active:
-            out.append((expr.name, _guarded(guards, _fit(g, expr, stretched, arrays, wide))))
+            out.append((expr.name, _guarded(guards, _fit(g, expr, stretched, arrays, wide if exact else None))))
         return
     if isinstance(expr, Cond):
-        push_into(expr.body, g, guards + (expr.test,), active, out, None, arrays, stretched, scalar, wide=wide)
+        push_into(expr.body, g, guards + (expr.test,), active, out, None, arrays, stretched, scalar, wide=wide,
+                  exact=exact)
         push_into(expr.orelse, g, guards + (simplify.negate(expr.test),), active, out, None, arrays, stretched, scalar,
-                  wide=wide)
+                  wide=wide, exact=exact)
         return
     if not isinstance(expr, Call):
         return
@@ -81,13 +84,13 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
     if _inline_sigmoid(expr) is not None:  # 1 / (1 + exp(-z)): differentiated as sigmoid, out * (1 - out)
         expr = Call("sigmoid", (_inline_sigmoid(expr),), expr.ns, expr.loc)
         prim = TABLE["sigmoid"]
-    ranks = _matmul_ranks(expr, arrays)
+    ranks = _matmul_ranks(expr, arrays) if exact else None
     if ranks is not None and stretched:  # summed back exactly, or left to the helper (never recomputing a @ b)
         fitted = _summed_back(g, sameshape.static_of(arrays, wide), sameshape.static_of(arrays, value))
         ranks = None if fitted is None else ranks
         g, stretched = (g, True) if fitted is None else (fitted, False)
     if stretched and not prim.elementwise and expr.prim not in _TAKES_STRETCHED:
-        g, stretched = _fit(g, value, True, arrays, wide), False
+        g, stretched = _fit(g, value, True, arrays, wide if exact else None), False
     if temporary is not None and not root and not guards and _worth_naming(g, expr, active):
         name = temporary(expr)
         out.append(Temporary(name, g))
@@ -98,7 +101,7 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         rule = prim.vjp[0](i) if prim.arity is None else prim.vjp[i]
         if ranks is not None:
             rule = _MATMUL_BY_RANKS[ranks][i]
-        piece = _concatenated_piece(expr, i, arrays)
+        piece = _concatenated_piece(expr, i, arrays) if exact else None
         if piece is not None:  # `g[len(a):]`, where the lengths are stated
             rule = piece
         if rule is None:
@@ -115,7 +118,7 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         arg_guards = guards
         while isinstance(gi, Cond) and simplify.is_zero(gi.orelse):  # a rule's own test (max, min)
             arg_guards, gi = arg_guards + (gi.test,), gi.body
-        push_into(arg, gi, arg_guards, active, out, None, arrays, arg_stretched, arg_scalar, temporary, arg_wide)
+        push_into(arg, gi, arg_guards, active, out, None, arrays, arg_stretched, arg_scalar, temporary, arg_wide, exact)
 
 
 def _inline_sigmoid(expr):

@@ -133,6 +133,7 @@ class _Reverser(Merging, ListGradients, ControlFlow):
         self.trees = set()  # structured parameters: their gradients are made by zeros_like_tree
         self.written = set()  # arrays written into (`x[i] = e`): their gradients are indexed, so arrays
         self.stable = set()  # names holding one value for the whole backward pass (_stable_names)
+        self.zeroed = set()  # adjoints that may hold the 0.0 a zero() placed, not an array of their shape
 
     def adj_name(self, v):
         if v not in self.adj_names:
@@ -206,7 +207,8 @@ class _Reverser(Merging, ListGradients, ControlFlow):
         if g is not None and v in self.active:
             contributions = []
             push_into(stmt.expr, g, (), self.active, contributions, None if self_ref else Var(v), self.arrays,
-                      scalar=v not in self.arrays, temporary=lambda node: self.temporary(v, node))
+                      scalar=v not in self.arrays, temporary=lambda node: self.temporary(v, node),
+                      exact=not (isinstance(g, Var) and g.name in self.zeroed))
             if stmt.overwrites or self_ref or _makes_list(stmt):
                 del self.state[v]  # the value before this statement starts with no adjoint (a list: none)
             body = []
@@ -326,7 +328,10 @@ class _Reverser(Merging, ListGradients, ControlFlow):
             return Call("zeros_like_tree", (Var(v),))
         if v in self.lists:
             return Call("list_zeros", (Var(v),))
-        return zero_like(v, self.arrays) if v in self.params or v in self.written else Const(0.0)
+        if v in self.params or v in self.written:
+            return zero_like(v, self.arrays)
+        self.zeroed.add(self.adj_name(v))  # (every caller assigns it to v's adjoint)
+        return Const(0.0)
 
     def cite(self, stmt, body):
         if body and stmt.source and f"line {stmt.line}: {stmt.source}" != self.cited:

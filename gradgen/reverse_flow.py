@@ -38,6 +38,8 @@ class ControlFlow:
                 if st != name:
                     if isinstance(st, Var) and st.name in self.mutable:
                         self.mutable.add(name.name)
+                    if isinstance(st, Var) and st.name in self.zeroed:
+                        self.zeroed.add(name.name)
                     code.append(Assign(name.name, st if st is not None else self.zero(v)))
             self.state[v] = name
         self.cited = None
@@ -62,6 +64,8 @@ class ControlFlow:
                 current = self.state.get(v)
                 if isinstance(current, Var) and current.name in self.mutable:
                     self.mutable.add(name.name)
+                if isinstance(current, Var) and current.name in self.zeroed:
+                    self.zeroed.add(name.name)
                 pre += self.define(name.name, as_float(current) if current is not None else self.zero(v))
                 self.state[v] = name
         entry = dict(self.state)
