@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from gradgen import (activity, closures, cse, emit, freshness, kinds, lower, parse, reverse, sameshape, shapes, sharing,
                      static_shapes,
                      simplify)
-from gradgen import custom_rules
+from gradgen import custom_rules, guards
+
 from gradgen.errors import CompileError
 from gradgen.ir import Assign, Call, Const, For, If, IndexAdd, Init, Save, Spelled, Var, While, expressions, variables, walk
 from gradgen.naming import ModuleNamer, identifiers
@@ -61,7 +62,8 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
     from `--shapes FILE:FUNC`, named in the header as `shapes_from`) are the shapes the
     module assumes, as if each parameter were annotated with them (gradgen.static_shapes)."""
     try:
-        compiled = _compile_source(source, filename, functions, wrt, tuple(emit_kinds), shapes or {}, shapes_from)
+        compiled = _compile_source(source, filename, functions, wrt, tuple(emit_kinds), shapes or {}, shapes_from,
+                                   guarded=jit == "none")
         if backend != "numpy":
             from gradgen import backend as backends
 
@@ -78,7 +80,10 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
         raise CompileError("out of memory while compiling this file", filename) from None
 
 
-def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assumed=None, shapes_from=None):
+def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assumed=None, shapes_from=None,
+                    guarded=True):
+    """`guarded`: constants as keyword arguments and shapes checked on entry (gradgen.guards);
+    not for --jit numba, which compiles module globals as the constants they are."""
     module = parse.parse_module(source, filename)
     module.assumed_shapes = dict(assumed or {})
     selected = _select(module, functions)
@@ -109,6 +114,8 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
             skipped[fname] = f"no gradient: it calls its parameter '{called}' (it is inlined where a loss passes a function)"
             continue
         fn, fnamer = _lower(module, fname, namer, sigmoid_name)
+        if guarded:
+            emitter.constant_params, emitter.stated = _entry(module, fn)
         array_result = not lower.returns_a_number(module.functions[fname]) and shapes.result_is_array(fn, module)
         if array_result and not set(emit_kinds) & kinds.FOR_ARRAYS:
             if functions:
@@ -123,6 +130,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         results.append(compiled)
         texts.extend(text)
         constants |= _constants_read(compiled.ir, module)
+        emitter.constant_params, emitter.stated = [], {}
         sigmoid_ns.update(_sigmoid_namespaces(compiled.ir))
     if not results:
         raise CompileError("no function here returns a number, so none has a gradient: "
@@ -142,7 +150,8 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         imports.add("math")  # written math.inf / math.nan
     text = emit.module_text(
         functools.partial(freshness.header_lines, shown, str(filename), module.sha256,
-                          options=_options(emit_kinds, shapes_from), extra=_shapes_line(assumed, shapes_from)),
+                          options=_options(emit_kinds, shapes_from),
+                          extra=[_shapes_line(assumed, shapes_from), _constants_line(carried, shown) if guarded else None]),
         _module_docstring(compiled_names, shown, emit_kinds),
         carried, helpers, texts, imports)
     _check_generated(text, module, results, carried)
@@ -159,6 +168,24 @@ def _options(emit_kinds, shapes_from):
     """The compile options beyond the defaults, as the regenerate command spells them."""
     out = "" if emit_kinds == ("grad",) else f" --emit {','.join(emit_kinds)}"
     return out + (f" --shapes {shapes_from}" if shapes_from else "")
+
+
+def _entry(module, fn):
+    """The constants `fn` reads, as keyword-only parameters of what is written for it, and
+    the shapes its generated functions check on entry (gradgen.guards)."""
+    read = _constants_read(fn, module)
+    constants = [c for c in module.constants if c in read]
+    static = static_shapes.StaticShapes(fn, module, module.assumed_shapes)
+    return guards.constant_params(constants), guards.stated_shapes(fn, static, constants, module)
+
+
+def _constants_line(carried, shown):
+    """The header line naming the constants copied from the source (None if none are)."""
+    if not carried:
+        return None
+    names = ", ".join(name for name, _ in carried)
+    return (f"Constants copied from {shown}: {names}; each function that reads one takes it as a keyword "
+            f"argument defaulting to the copy ({carried[0][0]}=...).")
 
 
 def _shapes_line(shapes, shapes_from):
@@ -370,8 +397,9 @@ def _compile_function(module, fn, fnamer, names, wrt, emitter):
     doc_value = (f"Value and gradient of {fname} with respect to {described}, from one forward pass.\n\n"
                  f"Returns ({of}, {returns}), where {of} is the value {fname} returns ({where}).")
     if parts.shapes:
-        assumed = (f"\n\nIt is written for the shapes {_listed(parts.shapes)} ({parts.shapes_from}); "
-                   "arguments of other shapes give other results.")
+        assumed = (f"\n\nIt is written for the shapes {_listed(parts.shapes)} ({parts.shapes_from}), each "
+                   "letter one length, and checks its arguments' shapes on entry (a ValueError names the "
+                   "one that differs).")
         doc_grad, doc_value = doc_grad + assumed, doc_value + assumed
     sections_grad = [("forward pass", forward_grad), (BACKWARD, backward)]
     sections_value = [("forward pass", forward_value), (BACKWARD, backward)]

@@ -282,9 +282,9 @@ def _is_rule(row):
 
 def _shapes(spec):
     """{parameter: shape} of the point `--shapes FILE:FUNC` builds (gradgen.static_shapes)."""
-    from gradgen.static_shapes import shapes_of_point
+    from gradgen.static_shapes import symbolic_shapes
 
-    return shapes_of_point(_inputs(spec))
+    return symbolic_shapes(_inputs(spec))
 
 
 def _inputs(spec):

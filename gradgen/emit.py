@@ -17,6 +17,7 @@ import textwrap
 
 from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, Effect, For, If, IndexAdd, Init,
                         Restore, Save, Spelled, Var, While)
+from gradgen import guards
 from gradgen.primitives import LIBRARY_HELPERS, TABLE
 from gradgen.simplify import is_zero
 
@@ -31,6 +32,17 @@ class Emitter:
         self.helpers = helpers  # primitive name -> helper function name in the generated module
         self.imports = set()
         self.used_helpers = set()
+        # what every function written for the current user function adds (gradgen.guards):
+        # keyword-only parameters for the constants it reads, and the shapes it checks on entry
+        self.constant_params, self.stated = [], {}
+
+    def signature(self, name, params):
+        """`params` with the constant parameters after them, and the entry check's line (or None)."""
+        line = guards.check_line(name, self.stated)
+        if line is not None:
+            self.used_helpers.add(guards.CHECK)
+            self.imports.add("numpy")
+        return list(params) + self.constant_params, line
 
     def expr(self, e) -> ast.expr:
         if isinstance(e, Var):
@@ -412,6 +424,7 @@ HELPERS = {
 '''),
 }
 
+HELPERS[guards.CHECK] = ((), guards.HELPER)
 HELPERS.update(LIBRARY_HELPERS)  # those of the library rules (gradgen.rules_*)
 
 
@@ -436,25 +449,32 @@ def _operator(prim, args):
 
 def function_text(name, params, docstring, sections, returns, emitter):
     """`def name(params): docstring; sections...; return returns`, black-formatted."""
-    parts = [f"{p.name}={p.function or _literal(p.default)}" if p.has_default else p.name for p in params]
-    first_keyword = next((i for i, p in enumerate(params) if p.keyword_only), None)
-    if first_keyword is not None:
-        parts.insert(first_keyword, "*")
-    head = f"def {name}({', '.join(parts)}):\n{_indent(_docstring(docstring))}\n"
+    params, check = emitter.signature(name, params)
+    head = f"def {name}({signature_text(params)}):\n{_indent(_docstring(docstring))}\n"
     units = []
     for header, stmts in sections:
         if header:
             units.append(f"    # {header}")
         units += [_indent(emitter.statement(s)) for s in stmts]
     units.append(f"    return {returns}")
-    return format_function(head, units)
+    return format_function(head, units, check)
+
+
+def signature_text(params):
+    """`a, b=0.5, *, X, SCALE=SCALE`: the parameters as a `def` spells them."""
+    parts = [f"{p.name}={p.function or _literal(p.default)}" if p.has_default else p.name for p in params]
+    first_keyword = next((i for i, p in enumerate(params) if p.keyword_only), None)
+    if first_keyword is not None:
+        parts.insert(first_keyword, "*")
+    return ", ".join(parts)
 
 
 CHUNK = 200  # statements black formats at a time
 
 
-def format_function(head, units):
-    """black on a function, a few hundred statements at a time.
+def format_function(head, units, check=None):
+    """black on a function, a few hundred statements at a time; `check`, the entry check
+    (gradgen.guards), goes in after the docstring as one line, however long.
 
     black's own cost grows faster than the file; a body statement's layout depends only on
     the statement and its indentation, so formatting the body in slices (each inside a
@@ -463,7 +483,11 @@ def format_function(head, units):
     for start in range(CHUNK, len(units), CHUNK):
         piece = format_source("def _():\n" + "\n".join(units[start:start + CHUNK]) + "\n")
         pieces.append(piece.split("\n", 1)[1])
-    return "".join(pieces)
+    text = "".join(pieces)
+    if check is not None:
+        end = text.index('"""', text.index('"""') + 3) + 4
+        text = f"{text[:end]}    {check}\n{text[end:]}"
+    return text
 
 
 def expr_text(e, emitter):

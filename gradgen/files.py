@@ -58,10 +58,10 @@ def compile_file(path, out_dir="generated", functions=None, wrt=None, force=Fals
     if shapes_from == "none":  # `--shapes none`: for any shapes again
         shapes_from = None
     if shapes_from:
-        from gradgen.static_shapes import shapes_of_point
+        from gradgen.static_shapes import symbolic_shapes
         from gradgen.usercode import load_inputs
 
-        shapes = shapes_of_point(load_inputs(shapes_from))
+        shapes = symbolic_shapes(load_inputs(shapes_from))  # lengths as letters: a partial batch is no other shape
     from gradgen.api import compile_source
 
     compiled = compile_source(data, str(path), functions, wrt, emit_kinds, backend, jit, shapes, shapes_from)

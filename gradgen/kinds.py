@@ -172,7 +172,7 @@ def hessian(fn, chosen, fnamer, name, hvp_name, emitter, display, where=None):
     hvp_params, likes, targets, sizes = _directions(fn, chosen, fnamer, emitter, "Hessian", "hvp", where)
     emitter.used_helpers.add("ravel_all")
     size, matrix, k = fnamer.define("size"), fnamer.define("hessian"), fnamer.define("k")
-    product = f"{hvp_name}({call_args(hvp_params)})"
+    product = f"{hvp_name}({call_args(hvp_params + emitter.constant_params)})"
     if len(chosen) == 1:
         product = f"({product},)"
     units = [f"    {size} = {sizes}",
@@ -184,7 +184,7 @@ def hessian(fn, chosen, fnamer, name, hvp_name, emitter, display, where=None):
     doc = (f"Hessian of {fn.name} with respect to {', '.join(chosen)}: an (N, N) array, N the number of their "
            f"elements, each flattened in C order, in parameter order; column k is {hvp_name} along the k-th unit "
            f"direction ({display}). What scipy.optimize.minimize(..., hess=) takes.")
-    return Made("hessian", name, _text(name, fn.params, doc, units))
+    return Made("hessian", name, _text(name, fn.params, doc, units, emitter))
 
 
 def jacobian(fn, chosen, fnamer, name, jvp_name, emitter, display, where=None):
@@ -198,13 +198,13 @@ def jacobian(fn, chosen, fnamer, name, jvp_name, emitter, display, where=None):
              f"    {columns} = []",
              f"    for {k} in range({size}):",
              f"        {targets} = unravel_like(np.eye(1, {size}, {k})[0], ({likes}))",
-             f"        {value}, {tangent} = {jvp_name}({call_args(jvp_params)})",
+             f"        {value}, {tangent} = {jvp_name}({call_args(jvp_params + emitter.constant_params)})",
              f"        {columns}.append({tangent})",
              f"    return {parts if len(chosen) > 1 else parts + '[0]'}"]
     doc = (f"Jacobian of {fn.name} with respect to {', '.join(chosen)}: shape result.shape + parameter.shape "
            f"(as jax.jacrev){', a tuple in parameter order' if len(chosen) > 1 else ''}; column k is {jvp_name} "
            f"along the k-th unit direction ({display}).")
-    return Made("jacobian", name, _text(name, fn.params, doc, units))
+    return Made("jacobian", name, _text(name, fn.params, doc, units, emitter))
 
 
 def _directions(fn, chosen, fnamer, emitter, what, instead, where):
@@ -222,10 +222,7 @@ def _directions(fn, chosen, fnamer, emitter, what, instead, where):
             " + ".join(f"np.size({p})" for p in chosen))
 
 
-def _text(name, params, doc, units):
-    parts = [f"{p.name}={p.function or emit._literal(p.default)}" if p.has_default else p.name for p in params]
-    first_keyword = next((i for i, p in enumerate(params) if p.keyword_only), None)
-    if first_keyword is not None:
-        parts.insert(first_keyword, "*")
-    head = f"def {name}({', '.join(parts)}):\n{emit._indent(emit._docstring(doc))}\n"
-    return emit.format_function(head, units)
+def _text(name, params, doc, units, emitter):
+    params, check = emitter.signature(name, params)
+    head = f"def {name}({emit.signature_text(params)}):\n{emit._indent(emit._docstring(doc))}\n"
+    return emit.format_function(head, units, check)

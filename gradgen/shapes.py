@@ -149,9 +149,7 @@ def evident_numbers(fn, result_number=True) -> set:
                 stack.append(defs[e.name])
         elif isinstance(e, Call) and TABLE[e.prim].elementwise:
             stack.extend(e.args)
-        elif isinstance(e, Cond):
-            stack.extend((e.body, e.orelse))
-    return numbers
+    return numbers  # (not into `a if c else b`: only the arm taken is the number)
 
 
 def _outside_branches(stmts):
@@ -176,12 +174,14 @@ def _calls_in(expr):
 
 def arrays_on_entry(fn, module) -> set:
     """The parameters and module constants that may be arrays when `fn` is called: array
-    constants, and parameters with neither a number default nor a `float`/`int` annotation
-    (in a file that imports numpy; keyword-only data even without)."""
+    constants, and parameters without a `float`/`int` annotation (in a file that imports
+    numpy; keyword-only data even without). A number default proves nothing: `b=0.0` may be
+    called with `b=np.zeros(3)`, so only the code (evident_numbers) or an annotation makes b
+    a number."""
     uses_numpy = any(q.split(".")[0] == "numpy" for q in module.imports.values())
     arrays = {c for c, v in module.constants.items() if _is_array_constant(v)}
     for p in fn.params:
-        if not p.number and (p.keyword_only or (uses_numpy and not p.has_default)):
+        if not p.number and p.function is None and (p.keyword_only or uses_numpy):
             arrays.add(p.name)
     return arrays
 

@@ -165,8 +165,6 @@ class StaticShapes:
                 shape = getattr(p, "shape", None)
             if shape is None and p.number:
                 shape = ()
-            if shape is None and p.has_default and p.function is None:
-                shape = shape_of_value(p.default)
             if shape is not None:
                 self.env[p.name] = self.stated[p.name] = tuple(shape)
                 for axis, dim in enumerate(shape):
