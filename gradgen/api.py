@@ -22,7 +22,7 @@ from gradgen import custom_rules, guards
 
 from gradgen.errors import CompileError
 from gradgen.ir import Assign, Call, Const, For, If, IndexAdd, Init, Save, Spelled, Var, While, expressions, variables, walk
-from gradgen.naming import ModuleNamer, identifiers
+from gradgen.naming import ModuleNamer, identifiers, top_level_identifiers
 from gradgen.structured import NeedsStructure, UsedWhole
 
 HEADER_MARK = freshness.HEADER_MARK
@@ -54,16 +54,18 @@ class CompiledModule:
 
 
 def compile_source(source, filename="<string>", functions=None, wrt=None, emit_kinds=("grad",),
-                   backend="numpy", jit="none", shapes=None, shapes_from=None) -> CompiledModule:
+                   backend="numpy", jit="none", shapes=None, shapes_from=None, constants=None) -> CompiledModule:
     """Compile every selected top-level function of `source` (str or bytes) to gradient code
     (and the other kinds `emit_kinds` names: see gradgen.kinds); `backend="array-api"`
     respells the NumPy module for any Array API library (gradgen/backend.py); `jit="numba"`
     decorates its functions for numba.njit (gradgen/jit.py). `shapes` ({parameter: shape},
     from `--shapes FILE:FUNC`, named in the header as `shapes_from`) are the shapes the
-    module assumes, as if each parameter were annotated with them (gradgen.static_shapes)."""
+    module assumes, as if each parameter were annotated with them (gradgen.static_shapes).
+    `constants` ({name: value}) replace the values the source gives its module constants
+    (the Python API compiles again for a notebook that changed one gradgen folds)."""
     try:
         compiled = _compile_source(source, filename, functions, wrt, tuple(emit_kinds), shapes or {}, shapes_from,
-                                   guarded=jit == "none")
+                                   guarded=jit == "none", constants=constants)
         if backend != "numpy":
             from gradgen import backend as backends
 
@@ -81,13 +83,14 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
 
 
 def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assumed=None, shapes_from=None,
-                    guarded=True):
+                    guarded=True, constants=None):
     """`guarded`: constants as keyword arguments and shapes checked on entry (gradgen.guards);
     not for --jit numba, which compiles module globals as the constants they are."""
     module = parse.parse_module(source, filename)
+    module.constants.update({k: v for k, v in (constants or {}).items() if k in module.constants})
     module.assumed_shapes = dict(assumed or {})
     selected = _select(module, functions)
-    namer = ModuleNamer(identifiers(module.tree), list(module.constants))
+    namer = ModuleNamer(identifiers(module.tree), list(module.constants), top_level_identifiers(module.tree))
     _check_wrt(module, selected, wrt)
     sigmoid_name = namer.helper(lower.sigmoid_helper_name(module))
     for name in emit.HELPERS:  # reserved, so that no local variable shadows them
@@ -116,6 +119,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         fn, fnamer = _lower(module, fname, namer, sigmoid_name)
         if guarded:
             emitter.constant_params, emitter.stated = _entry(module, fn)
+            emitter.user_params = {p.name for p in fn.params}
         array_result = not lower.returns_a_number(module.functions[fname]) and shapes.result_is_array(fn, module)
         if array_result and not set(emit_kinds) & kinds.FOR_ARRAYS:
             if functions:
@@ -176,7 +180,8 @@ def _entry(module, fn):
     read = _constants_read(fn, module)
     constants = [c for c in module.constants if c in read]
     static = static_shapes.StaticShapes(fn, module, module.assumed_shapes)
-    return guards.constant_params(constants), guards.stated_shapes(fn, static, constants, module)
+    proven = shapes.evident_numbers(fn, constants=constants)  # (an array there would make the result one)
+    return guards.constant_params(constants), guards.stated_shapes(fn, static, constants, module, proven)
 
 
 def _constants_line(carried, shown):

@@ -34,7 +34,7 @@ class Emitter:
         self.used_helpers = set()
         # what every function written for the current user function adds (gradgen.guards):
         # keyword-only parameters for the constants it reads, and the shapes it checks on entry
-        self.constant_params, self.stated = [], {}
+        self.constant_params, self.stated, self.user_params = [], {}, set()
 
     def signature(self, name, params):
         """`params` with the constant parameters after them, and the entry check's line (or None)."""
@@ -42,7 +42,9 @@ class Emitter:
         if line is not None:
             self.used_helpers.add(guards.CHECK)
             self.imports.add("numpy")
-        return list(params) + self.constant_params, line
+        params = list(params)  # the constants after the user's parameters, before tangents or a cotangent
+        at = max((i + 1 for i, p in enumerate(params) if p.name in self.user_params), default=0)
+        return params[:at] + self.constant_params + params[at:], line
 
     def expr(self, e) -> ast.expr:
         if isinstance(e, Var):

@@ -55,9 +55,11 @@ def constant_params(constants):
     return [Param(name, has_default=True, keyword_only=True, function=name) for name in constants]
 
 
-def stated_shapes(fn, static, constants, module):
+def stated_shapes(fn, static, constants, module, proven=frozenset()):
     """{name: shape} of what the generated function checks: the parameters whose shapes
-    the source or --shapes states (a default states nothing), then the constants it reads."""
+    the source or --shapes states (a default states nothing), then the constants it reads,
+    except the numbers `proven` (the code shows them numbers: an array there would make the
+    function's result an array, which it is not)."""
     from gradgen.static_shapes import shape_of_value
 
     out = {}
@@ -67,7 +69,7 @@ def stated_shapes(fn, static, constants, module):
             out[p.name] = shape
     for name in constants:
         shape = shape_of_value(module.constants[name])
-        if shape is not None:
+        if shape is not None and not (shape == () and name in proven):
             out[name] = shape
     return out
 

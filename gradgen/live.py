@@ -26,7 +26,7 @@ import os
 import tempfile
 import textwrap
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradgen
@@ -115,23 +115,94 @@ class Entry:
 
     text: str
     functions: dict
+    live: dict = field(default_factory=dict)  # role -> the function handed out (gradgen.live._live)
 
 
 _MEMORY: dict = {}
 
 
-def _derivative(f, wrt, kind, role):
+def _derivative(f, wrt, kind, role, constants=None):
     origin = source_of(f, role)
-    key = _key(origin, wrt, kind)
+    key = _key(origin, wrt, kind, constants)
     entry = _MEMORY.get(key)
     if entry is None:
-        entry = _from_disk(key, origin, kind) or _compile(key, origin, wrt, kind)
+        entry = _from_disk(key, origin, kind) or _compile(key, origin, wrt, kind, constants)
         while len(_MEMORY) >= MEMORY_LIMIT:
             del _MEMORY[next(iter(_MEMORY))]
         _MEMORY[key] = entry
     if role not in entry.functions:
         raise CompileError(f"gradgen wrote no {role} for '{origin.name}'", origin.filename)
-    return entry.functions[role]
+    if role not in entry.live:  # (one function per role: a second call returns the very same one)
+        entry.live[role] = _live(entry.functions[role], f, wrt, kind, role, origin, constants)
+    return entry.live[role]
+
+
+# --- module constants, read when the function is called ----------------------------------
+
+def _live(g, f, wrt, kind, role, origin, constants):
+    """`g`, reading `f`'s module constants when it is called, not when it was compiled: a
+    constant the generated function takes as a keyword argument is passed its current
+    value; one gradgen folded into the code (a loop bound, a list of sizes) that changed
+    since compiles `f` again for the new value. A value passed by the caller wins."""
+    import functools
+
+    source = _source_constants(origin)
+    if not source:
+        return g
+    keywords = [name for name in (g.__kwdefaults__ or {}) if name in source]
+    folded = {name: value for name, value in source.items() if name not in keywords}
+    seen = {}  # name -> the object last compared with the compiled value (compared again only when replaced)
+
+    @functools.wraps(g)
+    def live(*args, **kwargs):
+        namespace = f.__globals__
+        for name in keywords:
+            if name not in kwargs and name in namespace:
+                kwargs[name] = namespace[name]
+        changed = {name: namespace[name] for name, value in folded.items()
+                   if name in namespace and not _same(seen, name, namespace[name], (constants or {}).get(name, value))}
+        if changed:
+            return _derivative(f, wrt, kind, role, {**(constants or {}), **changed})(*args, **kwargs)
+        return g(*args, **kwargs)
+
+    live.source = g.source
+    return live
+
+
+def _same(seen, name, current, compiled):
+    if seen.get(name, (None,))[0] is current:
+        return seen[name][1]
+    try:
+        import numpy as np
+
+        same = bool(np.array_equal(current, compiled)) and np.shape(current) == np.shape(compiled)
+    except (TypeError, ValueError):
+        same = current == compiled
+    seen[name] = (current, same)
+    return same
+
+
+def _source_constants(origin):
+    """{name: value} of the module constants the source file gives literally (`SCALE = 0.3`,
+    `SIZES = (4, 8)`): what a notebook may change after compiling."""
+    import ast
+
+    try:
+        tree = ast.parse(origin.source)
+    except (SyntaxError, ValueError):
+        return {}
+    found, counts = {}, {}
+    for stmt in tree.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else []
+        for t in targets:
+            if isinstance(t, ast.Name):
+                counts[t.id] = counts.get(t.id, 0) + 1
+                try:
+                    found[t.id] = ast.literal_eval(stmt.value)
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    pass
+    return {name: value for name, value in found.items() if counts[name] == 1
+            and isinstance(value, (int, float, tuple, list)) and not isinstance(value, bool)}
 
 
 def _wrt(wrt):
@@ -195,12 +266,12 @@ def _kind_of(f):
 
 # --- compiling and loading ---------------------------------------------------------------
 
-def _compile(key, origin, wrt, kind):
+def _compile(key, origin, wrt, kind, constants=None):
     from gradgen import api
 
     try:
         compiled = api.compile_source(origin.source, origin.filename, functions=[origin.name], wrt=wrt,
-                                      emit_kinds=(kind,))
+                                      emit_kinds=(kind,), constants=constants)
     except CompileError as exc:
         raise _with_cell_hint(exc, origin) from None
     fn = compiled.functions[0]
@@ -249,10 +320,10 @@ def _doc(generated, role, origin, text):
 
 # --- the caches --------------------------------------------------------------------------
 
-def _key(origin, wrt, kind):
+def _key(origin, wrt, kind, constants=None):
     source = origin.source if isinstance(origin.source, bytes) else origin.source.encode("utf-8", "surrogatepass")
     parts = [CACHE_FORMAT, _fingerprint(), origin.filename, hashlib.sha256(source).hexdigest(), origin.name,
-             list(wrt) if wrt else None, kind]
+             list(wrt) if wrt else None, kind] + ([repr(sorted(constants.items()))] if constants else [])
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

@@ -31,28 +31,50 @@ def identifiers(tree) -> set[str]:
     return found
 
 
+def top_level_identifiers(tree) -> set[str]:
+    """The names a file binds at its top level (functions, classes, imports, assignments,
+    loop and `with` targets, and names a function declares `global`)."""
+    found = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(stmt.name)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            found |= {(a.asname or a.name).split(".")[0] for a in stmt.names}
+        else:
+            found |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            found |= set(node.names)
+    return found
+
+
 class ModuleNamer:
     """Names at module level of the generated file: functions and helpers."""
 
-    def __init__(self, user_identifiers, module_level):
+    def __init__(self, user_identifiers, module_level, top_level=None):
         self.user = set(user_identifiers)
+        # the names the user's file binds at its top level: a documented name (`f_grad`) gives
+        # way only to these, never to a parameter or local of some function (`def descend(x0,
+        # f_grad)`), whose generated function keeps that parameter
+        self.top = self.user if top_level is None else set(top_level)
         # names defined at module level of the generated file (constants, imports, helpers)
         self.module_level = set(module_level) | GENERATED_MODULE_NAMES
         self.taken = set(self.module_level)
         self.helpers = {}
 
-    def _fresh(self, base):
+    def _fresh(self, base, avoid=None):
+        avoid = self.user if avoid is None else avoid
         name, k = base, 1
-        while name in self.taken or name in self.user or keyword.iskeyword(name):
+        while name in self.taken or name in avoid or keyword.iskeyword(name):
             name, k = f"{base}_{k}", k + 1
         self.taken.add(name)
         return name
 
     def grad_function(self, fname):
-        return self._fresh(f"{fname}_grad")
+        return self._fresh(f"{fname}_grad", self.top)
 
     def value_and_grad_function(self, fname):
-        return self._fresh(f"{fname}_value_and_grad")
+        return self._fresh(f"{fname}_value_and_grad", self.top)
 
     def kind_function(self, fname, kind):
         """`f_jvp`, `f_hvp`, `f_hessian`, `f_vjp`, `f_jacobian` (see gradgen.kinds)."""

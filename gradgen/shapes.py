@@ -122,7 +122,7 @@ def _may_be_arrays(fn, module, result_number=True, infer=True):
     return arrays
 
 
-def evident_numbers(fn, result_number=True) -> set:
+def evident_numbers(fn, result_number=True, constants=()) -> set:
     """Names the code itself shows are numbers, whatever the file imports: the result, what
     a `math` function is applied to (`math.exp(-z1)`: z1), and every name an elementwise operation
     combined into such a number (`z1 = w1 * x1 + b1`: broadcasting never shrinks, so w1,
@@ -136,6 +136,7 @@ def evident_numbers(fn, result_number=True) -> set:
             if isinstance(stmt, Assign) and not stmt.overwrites:
                 defs[target] = stmt.expr
     once = {p.name for p in fn.params if p.name not in counts and not p.structured}
+    once |= {c for c in constants if c not in counts}  # module constants it reads (gradgen.guards)
     once |= {name for name, n in counts.items() if n == 1 and name in defs}
     numbers, stack = set(), [fn.result] if result_number else []  # (a gradient's result is one number)
     for stmt in _outside_branches(fn.body):  # (`math.exp(x) if np.ndim(x) == 0 else ...` proves nothing)
