@@ -146,11 +146,11 @@ def _live(g, f, wrt, kind, role, origin, constants):
     since compiles `f` again for the new value. A value passed by the caller wins."""
     import functools
 
-    source = _source_constants(origin)
-    if not source:
+    # the copied constants: keyword-only parameters defaulting to the module global of their name
+    keywords = [name for name, value in (g.__kwdefaults__ or {}).items() if g.__globals__.get(name, g) is value]
+    folded = {name: value for name, value in _source_constants(origin).items() if name not in keywords}
+    if not keywords and not folded:
         return g
-    keywords = [name for name in (g.__kwdefaults__ or {}) if name in source]
-    folded = {name: value for name, value in source.items() if name not in keywords}
     seen = {}  # name -> the object last compared with the compiled value (compared again only when replaced)
 
     @functools.wraps(g)
