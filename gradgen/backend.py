@@ -227,8 +227,9 @@ class _ModuleRewriter:
             arrays = shapes.array_values(compiled.ir, self.user)
         except Exception:  # noqa: BLE001 - an analysis that cannot answer: every parameter may be one
             arrays = set(params)
-        return [p for p in params if p not in user or (p in arrays and not user[p].number and not user[p].function
-                                                         and not user[p].structured)]
+        numbers = {c for c, v in self.user.constants.items() if not hasattr(v, "shape")}  # (gradgen.guards)
+        return [p for p in params if (p not in user and p not in numbers) or
+                (p in user and p in arrays and not user[p].number and not user[p].function and not user[p].structured)]
 
     def _number_names(self, fdef):
         """The names of the user's function that hold numbers, never arrays (gradgen/shapes.py):

@@ -13,6 +13,8 @@ Array API version, and the backend refuses the line that needs it (gradgen/backe
 
 from __future__ import annotations
 
+from gradgen import guards
+
 HELPERS = {
     "real_dtype": ((), '''def real_dtype(xp, x):
     """x's dtype where it is a real floating one (float32 stays float32), else float64: the
@@ -97,6 +99,10 @@ HELPERS = {
     return g[before + (slice(start, start + sizes[i]),)]
 '''),
 }
+
+# the entry check (gradgen.guards) reads shapes only: `.shape`, and a number has none
+HELPERS["check_shapes"] = ((), guards.HELPER.replace("shape = np.shape(value)",
+                                                     'shape = tuple(getattr(value, "shape", ()))'))
 
 # the helpers whose first parameter is the namespace (matmul_shape reads shapes only)
 TAKE_XP = frozenset(name for name, (_, source) in HELPERS.items() if source.startswith(f"def {name}(xp,"))
