@@ -194,7 +194,7 @@ def test_rule_with_several_statements_helpers_and_a_branch_is_hygienic():
         scale_1 = s_2 * 2
         if softplus > 30.0:
             scale_1 = dloss_dsoftplus
-        dloss_ds += scale_1 * s_1
+        dloss_ds = dloss_ds + scale_1 * s_1
         # line 30: scale = b + 1
     '''), "    ") in text
     # in the loop, `out` (softplus_1) is read by the rule before its earlier value is restored
