@@ -244,7 +244,6 @@ class _Reverser(Merging, ListGradients, ControlFlow):
             out += self.cite(stmt, body)
         return out + ([] if self_ref else restore)
 
-
     def _rebuilt_reading(self, v, total, g):
         """Whether `x = e(x)` backward writes x's new adjoint in more than one statement (fresh
         zeros, then g scattered in: `x = x[::-1]`, `h = np.tanh(h) + h[-1]`) while reading g,
@@ -252,7 +251,7 @@ class _Reverser(Merging, ListGradients, ControlFlow):
         if not (isinstance(g, Var) and g.name == self.adj_name(v) and g.name in {x.name for x in variables(total)}):
             return False
         guarded = isinstance(total, Cond) and simplify.is_zero(total.orelse)
-        return v in self.lists or _is_scatter(total) or (guarded and _is_scatter(total.body))
+        return _is_scatter(total) or (guarded and _is_scatter(total.body))
 
     def add(self, name, contribution):
         """Add `contribution` to `name`'s adjoint; the statements that takes."""
