@@ -412,6 +412,9 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         current = self._read(scope, target.value)
         if isinstance(current, STATIC_VALUES):
             raise self._static_misuse(target.value, current)
+        if self._is_list(current):
+            raise self.m.error(target, f"writing into the list '{name}' is not supported: append the new values to "
+                                       f"a list of their own, or write into np.stack({name})")
         if not isinstance(current, Var) or (name in self.m.constants and current == Var(name)):
             raise self.m.error(target, f"writing into '{name}' would change a module-level value for every later "
                                        f"call; copy it first ({name}_local = {name}.copy())")

@@ -26,7 +26,7 @@ from gradgen.push import (_ARRAY_MAKERS, Temporary, _allocates, _is_scatter, as_
                           zero_like)
 from gradgen.reverse_flow import ControlFlow, _prune, _reads_of, exit_condition, exits, loop_temporaries, record_decisions
 from gradgen.reverse_lists import ListGradients
-from gradgen.reverse_merge import Merging
+from gradgen.reverse_merge import Merging, _renamed
 from gradgen.rules_lists import LIST_MAKERS
 from gradgen.shapes import may_be_array
 
@@ -234,11 +234,24 @@ class _Reverser(Merging, ListGradients, ControlFlow):
                 if total == g:  # `dL_dx = dL_dx`: the adjoint passes through unchanged
                     self.state[v] = g
                 else:
+                    if self_ref and self._rebuilt_reading(v, total, g):
+                        kept = self.namer.adjoint(self.of, f"{v}_new")
+                        self.adj_set.add(kept)
+                        body.append(Assign(kept, g))
+                        total = _renamed(total, {g.name: kept})
                     body += self.add(v, total)
             self.reads[id(stmt)] = simplify.names_read(body) - self.adj_set
             out += self.cite(stmt, body)
         return out + ([] if self_ref else restore)
 
+    def _rebuilt_reading(self, v, total, g):
+        """Whether `x = e(x)` backward writes x's new adjoint in more than one statement (fresh
+        zeros, then g scattered in: `x = x[::-1]`, `h = np.tanh(h) + h[-1]`) while reading g,
+        the adjoint of the new x, under the very name it resets: g is then kept first."""
+        if not (isinstance(g, Var) and g.name == self.adj_name(v) and g.name in {x.name for x in variables(total)}):
+            return False
+        guarded = isinstance(total, Cond) and simplify.is_zero(total.orelse)
+        return _is_scatter(total) or (guarded and _is_scatter(total.body))
 
     def add(self, name, contribution):
         """Add `contribution` to `name`'s adjoint; the statements that takes."""
