@@ -246,9 +246,8 @@ def may_repeat(layout, index, arrays) -> bool:
 
 def _may_repeat(e, arrays):
     same = getattr(arrays, "same", None)
-    defs = {} if same is None else {n: d for n, d in same.defs.items() if n in same.once}
-    while isinstance(e, Var) and e.name in defs:  # a name bound once: what it was bound to
-        e = defs[e.name]
+    while same is not None and isinstance(e, Var) and e.name in same.once and e.name in same.defs:
+        e = same.defs[e.name]  # a name bound once: what it was bound to
     if isinstance(e, Call) and e.prim in _MASKS:
         return False
     if isinstance(e, Call) and e.prim in _SEQUENCES:
@@ -265,6 +264,13 @@ def _constants(e):
     """The integers of `[0, 2, 3]` (or of np.array of it), else None."""
     if len(e.args) == 1 and isinstance(e.args[0], Call) and e.args[0].prim in _SEQUENCES:
         e = e.args[0]
-    if e.args and all(isinstance(a, Const) and type(a.value) is int for a in e.args):
-        return [a.value for a in e.args]
-    return None
+    numbers = [_integer(a) for a in e.args]
+    return numbers if numbers and None not in numbers else None
+
+
+def _integer(e):
+    """The int `e` writes (`2`, `-1`), else None."""
+    if isinstance(e, Call) and e.prim == "neg" and len(e.args) == 1:
+        inner = _integer(e.args[0])
+        return None if inner is None else -inner
+    return e.value if isinstance(e, Const) and type(e.value) is int else None

@@ -192,6 +192,20 @@ def f(W):
     mask = W[:, 0] > 1.5
     return np.sum(W[mask][0] ** 2)
 """, (W34,), None),
+    "a_local_array_row_then_list": ("""
+def f(W):
+    Z = np.tanh(W)
+    idx = [3, 1, 3]
+    return np.sum(Z[2][idx] * Z[0][idx])
+""", (W34 / 3,), None),
+    "rows_in_a_loop_then_array": ("""
+def f(W):
+    idx = np.array([0, 3, 3])
+    s = 0.0
+    for i in range(3):
+        s = s + np.sum(W[i][idx] ** 2) * (i + 1)
+    return s
+""", (W34,), None),
     "a_part_of_a_list_parameter": ("""
 def f(Ws):
     idx = np.array([1, 1, 0])
@@ -288,3 +302,119 @@ def test_a_write_through_a_repeated_index_credits_only_the_last_write(name):
 @pytest.mark.parametrize("name", sorted(READS))
 def test_a_read_through_a_repeated_index_adds_every_pick(name):
     _check(name, *READS[name])
+
+
+# ---- the cases as filed, through the Python API ---------------------------------------------
+
+def _module(tmp_path, monkeypatch, source, name):
+    (tmp_path / f"{name}.py").write_text("import numpy as np\n" + source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("GRADGEN_CACHE_DIR", "")
+    return __import__(name)
+
+
+def test_case_4_the_overwritten_write_gets_no_gradient(tmp_path, monkeypatch):
+    import gradgen
+
+    user = _module(tmp_path, monkeypatch, WRITES["list_variable"][0], "case_4_writes")
+    np.testing.assert_array_equal(gradgen.grad(user.f)(X5), [2.0, 0.0, 6.0, 8.0, 0.0])
+
+
+def test_case_13_a_chained_subscript_adds_both_picks(tmp_path, monkeypatch):
+    import gradgen
+
+    user = _module(tmp_path, monkeypatch, READS["case_13"][0], "case_13_reads")
+    W = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(gradgen.grad(user.f)(W), [[1.0, 0.0, 2.0], [0.0, 0.0, 0.0]])
+
+
+# ---- an index that cannot repeat keeps the plain output ---------------------------------------
+
+UNIQUE = f"""
+def f(x):
+    y = x * 1.0
+    idx = [0, 2, 3]
+    y[idx] = x[2:] ** 2
+    y[[-1, -2]] = x[:2] ** 3
+    y[1:3] = x[:2] * 2.0
+    mask = x > 2.5
+    y[mask] = x[mask] * 3.0
+    return np.sum(y * {WEIGHTS})
+"""
+
+
+def test_distinct_constants_slices_and_masks_read_the_gradient_plainly():
+    text = _check("unique", UNIQUE, (X5,), None)
+    grad = text[text.index("def f_grad"):text.index("def f_value_and_grad")]
+    assert "last_writes" not in grad and "np.add.at" not in grad
+    assert "unbroadcast(df_dy[idx] * 2 * x[2:], x[2:])" in grad
+
+
+def test_an_index_that_may_repeat_asks_numpy_which_write_survives():
+    text = _check("array_constant", *WRITES["array_constant"])
+    assert "df_dx[:4] = unbroadcast(last_writes(df_dy, idx) * 3 * x[:4] ** 2, x[:4])" in text
+    # the forward mode of the Hessian-vector product carries the same choice
+    hvp = text[text.index("def f_hvp"):]
+    assert "last_writes(ddf_dy, idx)" in hvp
+
+
+def test_last_writes_agrees_with_numpy_on_every_layout():
+    """The helper's answer is the write NumPy keeps, whatever the index's layout."""
+    namespace = {"np": np}
+    exec(emit.HELPERS["last_writes"][1], namespace)
+    last_writes = namespace["last_writes"]
+    rng = np.random.default_rng(0)
+    rows, cols = np.array([0, 2, 2, 1, 0]), np.array([1, 3, 3, 0, 1])
+    for index in ([1, 1, 3], (rows, cols), (slice(None), [3, 0, 3]), ([[0, 0], [2, 0]], 1), rows[:4] % 2 == 0):
+        g = rng.standard_normal((4, 4))
+        v = rng.standard_normal(np.shape(g[index]))
+        kept = np.zeros((4, 4))
+        kept[index] = v
+        # the sum of g over the result is the sum of g at what survived: v's gradient is last_writes
+        assert np.sum(g * kept) == pytest.approx(np.sum(last_writes(g, index) * v))
+
+
+# ---- what is refused says what to write ---------------------------------------------------------
+
+def test_np_add_at_is_refused_with_the_loop_that_adds_every_repeat():
+    source = "import numpy as np\n\ndef f(x):\n    y = np.zeros(5)\n    np.add.at(y, [0, 1, 1], x[:3])\n" \
+             "    return np.sum(y)\n"
+    with pytest.raises(CompileError) as err:
+        compile_source(source, "adds.py")
+    assert err.value.message == (
+        "np.add.at changes its array in place, which gradgen does not follow; add each element in a loop "
+        "(for k in range(len(idx)): y[idx[k]] += v[k]), which adds every repeat as np.add.at does "
+        "(y[idx] += v keeps only the last)")
+
+
+def test_the_loop_np_add_at_suggests_adds_every_repeat():
+    _check("add_at_loop", """
+def f(x):
+    y = np.zeros(5)
+    idx = [0, 1, 1]
+    v = x[:3] ** 2
+    for k in range(len(idx)):
+        y[idx[k]] += v[k]
+    return np.sum(y * np.arange(5.0))
+""", (X5,), None)
+
+
+def test_a_list_index_the_function_appends_to_is_read_as_it_was():
+    """The backward pass reads the index again: an append after the write must not change it."""
+    _check("growing", """
+def f(x):
+    idx = [0]
+    y = np.zeros(5)
+    for t in range(3):
+        idx.append(t)
+        y[idx] = y[idx] * x[t] + x[t + 1]
+    return np.sum(y * np.arange(5.0))
+""", (X5,), None)
+
+
+def test_check_with_forward_kinds_and_no_point_says_so_without_an_internal_error(tmp_path, monkeypatch):
+    from gradgen import cli
+
+    (tmp_path / "writes.py").write_text("import numpy as np\n" + WRITES["list_variable"][0])
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["check", "writes.py", "--emit", "grad,jvp"]) == 1
