@@ -81,5 +81,6 @@ def _picks(path, arrays):
     dW[i][j] + g` would get wrong: one that may repeat an element at its end, any at all
     before (`dW[idx]` is a copy, which the write would change instead)."""
     *steps, last = path
+    sequences = getattr(arrays, "sequences", ())
     return may_repeat(("i",), (last,), arrays) or any(
-        may_be_array(step, arrays) or getattr(step, "name", None) in arrays.sequences for step in steps)
+        may_be_array(step, arrays) or getattr(step, "name", None) in sequences for step in steps)
