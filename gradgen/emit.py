@@ -93,7 +93,7 @@ class Emitter:
         prim = TABLE[e.prim]
         if e.prim == "neg" and isinstance(e.args[0], Call) and e.args[0].prim in ("mul", "div"):
             return self._negated_product(e.args[0])
-        if e.prim in ("getitem", "scatter", "zero_at"):
+        if e.prim in ("getitem", "scatter", "zero_at", "last_writes"):
             return self._indexing(e)
         assert e.prim != "setitem", "a write is a statement of its own"
         args = [self.expr(a) for a in e.args]
@@ -119,9 +119,9 @@ class Emitter:
         layout = dict(e.params)["index"]
         if e.prim == "getitem":
             return ast.Subscript(self.expr(e.args[0]), self.index(layout, e.args[1:]))
-        if e.prim == "zero_at":
-            self.used_helpers.add("zero_at")
-            return ast.Call(ast.Name("zero_at"), [self.expr(e.args[0]), self.index(layout, e.args[1:], as_value=True)],
+        if e.prim in ("zero_at", "last_writes"):
+            self.used_helpers.add(e.prim)
+            return ast.Call(ast.Name(e.prim), [self.expr(e.args[0]), self.index(layout, e.args[1:], as_value=True)],
                             [])
         self.used_helpers.add("scatter")
         g, like = (self.expr(a) for a in e.args[:2])
@@ -207,6 +207,10 @@ class Emitter:
         if isinstance(s, Init):
             return f"{s.name} = {s.value}"
         if isinstance(s, IndexAdd):
+            if s.at and s.chained:  # a path with an index array in it (gradgen.rules_trees)
+                self.used_helpers.add("add_at_path")
+                path = ast.Tuple([self.expr(k) for k in s.index])
+                return f"add_at_path({s.target}, {ast.unparse(path)}, {self._text(s.value)})"
             index = self.index(s.layout, s.index, as_value=s.at)
             if s.at:  # an index array may repeat an element: add.at adds every occurrence
                 return f"np.add.at({s.target}, {ast.unparse(index)}, {self._text(s.value)})"
@@ -394,6 +398,17 @@ HELPERS = {
     g = np.array(g, dtype=float)
     g[index] = 0.0
     return g
+'''),
+    "last_writes": ((), '''def last_writes(g, index):
+    """g[index] for the value v of `x[index] = v`, zero at each element of v that a later one
+    overwrote: NumPy keeps the last write to a repeated index (`x[[0, 1, 1]] = v` keeps v[2]),
+    so only that element reaches the result. Which one survives is NumPy's own answer: the
+    elements' numbers written with the same index and read back."""
+    order = np.full(np.shape(g), -1)
+    picked = np.shape(order[index])
+    numbers = np.arange(np.prod(picked, dtype=int)).reshape(picked)
+    order[index] = numbers
+    return np.where(order[index] == numbers, g[index], 0.0)
 '''),
     "scatter": ((), '''def scatter(g, like, index):
     """Zeros shaped like `like` with g added at `index` (a repeated index adds up)."""

@@ -288,6 +288,10 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
             self._append(scope, stmt)
         elif isinstance(stmt, ast.Expr):
             message = _UNSUPPORTED_EXPR.get(type(stmt.value), "an expression statement does nothing to the result")
+            if isinstance(stmt.value, ast.Call) and self.m.qualified(stmt.value.func) == "numpy.add.at":
+                message = ("np.add.at changes its array in place, which gradgen does not follow; add each "
+                           "element in a loop (for k in range(len(idx)): y[idx[k]] += v[k]), which adds "
+                           "every repeat as np.add.at does (y[idx] += v keeps only the last)")
             raise self.m.error(stmt, message)
         else:
             raise self.m.error(stmt, _UNSUPPORTED_STMT.get(type(stmt), f"'{type(stmt).__name__}' is not supported"))

@@ -160,7 +160,8 @@ class ExprLowering:
                 layout.append("e")
             else:
                 layout.append("i")
-                args.append(self.expr(scope, item))
+                listed = self._list_index(scope, item)
+                args.append(self.expr(scope, item) if listed is None else listed)
         return tuple(layout), args
 
     def _dict_constant(self, node):

@@ -22,6 +22,12 @@ def returns_a_list(fnode):
                                  for r in returns)
 
 
+def _appends(tree):
+    """Whether the module grows any list (`.append(...)`): the only way a list changes."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append"
+               for n in ast.walk(tree))
+
+
 class ListLowering:
     """Python lists: made, appended to, read."""
 
@@ -154,6 +160,23 @@ class ListLowering:
             if self._is_list(value):
                 return value
         return None
+
+    def _fancy_list(self, scope, node):
+        """Whether `node` is a list used as an index (`[2, 0, 2]`, or a name holding a list):
+        it indexes an array, never a list or a dict (`W[0][idx]` is W[0, idx])."""
+        return isinstance(node, ast.List) or self._list_arg(scope, node) is not None
+
+    def _list_index(self, scope, node):
+        """A list used as an index (`y[idx]`, `y[[0, 1, 1]]`): a fancy index, as NumPy reads
+        it; None if `node` is no list. The backward pass reads the index again, after the
+        forward pass: where the module appends to any list, an array of what the list holds
+        now (`idx_now = np.array(idx)`), which no later append changes."""
+        if isinstance(node, ast.List):
+            return self._call("list", tuple(self.expr(scope, e) for e in node.elts), "builtins", node)
+        items = self._list_arg(scope, node)
+        if items is None or not _appends(self.m.tree):
+            return items
+        return self._named(f"{node.id}_now", self._call("array_list", (items,), "numpy", node), node)
 
     def _list_method(self, scope, node):
         """`hs.append(...)` (or another method) called on a list: the list, else None."""

@@ -450,13 +450,16 @@ primitive("scatter", None, keywords=("index",), sympy=None, kind="helper")
 # Call("setitem", (x, v, *index expressions), params=(("index", layout),)): x with v written
 # at the index (in place where x keeps its name; gradgen.emit). What v overwrote is gone, so
 # x's gradient is g with zeros at the index ("zero_at": `dx[idx] = 0.0` into an adjoint the
-# backward pass owns); v's is g at the index, summed back to v's shape (v broadcasts there).
+# backward pass owns); v's is g at the index, summed back to v's shape (v broadcasts there),
+# from the writes that survive: where an index array repeats an element (`y[[0, 1, 1]] = v`),
+# NumPy keeps the last write ("last_writes"; plain `g[index]` where the index cannot repeat,
+# gradgen.push).
 def _setitem_rule(i):
     def rule(g, out, x, v, *index, **p):
         if i == 0:
             return Call("zero_at", (g,) + tuple(index), None, params=tuple(p.items()))
         if i == 1:
-            return Call("getitem", (g,) + tuple(index), "op", params=tuple(p.items()))
+            return Call("last_writes", (g,) + tuple(index), None, params=tuple(p.items()))
         return None  # (an index: no derivative)
 
     return rule
@@ -464,6 +467,7 @@ def _setitem_rule(i):
 
 primitive("setitem", None, keywords=("index",), sympy=None, elementwise=False, vjp=(_setitem_rule,))
 primitive("zero_at", None, keywords=("index",), sympy=None, kind="helper")
+primitive("last_writes", None, keywords=("index",), sympy=None, kind="helper")
 
 # --- NumPy: facts about arrays and constructors (no derivative flows through them) -----
 for _name in ("shape", "ndim", "size"):  # facts about an array, not about its values: no derivative

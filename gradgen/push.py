@@ -13,7 +13,7 @@ from __future__ import annotations
 from gradgen import combine, sameshape, simplify
 from gradgen.ir import Call, Cond, Const, Spelled, Var, variables
 from gradgen.primitives import TABLE
-from gradgen.shapes import may_be_array
+from gradgen.shapes import may_be_array, may_repeat
 from gradgen.static_shapes import known
 
 
@@ -32,7 +32,7 @@ def _allocates(expr):
         return False
     prim = TABLE[expr.prim]
     return (prim.elementwise and expr.prim not in ("pos", "float")) or expr.prim in ("zeros_like", "ones_like", "array",
-                                                                                       "zero_at")
+                                                                                       "zero_at", "last_writes")
 
 
 def zero_like(v, arrays):
@@ -115,10 +115,19 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         arg_wide = (wide if stretched else value) if arg_stretched else None
         if expr.prim == "setitem" and i == 1:
             arg_stretched = True  # `x[1:] = s`: the value broadcast into the index
+            gi = _every_write_survives(gi, arrays)
         arg_guards = guards
         while isinstance(gi, Cond) and simplify.is_zero(gi.orelse):  # a rule's own test (max, min)
             arg_guards, gi = arg_guards + (gi.test,), gi.body
         push_into(arg, gi, arg_guards, active, out, None, arrays, arg_stretched, arg_scalar, temporary, arg_wide, exact)
+
+
+def _every_write_survives(g, arrays):
+    """`g[index]` for the value `x[index] = v` wrote, where the index cannot repeat an element
+    (a slice, numbers, a mask, distinct constants): every element of v survives."""
+    if isinstance(g, Call) and g.prim == "last_writes" and not may_repeat(dict(g.params)["index"], g.args[1:], arrays):
+        return Call("getitem", g.args, "op", g.loc, g.params)
+    return g
 
 
 def _inline_sigmoid(expr):

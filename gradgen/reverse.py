@@ -28,7 +28,7 @@ from gradgen.reverse_flow import ControlFlow, _prune, _reads_of, exit_condition,
 from gradgen.reverse_lists import ListGradients
 from gradgen.reverse_merge import Merging, _renamed
 from gradgen.rules_lists import LIST_MAKERS
-from gradgen.shapes import may_be_array
+from gradgen.shapes import may_repeat
 
 __all__ = ["Backward", "backward", "record_decisions", "zero_like", "push_into"]
 
@@ -328,7 +328,7 @@ class _Reverser(Merging, ListGradients, ControlFlow):
             zeros = Call("zeros_like", (like,), "numpy", params=(("dtype", Spelled("float")),))
             out = self.define(adj, Call("add", (current, zeros), "op"))
         self.state[name] = Var(adj)
-        repeats = any(may_be_array(i, self.arrays) for i in index)
+        repeats = may_repeat(layout, index, self.arrays)
         first = current is None and guard is None and not repeats  # into fresh zeros: `d[1:] = g`
         write = IndexAdd(adj, layout, tuple(index), g, repeats, assign=first)
         return out + ([If(guard, [write], [])] if guard is not None else [write])

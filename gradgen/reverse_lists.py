@@ -10,6 +10,7 @@ from __future__ import annotations
 from gradgen import simplify
 from gradgen.ir import Assign, Call, Cond, If, IndexAdd, Restore, Var
 from gradgen.push import Temporary, as_float, push_into
+from gradgen.shapes import may_be_array, may_repeat
 
 
 class ListGradients:
@@ -58,6 +59,8 @@ class ListGradients:
         if isinstance(contribution, Call) and contribution.prim == "tree_add_at":  # dparams[i][0] += g
             g, _, *path = contribution.args
             out = self.list_gradient(name)
+            if _picks(path, self.arrays):  # W[idx][0]: a pick from an array, not a part
+                return out + [IndexAdd(adj, (), tuple(path), as_float(g), at=True, chained=True)]
             entry = Call("tree_get", (Var(adj), *path), "builtins")
             return out + [IndexAdd(adj, (), tuple(path), simplify.add(entry, as_float(g)), assign=True, chained=True)]
         if isinstance(contribution, Call) and contribution.prim == "list_add_at":
@@ -71,3 +74,13 @@ class ListGradients:
         if current is None:
             return [Assign(adj, contribution)]
         return [Assign(adj, Call("add_lists", (current, contribution), None))]
+
+
+def _picks(path, arrays):
+    """Whether a path into a structured gradient has an index array in it that `dW[i][j] =
+    dW[i][j] + g` would get wrong: one that may repeat an element at its end, any at all
+    before (`dW[idx]` is a copy, which the write would change instead)."""
+    *steps, last = path
+    sequences = getattr(arrays, "sequences", ())
+    return may_repeat(("i",), (last,), arrays) or any(
+        may_be_array(step, arrays) or getattr(step, "name", None) in sequences for step in steps)

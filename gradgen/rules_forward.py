@@ -39,8 +39,8 @@ ZERO = {"list_zeros", "zeros_like_tree"}  # a made zero: its tangent is zero
 # helpers the backward pass calls, linear in their first argument (the gradient) and reading
 # the others for their shapes or indices only
 LINEAR_IN_FIRST = {
-    "unbroadcast", "zero_at", "scatter", "trace_grad", "diag_grad", "repeat_grad", "tile_grad", "meshgrid_grad",
-    "stack_part_grad", "take_along_axis_grad", "unconcatenate", "unjoin", "concatenate_grad",
+    "unbroadcast", "zero_at", "last_writes", "scatter", "trace_grad", "diag_grad", "repeat_grad", "tile_grad",
+    "meshgrid_grad", "stack_part_grad", "take_along_axis_grad", "unconcatenate", "unjoin", "concatenate_grad",
 }
 # helpers bilinear in (gradient, one operand): slot -> the other slot that carries a value
 BILINEAR_HELPERS = {"matmul_grad_a": (0, 2), "matmul_grad_b": (0, 1)}

@@ -5,7 +5,8 @@ A parameter that is a list, tuple or dict of arrays and numbers, nested as deep 
 author likes (`params = [(W1, b1), (W2, b2)]`, `params["layer1"]["W"]`), is never one value
 to the compiler: each part is read by its path from the parameter (`params[i][0]`), and a
 part's gradient is added into the same path of the parameter's gradient
-(`dparams[i][0] = dparams[i][0] + dW`). The gradient is made at run time with the
+(`dparams[i][0] = dparams[i][0] + dW`; `add_at_path` where a step may be an index array,
+which picks from an array, not a part: `W[idx][0]`). The gradient is made at run time with the
 parameter's own structure (`zeros_like_tree`), so the number of layers may be known only
 when the code runs, and it is handed back with the parameter's kinds of containers
 (`shaped_like`: a tuple stays a tuple), the convention of JAX and autograd.
@@ -43,6 +44,23 @@ helper("zeros_like_tree", '''def zeros_like_tree(x):
     if isinstance(x, (list, tuple)):
         return [zeros_like_tree(value) for value in x]
     return np.zeros_like(x, dtype=float) if np.ndim(x) else 0.0
+''')
+
+helper("add_at_path", '''def add_at_path(tree, path, g):
+    """Add g into tree[k1][k2]... in place, where a step may be an index array (W[idx][0]):
+    through the lists and dicts of a structured gradient by their keys, then, once an array
+    is reached, at every element the rest of the path picks (a repeated pick adds up)."""
+    for k, step in enumerate(path):
+        if isinstance(tree, np.ndarray):  # the rest of the path indexes this array
+            picked = np.arange(tree.size).reshape(tree.shape)
+            for index in path[k:]:
+                picked = picked[index]
+            np.add.at(tree, np.unravel_index(picked, tree.shape), g)
+            return
+        if k == len(path) - 1:
+            tree[step] = tree[step] + g
+            return
+        tree = tree[step]
 ''')
 
 helper("shaped_like", '''def shaped_like(x, g):

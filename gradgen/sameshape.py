@@ -242,6 +242,7 @@ class ArrayNames(set):
     same: SameShape | None = None
     objects: set = frozenset()
     static: object = None  # the shapes the source states (gradgen.static_shapes), or None
+    sequences: set = frozenset()  # names of lists (and arrays made of lists): an index of one may repeat
 
 
 def with_shapes(fn, arrays, objects=None, module=None, assumed=None):
@@ -252,6 +253,8 @@ def with_shapes(fn, arrays, objects=None, module=None, assumed=None):
     names.same = SameShape(fn, names)
     names.objects = set(arrays) | set(objects or ())
     names.wides = {}  # id(a sum back) -> (it, the expression of the shape it sums from): gradgen.combine
+    names.sequences = {s.target for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.expr, Call)
+                       and s.expr.prim in ("list", "append", "array_list", "stack_list")}
     return names
 
 

@@ -223,3 +223,55 @@ def may_be_array(expr, arrays) -> bool:
     if expr.prim in _ARRAY_RESULTS:
         return True
     return any(may_be_array(a, arrays) for a in expr.args)
+
+
+# ---- indices that may pick one element twice --------------------------------------------
+_MASKS = {"lt", "le", "gt", "ge", "eq", "ne", "logical_and"}  # booleans: each element picked once at most
+_SEQUENCES = {"list", "stack", "array", "array_list", "stack_list"}  # `[0, 1, 1]`, `np.array([0, 1, 1])`
+
+
+def may_repeat(layout, index, arrays) -> bool:
+    """Whether the index of `x[index]` (its layout and expressions, gradgen.lower) may pick
+    one element twice, which a gradient must follow (a read adds up every pick; a write
+    keeps NumPy's last one): an integer array or a list may (`[0, 1, 1]`); numbers, slices
+    and boolean masks never do, nor a list of distinct constants (`[0, 2, 3]`)."""
+    exprs = list(index)
+    items = []
+    for kind in layout:
+        if kind == "i":
+            items.append(exprs.pop(0))
+        elif kind.startswith("s"):
+            del exprs[:kind.count("1")]
+    return any(_may_repeat(e, arrays) for e in items)
+
+
+def _may_repeat(e, arrays):
+    same = getattr(arrays, "same", None)
+    while same is not None and isinstance(e, Var) and e.name in same.once and e.name in same.defs:
+        e = same.defs[e.name]  # a name bound once: what it was bound to
+    if isinstance(e, Call) and e.prim in _MASKS:
+        return False
+    if isinstance(e, Call) and e.prim in _SEQUENCES:
+        numbers = _constants(e)
+        if numbers is not None:
+            return len(set(numbers)) < len(numbers) or min(numbers) < 0 <= max(numbers)
+        return True
+    if isinstance(e, Var):
+        return e.name in arrays or e.name in getattr(arrays, "sequences", ())
+    return may_be_array(e, arrays)
+
+
+def _constants(e):
+    """The integers of `[0, 2, 3]` (or of np.array of it), else None."""
+    if len(e.args) == 1 and isinstance(e.args[0], Call) and e.args[0].prim in _SEQUENCES:
+        e = e.args[0]
+    numbers = [_integer(a) for a in e.args]
+    return numbers if numbers and None not in numbers else None
+
+
+def _integer(e):
+    """The int `e` writes (`2`, `-1`), else None."""
+    if isinstance(e, Call) and e.prim == "neg" and len(e.args) == 1:
+        inner = _integer(e.args[0])
+        return None if inner is None else -inner
+    return e.value if isinstance(e, Const) and type(e.value) is int else None

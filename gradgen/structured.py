@@ -130,7 +130,7 @@ class StructuredLowering:
             return value if isinstance(value, TreeRef) else None
         if isinstance(node, ast.Subscript):
             base = self._ref(scope, node.value)
-            if base is None or isinstance(node.slice, ast.Tuple):
+            if base is None or isinstance(node.slice, ast.Tuple) or self._fancy_list(scope, node.slice):
                 return None
             if isinstance(node.slice, ast.Slice):
                 if base.path and isinstance(base.path[-1], SliceStep):
@@ -386,10 +386,10 @@ class StructuredLowering:
         return None, Call("range", (Call("len", (Var(keys),), "builtins"),), "builtins"), binds
 
     # ---- the array-mode lowering meeting a container ---------------------------------------
-    def _needs_structure(self, scope, node):
+    def _needs_structure(self, scope, node, soft=False):
         """Raise NeedsStructure if `node` is (a part of) a parameter lowered as an array."""
         if isinstance(node, ast.Subscript):
-            return self._needs_structure(scope, node.value)
+            return self._needs_structure(scope, node.value, soft)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in ("reversed", "enumerate", "zip"):
             for arg in node.args:  # `for W, b in reversed(params)`
@@ -397,8 +397,9 @@ class StructuredLowering:
             return
         if isinstance(node, ast.Name):
             value = _lookup(scope, node.id)
-            if isinstance(value, Var) and value.name in self.origins:
-                raise NeedsStructure(self.origins[value.name])
+            if isinstance(value, Var) and value.name in self.origins \
+                    and not (soft and self.origins[value.name] in self.arrays_only):
+                raise NeedsStructure(self.origins[value.name], soft)
 
     def _loop_over_parameter(self, scope, node):
         """`for c in coeffs`, `reversed(coeffs)`, `enumerate`, `zip` of a parameter lowered as
@@ -418,16 +419,19 @@ class StructuredLowering:
     def _part_of_part(self, scope, node):
         """`params[i][0]`, or `layer[0]` with `layer = params[k]`, in the array lowering: a
         part of a part, as a list of layers is read; the parameter becomes structured (an
-        array still works so: its rows are its parts)."""
-        if isinstance(node.slice, (ast.Slice, ast.Tuple)):
+        array still works so: its rows are its parts), unless it is used whole elsewhere
+        (`W[mask][0]` beside `W[:, 0]`): an array, read by one index after another."""
+        if isinstance(node.slice, (ast.Slice, ast.Tuple)) or self._fancy_list(scope, node.slice):
             return
         base = node.value
-        if isinstance(base, ast.Subscript) and not isinstance(base.slice, (ast.Slice, ast.Tuple)):
-            self._needs_structure(scope, base)
+        if isinstance(base, ast.Subscript) and not isinstance(base.slice, (ast.Slice, ast.Tuple)) \
+                and not self._fancy_list(scope, base.slice):
+            self._needs_structure(scope, base, soft=True)
         elif isinstance(base, ast.Name):
             value = _lookup(scope, base.id)
-            if isinstance(value, Var) and value.name in self.parts:
-                raise NeedsStructure(self.origins[value.name])
+            if isinstance(value, Var) and value.name in self.parts \
+                    and self.origins[value.name] not in self.arrays_only:
+                raise NeedsStructure(self.origins[value.name], soft=True)
 
     def _note_origin(self, ssa, value):
         """`x = params` (a second name) or `layer = params[k]` (a part, by one index): which
