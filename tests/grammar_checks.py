@@ -1,0 +1,291 @@
+"""The checks of a grammar program (tests/grammar_programs.py), issue 20's contract.
+
+Besides `check`'s rows (sympy on small instances, finite differences along directions):
+
+* the gradient at the first point equals central differences of the original, element by
+  element, and has the parameter's structure (dict keys, list/tuple nesting, shapes, float
+  dtype), zeros included where a parameter is unused;
+* a SECOND CALL at a point with other shapes (the batch dimension changed) gives the
+  differences' gradient there: from the plain compile, from `gradgen.grad` (which recompiles
+  for a new signature), and from a compile for the first point's `--shapes`, which may
+  instead raise a ValueError naming the parameter (never a silent wrong answer);
+* module constants stay live: `gradgen.grad(f)` follows `module.SCALE = ...` set after it
+  was made, and the file module's `f_grad(..., SCALE=0.8)` takes the constant as a
+  keyword-only argument;
+* forward mode (jvp, every HVP_EVERY-th program hvp) agrees, as for the other kinds.
+
+Each problem starts with its class in brackets (`[second call]`, `[constant: API]`, ...): the
+shrinker keeps a program only while its first problem keeps its class, and a soak's
+failures sort by it. Elements where differences at two steps disagree (a kink a shrinking
+cut moved close) are undecided, never a mismatch.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib.util
+import os
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+import numpy as np
+
+import fuzz
+from gradgen import compile_source, load_module
+from gradgen.emit import unformatted
+from gradgen.static_shapes import shapes_of_point, symbolic_shapes
+from gradgen.verify import check_source
+
+STEPS = (1e-6, 1e-5)  # central differences at two steps: where they disagree, no verdict
+RTOL, ATOL = 1e-5, 1e-6
+
+
+def grammar_problems(case, undecided: list | None = None) -> list[str]:
+    """Every problem of one grammar program (see the module docstring), first things first:
+    the compile and check, the first call, the second call, the shapes compile, the Python
+    API, the module constants, forward mode."""
+    undecided = [] if undecided is None else undecided
+    compile_source(case.source, filename="fuzz.py")  # every top-level function compiles
+    [report] = check_source(case.source, functions=["f"], at=case.point, n_points=1)
+    [point] = report.points
+    problems = []
+    wrt = positional(case.source)
+    if report.wrt != wrt:
+        problems.append(f"[wrt] differentiated {report.wrt}, not the positional parameters {wrt}")
+    if not fuzz._close(point.value_generated, point.value_original, 1e-12, 1e-12):
+        problems.append(f"[value] generated {point.value_generated!r} != original {point.value_original!r}")
+    for row in point.rows:
+        mismatches, unsure = fuzz._array_row(row)
+        problems += [f"[check] {m}" for m in mismatches]
+        undecided += unsure
+    original = {}
+    exec(case.source, original)  # noqa: S102 - generated test input
+    generated, _ = fuzz._with_kinds(case, None)
+    missing = [name for name in ("f_grad", "f_value_and_grad") if not callable(getattr(generated, name, None))]
+    if missing:  # (`from module_grad import f_grad` is the README's first line)
+        made = sorted(n for n in vars(generated) if n.startswith("f_"))
+        return problems + [f"[names] the generated module has no {' or '.join(missing)}; it has {made}"]
+    inputs = fuzz.fresh(case.point)
+    (value, grads), _ = fuzz._call(generated.f_value_and_grad, inputs, copy_point=False)
+    if not fuzz._close(float(value), float(fuzz._call(original["f"], case.point)[0]), 1e-12, 1e-12):
+        problems.append(f"[value] f_value_and_grad gives {value!r}")
+    for name in case.point:
+        if not all(np.array_equal(u, v) for u, v in zip(fuzz._leaves(inputs[name]), fuzz._leaves(case.point[name]))):
+            problems.append(f"[input modified] the gradient modified its input {name}")
+    grads = as_tuple(grads, report.wrt)
+    want = numeric_gradient(original["f"], case.point, report.wrt, undecided)
+    problems += compare("gradient", report.wrt, grads, want, case.point)
+    problems += second_call_problems(case, generated, original, report.wrt, undecided)
+    problems += shapes_problems(case, grads, original, report.wrt, undecided)
+    problems += api_problems(case, report.wrt, undecided)
+    problems += file_constant_problems(case, generated, original, report.wrt, undecided)
+    if not problems:
+        problems += [f"[forward] {p}" for p in fuzz.kind_problems(case, None, report.wrt, generated.f_grad, undecided)]
+    return problems
+
+
+def positional(source: str) -> list[str]:
+    """f's parameters before `*` (all floats, arrays or structures of them: all differentiated)."""
+    fnode = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "f")
+    return [a.arg for a in fnode.args.args]
+
+
+def as_tuple(grads, names):
+    return tuple(grads) if len(names) > 1 else (grads,)
+
+
+# ---- finite differences ------------------------------------------------------------------
+
+def numeric_gradient(f, point: dict, names, undecided: list) -> tuple:
+    """Central differences of f in every element of every leaf of each parameter, in the
+    parameter's structure; an element whose two steps disagree is NaN (no verdict)."""
+    return tuple(_leafwise(point[name], lambda path, k, h, n=name: _moved(f, point, n, path, k, h),
+                           name, undecided) for name in names)
+
+
+def _moved(f, point, name, path, k, h):
+    """(f at the point with element k of the leaf at `path` of `name` moved by +h and -h)."""
+    values = []
+    for step in (h, -h):
+        moved = dict(point)
+        moved[name] = _replaced(point[name], path, k, step)
+        values.append(float(fuzz._call(f, moved)[0]))
+    return (values[0] - values[1]) / (2 * h)
+
+
+def _leafwise(value, slope, name, undecided, path=()):
+    if isinstance(value, dict):
+        return {key: _leafwise(v, slope, name, undecided, path + (key,)) for key, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_leafwise(v, slope, name, undecided, path + (i,)) for i, v in enumerate(value))
+    out = np.zeros(np.shape(value))
+    for k in range(out.size):
+        near, far = (slope(path, k, h) for h in STEPS)
+        if abs(near - far) > 1e-4 * (1 + abs(near)):
+            undecided.append(f"{name}{''.join(f'[{p!r}]' for p in path)}: element {k}: differences at steps "
+                             f"{STEPS} disagree ({near!r}, {far!r})")
+            near = np.nan
+        out.flat[k] = near
+    return out if np.ndim(value) else float(out)
+
+
+def _replaced(value, path, k, step):
+    if path:
+        head, rest = path[0], path[1:]
+        if isinstance(value, dict):
+            return {key: _replaced(v, rest, k, step) if key == head else v for key, v in value.items()}
+        return type(value)(_replaced(v, rest, k, step) if i == head else v for i, v in enumerate(value))
+    if np.ndim(value) == 0:
+        return float(value) + step
+    moved = np.array(value, dtype=float)
+    moved.flat[k] += step
+    return moved
+
+
+def compare(label: str, names, got, want, point) -> list[str]:
+    """Problems of gradients `got` against differences `want`: structure, dtype, values."""
+    problems = []
+    for name, g, w in zip(names, got, want):
+        if fuzz._shapes(g) != fuzz._shapes(point[name]):
+            problems.append(f"[structure] {label}: {name}'s gradient is {fuzz._shapes(g)}, the parameter "
+                            f"{fuzz._shapes(point[name])}")
+            continue
+        dtypes = [np.asarray(leaf).dtype for leaf in fuzz._leaves(g)]
+        if any(d != np.float64 for d in dtypes):
+            problems.append(f"[structure] {label}: {name}'s gradient has dtypes {dtypes}")
+        for k, (a, b) in enumerate(zip(fuzz._leaves(g), fuzz._leaves(w))):
+            a, b = np.asarray(a, float), np.asarray(b, float)
+            sure = ~np.isnan(b)
+            if not np.allclose(a[sure], b[sure], rtol=RTOL, atol=ATOL * (1 + np.max(np.abs(b[sure]), initial=0))):
+                problems.append(f"[{label}] {name} (leaf {k}): generated {_short(a)} != finite differences "
+                                f"{_short(b)}")
+    return problems
+
+
+def _short(a) -> str:
+    return np.array2string(np.asarray(a), precision=6, separator=", ", max_line_width=10_000).replace("\n", "")
+
+
+# ---- the second call, the shapes compile, the API, the constants ---------------------------
+
+def _runs(f, point) -> bool:
+    try:
+        with np.errstate(all="raise"):
+            return bool(np.isfinite(fuzz._call(f, point)[0]))
+    except Exception:  # noqa: BLE001 - a point a shrinking cut made invalid is no second call
+        return False
+
+
+def second_call_problems(case, generated, original, names, undecided) -> list[str]:
+    """The plain compile called again with other shapes gives the gradient there."""
+    if not case.second or not _runs(original["f"], case.second):
+        return []
+    want = numeric_gradient(original["f"], case.second, names, undecided)
+    try:
+        got = as_tuple(fuzz._call(generated.f_grad, case.second)[0], names)
+    except Exception as exc:  # noqa: BLE001
+        return [f"[second call] f_grad at other shapes raised {type(exc).__name__}: {exc}"]
+    return compare("second call", names, got, want, case.second)
+
+
+def shapes_problems(case, grads, original, names, undecided) -> list[str]:
+    """Compiled for the first point's shapes (numbers on even programs, symbols on odd):
+    the same gradient there; at the second point the right gradient or a ValueError that
+    names a parameter."""
+    shapes = (shapes_of_point if case.index % 2 == 0 else symbolic_shapes)(case.point)
+    with unformatted():
+        text = compile_source(case.source, functions=["f"], shapes=shapes).text
+    module = load_module(text, "fuzz_shapes")
+    got = as_tuple(fuzz._call(module.f_grad, case.point)[0], names)
+    problems = [p.replace("[shapes]", "[shapes: first call]", 1)
+                for p in compare("shapes", names, got, grads, case.point)]
+    if not case.second or not _runs(original["f"], case.second):
+        return problems
+    try:
+        again = as_tuple(fuzz._call(module.f_grad, case.second)[0], names)
+    except ValueError as exc:
+        if not any(name in str(exc) for name in case.second):
+            problems.append(f"[shapes: second call] a ValueError that names no parameter: {exc}")
+        return problems
+    except Exception as exc:  # noqa: BLE001
+        return problems + [f"[shapes: second call] compiled for {shapes}, raised {type(exc).__name__}: {exc}"]
+    want = numeric_gradient(original["f"], case.second, names, undecided)
+    return problems + [p.replace("[shapes]", f"[shapes: second call] compiled for {shapes}:", 1)
+                       for p in compare("shapes", names, again, want, case.second)]
+
+
+@contextlib.contextmanager
+def imported(case):
+    """The program as a real module (gradgen.grad reads a function's file), the disk cache off."""
+    saved = os.environ.get("GRADGEN_CACHE_DIR")
+    os.environ["GRADGEN_CACHE_DIR"] = ""
+    with tempfile.TemporaryDirectory() as folder:
+        name = f"grammar_{case.seed}_{case.index}_{abs(hash(case.source))}"
+        path = Path(folder) / f"{name}.py"
+        path.write_text(case.source, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+            yield module
+        finally:
+            sys.modules.pop(name, None)
+            if saved is None:
+                os.environ.pop("GRADGEN_CACHE_DIR", None)
+            else:
+                os.environ["GRADGEN_CACHE_DIR"] = saved
+
+
+def api_problems(case, names, undecided) -> list[str]:
+    """`gradgen.grad(module.f)`: right at the first point, at the second (other shapes), and
+    after the test sets each module constant to another value."""
+    import gradgen
+
+    problems = []
+    with imported(case) as module:
+        grad = gradgen.grad(module.f)
+        for label, at in (("API", case.point), ("API: second call", case.second)):
+            if at and _runs(module.f, at):
+                problems += _called(label, grad, module.f, at, names, undecided)
+        if case.constants:
+            for name, value in case.constants.items():
+                setattr(module, name, value)
+            problems += _called(f"constant: API, after {_assigned(case.constants)}", grad, module.f, case.point,
+                                names, undecided)
+    return problems
+
+
+def _called(label, grad, f, at, names, undecided) -> list[str]:
+    want = numeric_gradient(f, at, names, undecided)
+    try:
+        got = as_tuple(fuzz._call(grad, at)[0], names)
+    except Exception as exc:  # noqa: BLE001
+        return [f"[{label}] raised {type(exc).__name__}: {exc}"]
+    return compare(label, names, got, want, at)
+
+
+def _assigned(constants: dict) -> str:
+    return ", ".join(f"module.{k} = {v!r}" for k, v in constants.items())
+
+
+def file_constant_problems(case, generated, original, names, undecided) -> list[str]:
+    """The file module takes each constant f reads as a keyword-only argument."""
+    read = {n.id for n in ast.walk(ast.parse(case.source)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    constants = {k: v for k, v in case.constants.items() if k in read}
+    if not constants:
+        return []
+    changed = dict(original)
+    changed.update(constants)
+    f = types.FunctionType(original["f"].__code__, changed, "f", original["f"].__defaults__)
+    f.__kwdefaults__ = original["f"].__kwdefaults__  # (f reading the changed constants)
+    want = numeric_gradient(f, case.point, names, undecided)
+    label = f"constant: file module, f_grad(..., {', '.join(f'{k}={v!r}' for k, v in constants.items())})"
+    try:
+        got = as_tuple(fuzz._call(lambda **kw: generated.f_grad(**kw, **constants), case.point)[0], names)
+    except Exception as exc:  # noqa: BLE001
+        return [f"[{label}] raised {type(exc).__name__}: {exc}"]
+    return compare(label, names, got, want, case.point)
