@@ -1,6 +1,7 @@
 """The checks of a grammar program (tests/grammar_programs.py), issue 20's contract.
 
-Besides `check`'s rows (sympy on small instances, finite differences along directions):
+Besides `check`'s rows (sympy on small instances, finite differences along directions; on
+every CHECK_EVERY-th program):
 
 * the gradient at the first point equals central differences of the original, element by
   element, and has the parameter's structure (dict keys, list/tuple nesting, shapes, float
@@ -26,6 +27,7 @@ import ast
 import contextlib
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 import types
@@ -34,11 +36,12 @@ from pathlib import Path
 import numpy as np
 
 import fuzz
-from gradgen import compile_source, load_module
+from gradgen import CompileError, compile_source, load_module
 from gradgen.emit import unformatted
 from gradgen.static_shapes import shapes_of_point, symbolic_shapes
 from gradgen.verify import check_source
 
+CHECK_EVERY = 3  # `gradgen check` (its sympy reference: 3/4 of the time) on every 3rd program
 STEPS = (1e-6, 1e-5)  # central differences at two steps: where they disagree, no verdict
 RTOL, ATOL = 1e-5, 1e-6
 
@@ -48,26 +51,18 @@ def grammar_problems(case, undecided: list | None = None) -> list[str]:
     the compile and check, the first call, the second call, the shapes compile, the Python
     API, the module constants, forward mode."""
     undecided = [] if undecided is None else undecided
-    compile_source(case.source, filename="fuzz.py")  # every top-level function compiles
-    [report] = check_source(case.source, functions=["f"], at=case.point, n_points=1)
-    [point] = report.points
-    problems = []
-    wrt = positional(case.source)
-    if report.wrt != wrt:
-        problems.append(f"[wrt] differentiated {report.wrt}, not the positional parameters {wrt}")
-    if not fuzz._close(point.value_generated, point.value_original, 1e-12, 1e-12):
-        problems.append(f"[value] generated {point.value_generated!r} != original {point.value_original!r}")
-    for row in point.rows:
-        mismatches, unsure = fuzz._array_row(row)
-        problems += [f"[check] {m}" for m in mismatches]
-        undecided += unsure
+    compiled = compile_source(case.source, filename="fuzz.py")  # every top-level function compiles
+    [fn] = [fn for fn in compiled.functions if fn.name == "f"]
+    wrt, problems = list(fn.wrt), []
+    if not set(wrt) <= set(positional(case.source)):
+        problems.append(f"[wrt] differentiated {wrt}, not only the positional parameters {positional(case.source)}")
+    if case.index % CHECK_EVERY == 0:
+        problems += check_problems(case, undecided)
     original = {}
     exec(case.source, original)  # noqa: S102 - generated test input
+    problems += left_out_problems(case, original, wrt, undecided)
     generated, _ = fuzz._with_kinds(case, None)
-    missing = [name for name in ("f_grad", "f_value_and_grad") if not callable(getattr(generated, name, None))]
-    if missing:  # (`from module_grad import f_grad` is the README's first line)
-        made = sorted(n for n in vars(generated) if n.startswith("f_"))
-        return problems + [f"[names] the generated module has no {' or '.join(missing)}; it has {made}"]
+    generated = named(generated, problems)
     inputs = fuzz.fresh(case.point)
     (value, grads), _ = fuzz._call(generated.f_value_and_grad, inputs, copy_point=False)
     if not fuzz._close(float(value), float(fuzz._call(original["f"], case.point)[0]), 1e-12, 1e-12):
@@ -75,15 +70,67 @@ def grammar_problems(case, undecided: list | None = None) -> list[str]:
     for name in case.point:
         if not all(np.array_equal(u, v) for u, v in zip(fuzz._leaves(inputs[name]), fuzz._leaves(case.point[name]))):
             problems.append(f"[input modified] the gradient modified its input {name}")
-    grads = as_tuple(grads, report.wrt)
-    want = numeric_gradient(original["f"], case.point, report.wrt, undecided)
-    problems += compare("gradient", report.wrt, grads, want, case.point)
-    problems += second_call_problems(case, generated, original, report.wrt, undecided)
-    problems += shapes_problems(case, grads, original, report.wrt, undecided)
-    problems += api_problems(case, report.wrt, undecided)
-    problems += file_constant_problems(case, generated, original, report.wrt, undecided)
+    grads = as_tuple(grads, wrt)
+    want = numeric_gradient(original["f"], case.point, wrt, undecided)
+    problems += compare("gradient", wrt, grads, want, case.point)
+    problems += second_call_problems(case, generated, original, wrt, undecided)
+    problems += shapes_problems(case, want, original, wrt, undecided)
+    problems += api_problems(case, wrt, undecided)
+    problems += file_constant_problems(case, generated, original, wrt, undecided)
     if not problems:
-        problems += [f"[forward] {p}" for p in fuzz.kind_problems(case, None, report.wrt, generated.f_grad, undecided)]
+        problems += [f"[forward] {p}" for p in fuzz.kind_problems(case, None, wrt, generated.f_grad, undecided)]
+    return problems
+
+
+def named(module, problems: list):
+    """The generated module; where its f_grad or f_value_and_grad took another name
+    (`f_grad_1`: `from module_grad import f_grad` is the README's first line), a problem,
+    and the functions under their own names, so the other checks go on."""
+    missing = [name for name in ("f_grad", "f_value_and_grad") if not callable(getattr(module, name, None))]
+    if not missing:
+        return module
+    made = sorted(n for n in vars(module) if n.startswith("f_"))
+    if not any(p.startswith("[names]") for p in problems):
+        problems.append(f"[names] the generated module has no {' or '.join(missing)}; it has {made}")
+    return _Renamed(module, made)
+
+
+class _Renamed:
+    """A generated module whose f_grad / f_value_and_grad took another name (`f_grad_1`)."""
+
+    def __init__(self, module, made):
+        for role in ("f_grad", "f_value_and_grad"):
+            name = role if hasattr(module, role) else next(n for n in made if re.fullmatch(rf"{role}_\d+", n))
+            setattr(self, role, getattr(module, name))
+
+
+def left_out_problems(case, original, wrt, undecided) -> list[str]:
+    """A positional parameter gradgen did not differentiate (one used only as a count,
+    `len(M)`) must be one f does not depend on: its differences are zeros."""
+    left = [name for name in positional(case.source) if name not in wrt]
+    problems = []
+    for name, fd in zip(left, numeric_gradient(original["f"], case.point, left, undecided)):
+        if any(np.nanmax(np.abs(leaf), initial=0) > ATOL for leaf in fuzz._leaves(fd)):
+            problems.append(f"[wrt] f depends on {name} (differences {_short(fuzz._leaves(fd))}), "
+                            f"which gradgen does not differentiate ({wrt})")
+    return problems
+
+
+def check_problems(case, undecided) -> list[str]:
+    """`gradgen check` at the first point: its rows (sympy, differences along directions), or
+    its refusal (`check` refuses what `compile` accepted: a problem, not the end)."""
+    try:
+        [report] = check_source(case.source, functions=["f"], at=case.point, n_points=1)
+    except CompileError as exc:
+        return [f"[check] refused: {exc.format().splitlines()[0]}"]
+    [point] = report.points
+    problems = []
+    if not fuzz._close(point.value_generated, point.value_original, 1e-12, 1e-12):
+        problems.append(f"[value] generated {point.value_generated!r} != original {point.value_original!r}")
+    for row in point.rows:
+        mismatches, unsure = fuzz._array_row(row)
+        problems += [f"[check] {m}" for m in mismatches]
+        undecided += unsure
     return problems
 
 
@@ -145,8 +192,8 @@ def _replaced(value, path, k, step):
     return moved
 
 
-def compare(label: str, names, got, want, point) -> list[str]:
-    """Problems of gradients `got` against differences `want`: structure, dtype, values."""
+def compare(label: str, names, got, want, point, reference: str = "finite differences") -> list[str]:
+    """Problems of gradients `got` against `want` (differences): structure, dtype, values."""
     problems = []
     for name, g, w in zip(names, got, want):
         if fuzz._shapes(g) != fuzz._shapes(point[name]):
@@ -160,8 +207,7 @@ def compare(label: str, names, got, want, point) -> list[str]:
             a, b = np.asarray(a, float), np.asarray(b, float)
             sure = ~np.isnan(b)
             if not np.allclose(a[sure], b[sure], rtol=RTOL, atol=ATOL * (1 + np.max(np.abs(b[sure]), initial=0))):
-                problems.append(f"[{label}] {name} (leaf {k}): generated {_short(a)} != finite differences "
-                                f"{_short(b)}")
+                problems.append(f"[{label}] {name} (leaf {k}): generated {_short(a)} != {reference} {_short(b)}")
     return problems
 
 
@@ -191,17 +237,18 @@ def second_call_problems(case, generated, original, names, undecided) -> list[st
     return compare("second call", names, got, want, case.second)
 
 
-def shapes_problems(case, grads, original, names, undecided) -> list[str]:
+def shapes_problems(case, want_first, original, names, undecided) -> list[str]:
     """Compiled for the first point's shapes (numbers on even programs, symbols on odd):
     the same gradient there; at the second point the right gradient or a ValueError that
     names a parameter."""
     shapes = (shapes_of_point if case.index % 2 == 0 else symbolic_shapes)(case.point)
     with unformatted():
         text = compile_source(case.source, functions=["f"], shapes=shapes).text
-    module = load_module(text, "fuzz_shapes")
+    problems = []
+    module = named(load_module(text, "fuzz_shapes"), problems)
     got = as_tuple(fuzz._call(module.f_grad, case.point)[0], names)
-    problems = [p.replace("[shapes]", "[shapes: first call]", 1)
-                for p in compare("shapes", names, got, grads, case.point)]
+    problems += [p.replace("[shapes]", f"[shapes: first call] compiled for {shapes}:", 1)
+                 for p in compare("shapes", names, got, want_first, case.point)]
     if not case.second or not _runs(original["f"], case.second):
         return problems
     try:

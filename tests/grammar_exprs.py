@@ -196,6 +196,7 @@ class ExprGrammar:
         self.constants: dict = {}  # module constant -> the value it is changed to
         self.params: dict = {}  # f's parameters -> their kinds
         self.worlds: _Worlds | None = None
+        self.owned: set = set()  # names whose value no other name holds (from arithmetic)
         self.loop_vars: set = set()  # the variables of the loops being drawn (never assigned to)
 
     # -- small choices -----------------------------------------------------------------------
@@ -222,6 +223,7 @@ class ExprGrammar:
 
     def bind(self, name: str, kind: str) -> None:
         self.scope.kinds.pop(name, None)
+        self.owned.discard(name)
         self.scope.kinds[name] = kind
 
     def make(self, text: str, probe: str | None = None, prec: int = ATOM) -> Expr | None:
@@ -377,7 +379,7 @@ class ExprGrammar:
         if self.names("index") and self.chance(0.5):
             return self.choice(self.names("index"))
         values = self.choice([[0, 1, 1, 2], [2, 0, 2], [1, 1], [0, 0, 1], [-1, 0, -1], [1, 0]])
-        return repr(values) if self.chance(0.6) else f"np.array({values!r})"
+        return repr(values) if self.chance(0.25) else f"np.array({values!r})"
 
     def gen_fancy(self, depth: int) -> Expr | None:
         """Integer-array reads with repeated indices: `v[idx]`, `W[0][idx]`, `W[:, idx]`, `W[idx, 0]`."""

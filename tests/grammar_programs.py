@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grammar_exprs import AUX, CONSTANTS, HELPERS, LIMIT, LOCAL_NAMES, MATRIX_NAMES, POW, SCALAR_NAMES, \
+from grammar_exprs import ATOM, AUX, CONSTANTS, HELPERS, LIMIT, LOCAL_NAMES, MATRIX_NAMES, POW, SCALAR_NAMES, \
     STRUCT_NAMES, VECTOR_NAMES, ExprGrammar, _leaf, _numeric, _Worlds, wrap
 
 
@@ -149,6 +149,8 @@ class GrammarBuilder(ExprGrammar):
                 isinstance(v, (int, np.integer)) for v in e.values):
             return None
         self.bind(name, "num")
+        if e.prec < ATOM:  # a new number or array, which no other name holds (`+=` may update it)
+            self.owned.add(name)
         return self.commit([(f"{name} = {e.text}", f"{name} = {e.probe}")])
 
     def stmt_accumulate(self) -> list | None:
@@ -162,7 +164,7 @@ class GrammarBuilder(ExprGrammar):
         e = self.scalar_expr(self.choice([1, 2]))
         if e is None:
             return None
-        op = self.choice(["+=", "-=", f"= {name} +"])
+        op = self.choice(["+=", "-=", f"= {name} +"] if name in self.owned else [f"= {name} +", f"= {name} -"])
         return self.commit([(f"{name} {op} {e.text}", f"{name} {op} {e.probe}")])
 
     def stmt_indices(self) -> list | None:
@@ -256,8 +258,8 @@ class GrammarBuilder(ExprGrammar):
             self.scope.container_use.add(text.split("[")[0])
             count = len(eval(text, self.worlds.spaces[0]))  # noqa: S307 - a path into a parameter
         else:
-            e = self.expr(2)
-            if e is None or any(np.ndim(v) == 0 or np.shape(v)[0] != 2 for v in e.values):
+            e = self.expr(2)  # (not a parameter: one unpacked is taken for a structure, README)
+            if e is None or e.text in self.params or any(np.ndim(v) == 0 or np.shape(v)[0] != 2 for v in e.values):
                 return None
             count, text, probe = 2, e.text, e.probe
         targets = ", ".join(self.fresh(("W0", "c0", "first", "second", "top", "rest")) for _ in range(count))
@@ -307,7 +309,7 @@ class GrammarBuilder(ExprGrammar):
         header, first_trip = self.loop_header(form)
         if not self.worlds.execute(first_trip):
             return None
-        variables = set(re.findall(r"\w+", header[4:].split(" in ")[0]))
+        variables = set(re.findall(r"\w+", header[4:]))  # (and the names it runs over: never assigned in it)
         self.loop_vars |= variables
         try:
             body = self.block(self.choice([1, 2, 2, 3]))
@@ -372,19 +374,20 @@ class GrammarBuilder(ExprGrammar):
     # -- the program -------------------------------------------------------------------------
 
     def result(self, body: list):
-        """`return` a number: totals of recent values; a structured parameter the body never
-        read is read here half the time (else it stays unused, its gradient zeros)."""
+        """`return` a number: totals of the values bound last (so most of the body reaches
+        the result); a structured parameter the body never read is read here half the time
+        (else it stays unused, its gradient zeros of its structure)."""
         space = self.worlds.spaces[0]
         nums = [n for n in self.names("num") if n not in self.params] or self.names("num")
-        chosen = nums[-self.choice([1, 2, 3]):] + self.rng.sample(nums, min(len(nums), self.choice([0, 1])))
+        chosen = nums[-self.choice([1, 2, 3, 4, 5]):] + self.rng.sample(nums, min(len(nums), self.choice([0, 1])))
         terms = [self.choice(["np.sum({})", "np.mean({})"] + ["{}.sum()"] * (np.ndim(space[n]) > 0)).format(n)
                  for n in dict.fromkeys(chosen)]
+        terms += [f"sum(np.sum(item) for item in {hs})" for hs in self.names("list") if self.chance(0.5)]
         text = "\n".join(t for t, _ in body)
         for name in self.names("struct"):
             if not re.search(rf"\b{name}\b", text) and self.chance(0.5):
                 e = self.part(name)
                 terms += [f"np.sum({e.text})"] if e is not None else []
-        terms = list(dict.fromkeys(terms))
         if not terms or not self.worlds.execute(f"_result = {' + '.join(terms)}"):
             first = next(iter(self.params))
             e = self.part(first) if isinstance(space[first], (dict, list, tuple)) else self.make(first)
