@@ -148,32 +148,36 @@ def as_tuple(grads, names):
 
 def numeric_gradient(f, point: dict, names, undecided: list) -> tuple:
     """Central differences of f in every element of every leaf of each parameter, in the
-    parameter's structure; an element whose two steps disagree is NaN (no verdict)."""
-    return tuple(_leafwise(point[name], lambda path, k, h, n=name: _moved(f, point, n, path, k, h),
+    parameter's structure; an element where the two steps disagree, or the one-sided slopes
+    do (a kink), is NaN: no verdict."""
+    base = float(fuzz._call(f, point)[0])
+    return tuple(_leafwise(point[name], lambda path, k, h, n=name: _moved(f, point, n, path, k, h), base,
                            name, undecided) for name in names)
 
 
 def _moved(f, point, name, path, k, h):
-    """(f at the point with element k of the leaf at `path` of `name` moved by +h and -h)."""
+    """f with element k of the leaf at `path` of `name` moved by +h, and by -h."""
     values = []
     for step in (h, -h):
         moved = dict(point)
         moved[name] = _replaced(point[name], path, k, step)
         values.append(float(fuzz._call(f, moved)[0]))
-    return (values[0] - values[1]) / (2 * h)
+    return values
 
 
-def _leafwise(value, slope, name, undecided, path=()):
+def _leafwise(value, moved, base, name, undecided, path=()):
     if isinstance(value, dict):
-        return {key: _leafwise(v, slope, name, undecided, path + (key,)) for key, v in value.items()}
+        return {key: _leafwise(v, moved, base, name, undecided, path + (key,)) for key, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_leafwise(v, slope, name, undecided, path + (i,)) for i, v in enumerate(value))
+        return type(value)(_leafwise(v, moved, base, name, undecided, path + (i,)) for i, v in enumerate(value))
     out = np.zeros(np.shape(value))
     for k in range(out.size):
-        near, far = (slope(path, k, h) for h in STEPS)
-        if abs(near - far) > 1e-4 * (1 + abs(near)):
-            undecided.append(f"{name}{''.join(f'[{p!r}]' for p in path)}: element {k}: differences at steps "
-                             f"{STEPS} disagree ({near!r}, {far!r})")
+        (up, down), (far_up, far_down) = (moved(path, k, h) for h in STEPS)
+        near, far = (up - down) / (2 * STEPS[0]), (far_up - far_down) / (2 * STEPS[1])
+        forward, backward = (far_up - base) / STEPS[1], (base - far_down) / STEPS[1]
+        if abs(near - far) > 1e-4 * (1 + abs(near)) or abs(forward - backward) > 1e-2 * (1 + abs(near)):
+            undecided.append(f"{name}{''.join(f'[{p!r}]' for p in path)}: element {k}: no derivative found "
+                             f"(central {near!r}, {far!r}; one-sided {forward!r}, {backward!r})")
             near = np.nan
         out.flat[k] = near
     return out if np.ndim(value) else float(out)
