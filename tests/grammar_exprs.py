@@ -197,7 +197,7 @@ class ExprGrammar:
         self.params: dict = {}  # f's parameters -> their kinds
         self.worlds: _Worlds | None = None
         self.owned: set = set()  # names whose value no other name holds (from arithmetic)
-        self.loop_vars: set = set()  # the variables of the loops being drawn (never assigned to)
+        self.loop_vars: list = []  # per loop being drawn, its variables and what it runs over (never assigned)
 
     # -- small choices -----------------------------------------------------------------------
 

@@ -141,7 +141,8 @@ class GrammarBuilder(ExprGrammar):
 
     def stmt_assign(self) -> list | None:
         """`name = e`: a new name, or one bound already (e reads its old value often)."""
-        nums = [n for n in self.names("num") if n not in self.loop_vars]
+        frozen = set().union(*self.loop_vars)
+        nums = [n for n in self.names("num") if n not in frozen]
         name = self.choice(nums[-4:]) if nums and self.chance(0.55) else self.fresh()
         self.target = name if name in nums else None
         e = self.expr(self.choice([1, 2, 2, 3]))
@@ -155,7 +156,7 @@ class GrammarBuilder(ExprGrammar):
 
     def stmt_accumulate(self) -> list | None:
         """`s += e`, `s -= e` or `s = s + e` on a number."""
-        scalars = [n for n in self.names("num") if n not in self.params and n not in self.loop_vars
+        scalars = [n for n in self.names("num") if n not in self.params and n not in set().union(*self.loop_vars)
                    and all(np.ndim(s[n]) == 0 for s in self.worlds.spaces)]
         if not scalars:
             return self.stmt_assign()
@@ -310,11 +311,11 @@ class GrammarBuilder(ExprGrammar):
         if not self.worlds.execute(first_trip):
             return None
         variables = set(re.findall(r"\w+", header[4:]))  # (and the names it runs over: never assigned in it)
-        self.loop_vars |= variables
+        self.loop_vars.append(variables)
         try:
             body = self.block(self.choice([1, 2, 2, 3]))
         finally:
-            self.loop_vars -= variables
+            self.loop_vars.pop()
         self.worlds.spaces = start
         if not body:
             return None
