@@ -558,14 +558,14 @@ def _signature(text: str) -> str:
 
 
 def _runs(case: Case) -> bool:
-    """The original runs at the point, to a finite value, within seconds."""
+    """The original runs at the point, to a finite number, within seconds."""
     namespace = {}
     try:
         with time_limit(10, _TooLong):
             exec(case.source, namespace)  # noqa: S102 - generated test input
             with np.errstate(all="raise"):
                 value, _ = _call(namespace["f"], case.point)
-        return bool(np.all(np.isfinite(value)))
+        return np.ndim(value) == 0 and bool(np.isfinite(value))  # (a number, as f must return)
     except (Exception, _TooLong):  # noqa: BLE001
         return False
 
