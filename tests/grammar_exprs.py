@@ -24,6 +24,7 @@ import numpy as np
 BOX = 1.2  # parameters are drawn from [-BOX, BOX]
 LIMIT = 4.0  # a value larger than this anywhere is squashed (np.tanh) before reuse
 MARGIN = 0.1  # least distance from a kink or a branch boundary, at every point
+LIST_INDEX_SHARE = 0.25  # integer indices written as a literal list (`v[[0, 1, 1]]`), not np.array
 ATOM, POW, UNARY, MUL, ADD, CMP, IFEXP = 100, 14, 13, 12, 11, 6, 1
 _MARGINS: list = []  # what the probes measured during one evaluation
 
@@ -379,7 +380,7 @@ class ExprGrammar:
         if self.names("index") and self.chance(0.5):
             return self.choice(self.names("index"))
         values = self.choice([[0, 1, 1, 2], [2, 0, 2], [1, 1], [0, 0, 1], [-1, 0, -1], [1, 0]])
-        return repr(values) if self.chance(0.25) else f"np.array({values!r})"
+        return repr(values) if self.chance(LIST_INDEX_SHARE) else f"np.array({values!r})"
 
     def gen_fancy(self, depth: int) -> Expr | None:
         """Integer-array reads with repeated indices: `v[idx]`, `W[0][idx]`, `W[:, idx]`, `W[idx, 0]`."""
