@@ -337,6 +337,10 @@ def file_constant_problems(case, generated, original, names, undecided) -> list[
     label = f"constant: file module, f_grad(..., {', '.join(f'{k}={v!r}' for k, v in constants.items())})"
     try:
         got = as_tuple(fuzz._call(lambda **kw: generated.f_grad(**kw, **constants), case.point)[0], names)
+        value, _ = fuzz._call(lambda **kw: generated.f_value_and_grad(**kw, **constants), case.point)[0]
     except Exception as exc:  # noqa: BLE001
         return [f"[{label}] raised {type(exc).__name__}: {exc}"]
-    return compare(label, names, got, want, case.point)
+    problems = compare(label, names, got, want, case.point)
+    if not fuzz._close(float(value), float(fuzz._call(f, case.point)[0]), 1e-12, 1e-12):
+        problems.append(f"[{label}] f_value_and_grad's value {float(value)!r} is not f's")
+    return problems

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grammar_exprs import ATOM, AUX, CONSTANTS, HELPERS, LIMIT, LOCAL_NAMES, MATRIX_NAMES, POW, SCALAR_NAMES, \
+from grammar_exprs import ATOM, AUX, CONSTANTS, HELPERS, LIMIT, MATRIX_NAMES, POW, SCALAR_NAMES, \
     STRUCT_NAMES, VECTOR_NAMES, ExprGrammar, _leaf, _numeric, _Worlds, wrap
 
 
