@@ -145,7 +145,10 @@ class GrammarBuilder(ExprGrammar):
         nums = [n for n in self.names("num") if n not in frozen]
         name = self.choice(nums[-4:]) if nums and self.chance(0.55) else self.fresh()
         self.target = name if name in nums else None
-        e = self.expr(self.choice([1, 2, 2, 3]))
+        if self.target and self.depth and self.chance(0.35):  # in a loop or branch: a part of itself
+            e = self.squashed(self.part_of_itself(name))
+        else:
+            e = self.expr(self.choice([1, 2, 2, 3]))
         if e is None or e.text == name or not self.reads_variable(e) or all(
                 isinstance(v, (int, np.integer)) for v in e.values):
             return None
@@ -153,6 +156,15 @@ class GrammarBuilder(ExprGrammar):
         if e.prec < ATOM:  # a new number or array, which no other name holds (`+=` may update it)
             self.owned.add(name)
         return self.commit([(f"{name} = {e.text}", f"{name} = {e.probe}")])
+
+    def part_of_itself(self, name: str):
+        """`v[1:]`, `v[::-1]`, `h[..., None]`, `np.tanh(h) + h[-1]`, `g + h[-1]`, `h + g[-1]`: the
+        name's old value, or a part of it, in a value of the same or another shape (item 9)."""
+        others = [n for n in self.names("num") if n != name] or [name]
+        other = self.choice(others[-3:])
+        form = self.choice(["{t}[1:]", "{t}[:-1]", "{t}[::-1]", "{t}[..., None]", "np.tanh({t}) + {t}[-1]",
+                            "{t} + {o}[-1]", "{o} + {t}[-1]", "{t}[1:] * 2.0", "{t}.T", "{t}[-1] * {o}"])
+        return self.make(form.format(t=name, o=other))
 
     def stmt_accumulate(self) -> list | None:
         """`s += e`, `s -= e` or `s = s + e` on a number."""
@@ -390,9 +402,8 @@ class GrammarBuilder(ExprGrammar):
                 e = self.part(name)
                 terms += [f"np.sum({e.text})"] if e is not None else []
         if not terms or not self.worlds.execute(f"_result = {' + '.join(terms)}"):
-            first = next(iter(self.params))
-            e = self.part(first) if isinstance(space[first], (dict, list, tuple)) else self.make(first)
-            terms = [f"np.sum({e.text})"]
+            read = [self.part(p) if isinstance(space[p], (dict, list, tuple)) else self.make(p) for p in self.params]
+            terms = [f"np.sum({e.text})" for e in read if e is not None][:1] or ["0.0"]
         return f"return {' + '.join(terms)}"
 
     def build(self) -> GrammarProgram:
