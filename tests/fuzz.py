@@ -11,6 +11,14 @@ Program `i` of seed `S` is always the same program. It is one of:
   and `continue` (`programs.py`);
 * `array`: NumPy programs with broadcasting, reductions, matmul and slicing
   (`array_programs.py`);
+* `grammar`: programs drawn from the grammar of the array subset, not from idioms: any
+  expression on the right of any assignment (the same name on both sides, in loops and
+  branches), parameters of every structure, number defaults called with arrays, writes with
+  repeated indices, comprehensions, module constants (`grammar_programs.py`); besides the
+  checks below, a second call with other shapes, module constants changed between calls
+  through `gradgen.grad` and the file module's keyword arguments, and the gradient's
+  structure (`grammar_checks.py`). Drawn apart from the others (GRAMMAR_WEIGHT), so the
+  programs of the other kinds are the ones they always were;
 
 and most scalar programs are then rewritten, keeping their meaning exactly, to use helpers,
 helpers returning tuples and tuple unpacking (`rewrite.py`). Every program stays inside each
@@ -59,6 +67,7 @@ import numpy as np  # noqa: E402
 
 import conftest  # noqa: E402,F401  (the SciPy stand-in, where SciPy is missing)
 from array_programs import seeded_array_program  # noqa: E402
+from grammar_programs import seeded_grammar_program  # noqa: E402
 from gradgen import CompileError, compile_source, load_module  # noqa: E402
 from gradgen.limits import time_limit  # noqa: E402
 from gradgen.emit import unformatted  # noqa: E402
@@ -69,6 +78,7 @@ from rewrite import draws, effects, functions, lists, rewrite  # noqa: E402
 from rewrite_structured import structured  # noqa: E402
 
 KINDS = (("straight", 30), ("wrt", 10), ("control", 40), ("array", 20))  # (kind, weight)
+GRAMMAR_WEIGHT = 25  # the grammar kind's weight beside KINDS' (drawn apart: the others' programs stay)
 REWRITE_RATE = 0.7  # share of scalar programs rewritten with helpers and tuples
 FUNCTIONS_RATE = 0.5  # share of programs calling through closures, lambdas, factories, ...
 EFFECTS_RATE = 0.3  # share of programs with prints, asserts and logging
@@ -90,6 +100,8 @@ class Case:
     point: dict
     wrt: tuple | None = None
     rs_seed: int | None = None  # point["rs"] is np.random.RandomState(rs_seed) (draw programs)
+    second: dict | None = None  # a second call's point, with other shapes (grammar programs)
+    constants: dict | None = None  # module constant -> the value a test sets it to (grammar programs)
 
     @property
     def arrays(self) -> bool:
@@ -105,9 +117,14 @@ class Outcome:
 
 # ---- generation --------------------------------------------------------------------------
 
-def generate(seed: int, index: int) -> Case:
-    """Program `index` of the run with `seed` (the same one every time)."""
+def generate(seed: int, index: int, only: str | None = None) -> Case:
+    """Program `index` of the run with `seed` (the same one every time); `only="grammar"`
+    makes every program a grammar program, `only="classic"` none."""
     rng = random.Random(f"gradgen-fuzz:{seed}:{index}")
+    if only == "grammar" or only is None and _grammar_drawn(seed, index):
+        program = seeded_grammar_program(random.Random(f"gradgen-fuzz-grammar:{seed}:{index}").randrange(2**63))
+        return Case("grammar", seed, index, program.source, program.point, second=program.second,
+                    constants=program.constants)
     kind = rng.choices([k for k, _ in KINDS], [w for _, w in KINDS])[0]
     sub = rng.randrange(2**63)
     if kind == "array":
@@ -145,6 +162,11 @@ def generate(seed: int, index: int) -> Case:
     return Case(kind, seed, index, source, point, program.wrt, rs_seed)
 
 
+def _grammar_drawn(seed: int, index: int) -> bool:
+    share = GRAMMAR_WEIGHT / (GRAMMAR_WEIGHT + sum(w for _, w in KINDS))
+    return random.Random(f"gradgen-fuzz-kind:{seed}:{index}").random() < share
+
+
 # ---- checking ----------------------------------------------------------------------------
 
 CASE_SECONDS = 120  # one program's compile and check (a few seconds at most when all is well)
@@ -172,7 +194,12 @@ def _run(case: Case) -> Outcome:
     undecided = []
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # (the programs' prints)
-            problems = array_problems(case, undecided) if case.arrays else scalar_problems(case, undecided)
+            if case.kind == "grammar":
+                from grammar_checks import grammar_problems  # (which imports this module)
+
+                problems = grammar_problems(case, undecided)
+            else:
+                problems = array_problems(case, undecided) if case.arrays else scalar_problems(case, undecided)
     except CompileError as exc:
         annotated = _as_number(case, exc)
         if annotated is not None:
@@ -507,10 +534,19 @@ def _same_failure(new: Outcome, old: Outcome) -> bool:
     if new.status != old.status or not new.problems:
         return False
     if new.status == "internal":  # the same exception type (or refusal) at the same place
-        return _signature(new.problems[0]) == _signature(old.problems[0])
+        return _signature(new.problems[0]) == _signature(old.problems[0]) and (
+            new.case.kind != "grammar" or _runs(new.case))  # (a grammar program's reproducer runs)
+    if _problem_class(new.problems[0]) != _problem_class(old.problems[0]):
+        return False  # (a grammar program's problems say their class: `[second call] ...`)
     if "!= sympy" in old.problems[0] and not any("!= sympy" in p for p in new.problems):
         return False  # (sympy cannot be fooled by a kink that a cut moved near the point)
     return _runs(new.case)  # a mismatch, and the original still runs cleanly at the point
+
+
+def _problem_class(text: str) -> str:
+    """`second call` of `[second call] x: ...` (grammar_checks.py); "" for other problems."""
+    match = re.match(r"\[([^\]:,]+)", text)
+    return match.group(1) if match else ""
 
 
 def _signature(text: str) -> str:
@@ -522,14 +558,14 @@ def _signature(text: str) -> str:
 
 
 def _runs(case: Case) -> bool:
-    """The original runs at the point, to a finite value, within seconds."""
+    """The original runs at the point, to a finite number, within seconds."""
     namespace = {}
     try:
         with time_limit(10, _TooLong):
             exec(case.source, namespace)  # noqa: S102 - generated test input
             with np.errstate(all="raise"):
                 value, _ = _call(namespace["f"], case.point)
-        return bool(np.all(np.isfinite(value)))
+        return np.ndim(value) == 0 and bool(np.isfinite(value))  # (a number, as f must return)
     except (Exception, _TooLong):  # noqa: BLE001
         return False
 
@@ -645,10 +681,15 @@ def reproducer(outcome: Outcome, path: str = "THIS_FILE") -> str:
     problems = "\n".join(f"    {line}" for p in outcome.problems for line in p.strip().splitlines())
     problems = problems.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')  # (a traceback, in a docstring)
     wrt = f" --wrt {','.join(case.wrt)}" if case.wrt else ""
-    if case.arrays or case.rs_seed is not None:
+    if case.arrays or case.rs_seed is not None or case.kind == "grammar":
         check = f"gradgen check {shlex.quote(path)} --function f{wrt} --inputs {shlex.quote(path + ':inputs_f')}"
         items = ", ".join(f"{k!r}: {_input_text(case, k, v)}" for k, v in case.point.items())
         extra = f"\n\ndef inputs_f():\n    return {{{items}}}\n"
+        if case.second:  # (a grammar program's second call, with other shapes)
+            items = ", ".join(f"{k!r}: {_input_text(case, k, v)}" for k, v in case.second.items())
+            extra += f"\n\ndef second_inputs_f():\n    return {{{items}}}\n"
+        if case.constants:
+            extra += f"\n\nCHANGED_CONSTANTS = {case.constants!r}  # what the test sets module constants to\n"
         if "np" not in {a.asname or a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}:
             tree.body.insert(0, ast.Import([ast.alias("numpy", "np")]))
     else:
@@ -686,14 +727,14 @@ def save(outcome: Outcome, out_dir: Path) -> Path:
 # ---- the run -----------------------------------------------------------------------------
 
 def _job(args):
-    seed, index = args
+    seed, index, only, shrinking = args
     try:
-        case = generate(seed, index)
+        case = generate(seed, index, only)
     except Exception:  # noqa: BLE001 - a bug of the generator is reported, never the end of a soak
         return Outcome(Case("generator", seed, index, "", {}), "internal",
                        (f"the generator failed on program {index} of seed {seed}:\n{traceback.format_exc(limit=-4)}",))
     outcome = run(case)
-    if outcome.status in ("mismatch", "internal"):
+    if shrinking and outcome.status in ("mismatch", "internal"):
         try:
             outcome = shrink(outcome)
         except Exception:  # noqa: BLE001 - (a program that does not parse cannot be shrunk)
@@ -701,10 +742,12 @@ def _job(args):
     return outcome
 
 
-def fuzz(programs: int, seed: int, jobs: int = 1, out_dir: Path | None = None, progress=None):
+def fuzz(programs: int, seed: int, jobs: int = 1, out_dir: Path | None = None, progress=None,
+         only: str | None = None, shrinking: bool = True):
     """Run `programs` programs; returns the outcomes that are not ok, failures and undecided
-    (each saved to `out_dir`)."""
-    work = [(seed, i) for i in range(programs)]
+    (each saved to `out_dir`). `only`: "grammar" or "classic" (see `generate`); `shrinking`
+    off saves each failure as it was generated."""
+    work = [(seed, i, only, shrinking) for i in range(programs)]
     failures = []
     if jobs > 1:
         ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
@@ -785,8 +828,12 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=Path("fuzz-failures"),
                         help="where reproducers of failures are written (default fuzz-failures/)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--only", choices=("grammar", "classic"), default=None,
+                        help="only grammar programs, or none (default: both, the grammar kind by its weight)")
+    parser.add_argument("--no-shrink", action="store_true", help="save failures as generated, unshrunk")
     args = parser.parse_args(argv)
-    failures = fuzz(args.programs, args.seed, args.jobs, args.out, None if args.quiet else ProgressBar())
+    failures = fuzz(args.programs, args.seed, args.jobs, args.out, None if args.quiet else ProgressBar(),
+                    args.only, not args.no_shrink)
     for outcome in failures:
         print(f"{outcome.status}: {outcome.case.kind} program {outcome.case.index}: "
               f"{outcome.problems[0].strip().splitlines()[-1]}  -> "

@@ -1,6 +1,8 @@
 """The fuzzer in CI: 160 generated programs over the whole subset (1,000 under --soak), and
 the fuzzer itself (it must find a planted wrong rule, shrink it, and save a reproducer that
-fails `check`)."""
+fails `check`). These are the kinds before the grammar kind (`only="classic"`: a program
+found by a soak before it existed is still program i of seed S); the grammar kind's are in
+tests/test_grammar_fuzz.py."""
 
 import ast
 import collections
@@ -24,7 +26,7 @@ CI_PROGRAMS = budget(160, 1000)  # the 20,000-program soak: python -m tests.fuzz
 
 
 def test_generated_programs_have_no_mismatch_and_no_internal_error(tmp_path):
-    failures = fuzz.fuzz(CI_PROGRAMS, seed=0, jobs=min(2, os.cpu_count() or 1), out_dir=tmp_path)
+    failures = fuzz.fuzz(CI_PROGRAMS, seed=0, jobs=min(2, os.cpu_count() or 1), out_dir=tmp_path, only="classic")
     report = "\n\n".join(fuzz.reproducer(o) for o in failures)
     assert fuzz.summary(CI_PROGRAMS, failures) == f"{CI_PROGRAMS} programs, 0 mismatches, 0 internal errors", report
 
@@ -35,7 +37,7 @@ def test_the_programs_cover_the_subset():
     calls, nodes = collections.Counter(), collections.Counter()
     kinds, functions = collections.Counter(), collections.Counter()
     for i in range(1000):
-        case = fuzz.generate(0, i)
+        case = fuzz.generate(0, i, only="classic")
         kinds[case.kind] += 1
         tree = ast.parse(case.source)
         functions.update(function_constructs(tree))
@@ -199,7 +201,7 @@ def test_the_fuzzer_finds_shrinks_and_saves_a_wrong_rule(tmp_path, monkeypatch):
     lines and saved as a module that `gradgen check` fails on (and passes once fixed)."""
     wrong = dataclasses.replace(primitives.TABLE["tanh"], vjp=(lambda g, out, x: g * (1 - out**2) * 1.001,))
     monkeypatch.setitem(primitives.TABLE, "tanh", wrong)
-    failures = fuzz.fuzz(10, seed=0, jobs=1, out_dir=tmp_path)
+    failures = fuzz.fuzz(10, seed=0, jobs=1, out_dir=tmp_path, only="classic")
     assert failures and all(o.status == "mismatch" for o in failures)
     saved = sorted(tmp_path.iterdir())
     assert [p.name for p in saved] == sorted(f"mismatch-seed0-{o.case.index}.py" for o in failures)
@@ -221,7 +223,7 @@ def test_an_internal_error_is_caught_shrunk_and_saved(tmp_path, monkeypatch):
     """An exception inside gradgen is an internal error (never a crash of the fuzzer)."""
     broken = dataclasses.replace(primitives.TABLE["tanh"], vjp=(lambda g, out, x: 1 / 0,))
     monkeypatch.setitem(primitives.TABLE, "tanh", broken)
-    failures = fuzz.fuzz(8, seed=0, jobs=1, out_dir=tmp_path)
+    failures = fuzz.fuzz(8, seed=0, jobs=1, out_dir=tmp_path, only="classic")
     internal = [o for o in failures if o.status == "internal"]
     assert internal and "ZeroDivisionError" in internal[0].problems[0]
     saved = (tmp_path / f"internal-seed0-{internal[0].case.index}.py").read_text()
@@ -239,7 +241,7 @@ def test_the_same_seed_gives_the_same_programs():
 
 
 def test_soak_command_prints_one_summary_line(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "tests.fuzz", "--programs", "6", "--seed", "3", "--jobs", "2",
+    done = subprocess.run([sys.executable, "-m", "tests.fuzz", "--programs", "6", "--seed", "3", "--jobs", "2", "--only", "classic",
                            "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "6 programs, 0 mismatches, 0 internal errors\n"
@@ -271,7 +273,7 @@ def test_a_control_program_never_raises_an_integer_to_a_negative_power():
     """Seed 1203, program 17389: the generator wrote `np.power(1 + -2 * -2, -2)`, which NumPy
     refuses (integers to negative integer powers), and its own verification raised; a
     constant negative exponent of `np.power` is written as a float."""
-    case = fuzz.generate(1203, 17389)
+    case = fuzz.generate(1203, 17389, only="classic")
     assert "np.power(1 + -2 * -2, -2.0)" in case.source
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")
 
@@ -299,7 +301,7 @@ def test_soak_1205_generator_keeps_a_0d_array_shared_through_unary_plus():
     """Seed 1205, program 10018: `v = +c` with c a 0-d array (np.where of numbers), then
     `v /= K`: gradgen rightly refuses (its code may write `v = c`), so the generator knows
     `+c` shares c's array and never updates it in place."""
-    case = fuzz.generate(1205, 10018)
+    case = fuzz.generate(1205, 10018, only="classic")
     assert "v /= _h5()" not in case.source
     assert fuzz.run(case).status == "ok"
 
@@ -415,7 +417,7 @@ def test_soak_1215_a_pair_closures_result_is_not_updated_in_place(index, name):
     `z -= e`: the closure's z holds the same array and h's gradient needs its old numbers,
     so gradgen refuses the update in place (rightly: it would have to save them). The
     generator now writes `z = z - e` for a name a pair closure returned."""
-    case = fuzz.generate(1215, index)
+    case = fuzz.generate(1215, index, only="classic")
     assert f"    {name} = {name} - " in case.source and f"{name} -=" not in case.source
     assert fuzz.run(case).status == "ok"
 
@@ -438,5 +440,5 @@ def test_soak_1218_two_reductions_that_keep_their_axes_are_not_the_same_shape():
     keepdims=True)` and `y = np.sum(b, keepdims=True)` were taken for the same shape (both
     'b reduced, axes kept'), so `u / y`'s gradient for y was not summed back to y's (1, 1).
     The shape key of a reduction now holds its axes (gradgen/sameshape.py)."""
-    case = fuzz.generate(1218, 17014)
+    case = fuzz.generate(1218, 17014, only="classic")
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")

@@ -1,0 +1,481 @@
+"""Seeded random programs drawn from the grammar of the array subset (issue 20).
+
+The other generators write the idioms we thought of; this one draws every statement from a
+small grammar of what gradgen accepts, so any expression may stand on the right of any
+assignment, the same name on both sides, in loops and branches:
+
+    module   := constant* helper* "def f(" param+ "):" stmt+ "return" total  [aux]
+    param    := scalar | vector | matrix | dict | list | tuple | list of tuples
+                (any of them nested, unused or partly used; a number default `b=0.0`
+                called with a number or with an array)
+    stmt     := name "=" expr                      (a new name, or one already bound: `v = v[1:]`)
+              | name "+=" expr                     (a number)
+              | name "=" np.zeros(..) ; name[index] op= expr ...   (repeated indices too)
+              | target "," target "=" expr         (`W0, c0 = layers[0]`)
+              | "if" expr ">" number ":" stmt+ ["else:" stmt+]
+              | "for" target "in" iterable ":" stmt+   (range, rows, zip, enumerate, a dict,
+                                                        .items(), .values(), a list of tuples)
+              | name ".append(" expr ")"
+    expr     := leaf | expr op expr | fn(expr) | reduction(expr, axis, keepdims)
+              | expr "@" expr | expr[index] | expr if cond else expr | max(expr, number)
+              | np.sum([expr for x in iterable]) | np.array([expr for x in iterable])
+              | sum(expr for x in iterable) | np.array([number, expr, ...])
+              | helper(expr, ...) | np.stack(list) | np.concatenate([expr, expr])
+
+Every draw is evaluated as it is made, at the program's points: A (the first call), B (a
+second call with the batch dimension `n` changed) and, when the module has constants, A
+with the constants changed. So each expression has exact shapes and values everywhere: a
+draw that fails at some point (shapes that do not broadcast, a loop whose later trips no
+longer fit, an index past the end) is drawn again; a value above LIMIT is squashed by
+`np.tanh`; a comparison, `max`/`min` or `abs` within MARGIN of its kink at any point (on any
+trip of a loop) is drawn again. Every program therefore runs at all its points, inside each
+primitive's domain and away from kinks and branch boundaries: a disagreement is gradgen's.
+Program `seed` is always the same program.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from grammar_exprs import ATOM, AUX, CONSTANTS, HELPERS, LIMIT, MATRIX_NAMES, POW, SCALAR_NAMES, \
+    STRUCT_NAMES, VECTOR_NAMES, ExprGrammar, _leaf, _numeric, _Worlds, wrap
+
+
+@dataclass(frozen=True)
+class GrammarProgram:
+    """A module, the point of its first call, the point of its second call (other shapes),
+    and the module constants with the value each is changed to between calls."""
+
+    source: str
+    point: dict
+    second: dict
+    constants: dict
+    seed: int
+
+
+class GrammarBuilder(ExprGrammar):
+    """Draws one program, statement by statement, evaluating each draw at every point."""
+
+    # -- parameters and constants ------------------------------------------------------------
+
+    def parameters(self):
+        """(signature parts, point A, point B): 1-4 parameters of every structure and rank."""
+        dims = {"n": (self.n, self.n2), "d": (self.d, self.d)}
+        rng_a, rng_b = np.random.default_rng(self.seed % 2**32), np.random.default_rng(self.seed % 2**32 + 1)
+        count = self.choice([1, 2, 2, 3, 3, 4])
+        kinds = [self.choice(["vector", "vector", "matrix", "matrix", "scalar", "dict", "list", "tuple",
+                              "layers", "nested"]) for _ in range(count)]
+        if self.chance(0.35):
+            kinds.append("default")
+        specs, point, second = [], {}, {}
+        for kind in kinds:
+            name, shape = self.param_shape(kind)
+            a, b = (self.param_value(shape, dims, i, rng) for i, rng in ((0, rng_a), (1, rng_b)))
+            point[name], second[name] = a, b
+            default = self.choice(["0.0", "1.0", "0.5"]) if kind == "default" else None
+            specs.append((name, kind, default))
+            self.bind(name, "num" if kind in ("vector", "matrix", "scalar", "default") else "struct")
+        if self.chance(0.3):  # data: a keyword-only parameter, not differentiated
+            name = self.fresh(("X", "data", "Y"))
+            shape = self.choice([("n", "d"), ("n",), ("d",)])
+            point[name], second[name] = (self.param_value(shape, dims, i, r) for i, r in ((0, rng_a), (1, rng_b)))
+            specs.append((name, "data", None))
+            self.bind(name, "num")
+        return specs, point, second
+
+    def param_shape(self, kind: str):
+        """A fresh name for a parameter of `kind`, and its shape tree in dimension names."""
+        vec, mat = self.choice([("n",), ("d",)]), self.choice([("n", "d"), ("d", "d"), ("d", "n")])
+        if kind == "vector":
+            return self.fresh(VECTOR_NAMES), vec
+        if kind == "matrix":
+            return self.fresh(MATRIX_NAMES), mat
+        if kind == "scalar":
+            return self.fresh(SCALAR_NAMES), ()
+        if kind == "default":  # a number default, called with a number or with an array
+            return self.fresh(("b", "bias", "offset")), self.choice([(), ("n",), ("d",), ("n", "d")])
+        name = self.fresh(STRUCT_NAMES)
+        if kind == "dict":
+            return name, {"W": ("d", "d"), "c": ("d",), **({"s": ()} if self.chance(0.3) else {})}
+        if kind == "list":
+            return name, [self.choice([("d",), ("n",)])] * self.choice([2, 3])
+        if kind == "tuple":
+            return name, (("d", "d"), ("d",))
+        if kind == "layers":
+            return name, [(("d", "d"), ("d",))] * self.choice([1, 2])
+        return name, {"layer": {"W": ("d", "d"), "b": ("d",)}, "scale": ()}
+
+    def param_value(self, shape, dims, which: int, rng):
+        if isinstance(shape, dict):
+            return {k: self.param_value(v, dims, which, rng) for k, v in shape.items()}
+        if isinstance(shape, list):
+            return [self.param_value(v, dims, which, rng) for v in shape]
+        if shape and isinstance(shape[0], (tuple, dict, list)):
+            return tuple(self.param_value(v, dims, which, rng) for v in shape)
+        return _leaf(rng, tuple(dims[s][which] for s in shape))
+
+    # -- statements: each a list of (text, probed text) lines --------------------------------
+
+    def statement(self) -> list | None:
+        """One statement, kept only if it runs at every point; None if none fitted."""
+        forms = ["assign"] * 8 + ["write", "write", "if", "if", "for", "for", "unpack", "accumulate", "indices",
+                                  "list", "append"]
+        if self.depth >= 2:
+            forms = [f for f in forms if f not in ("if", "for")]
+        for _ in range(5):
+            saved = (self.worlds.snapshot(), copy.deepcopy(self.scope))
+            lines = getattr(self, f"stmt_{self.choice(forms)}")()
+            self.target = None
+            if lines:
+                return lines
+            self.worlds.spaces, self.scope = saved
+        return None
+
+    def commit(self, pairs: list) -> list | None:
+        """`pairs` if its probed text runs at every point (which it then has run)."""
+        return pairs if self.worlds.execute("\n".join(p for _, p in pairs)) else None
+
+    def stmt_assign(self) -> list | None:
+        """`name = e`: a new name, or one bound already (e reads its old value often)."""
+        frozen = set().union(*self.loop_vars)
+        nums = [n for n in self.names("num") if n not in frozen]
+        name = self.choice(nums[-4:]) if nums and self.chance(0.55) else self.fresh()
+        self.target = name if name in nums else None
+        if self.target and self.depth and self.chance(0.35):  # in a loop or branch: a part of itself
+            e = self.squashed(self.part_of_itself(name))
+        else:
+            e = self.expr(self.choice([1, 2, 2, 3]))
+        if e is None or e.text == name or not self.reads_variable(e) or all(
+                isinstance(v, (int, np.integer)) for v in e.values):
+            return None
+        self.bind(name, "num")
+        if e.prec < ATOM:  # a new number or array, which no other name holds (`+=` may update it)
+            self.owned.add(name)
+        return self.commit([(f"{name} = {e.text}", f"{name} = {e.probe}")])
+
+    def part_of_itself(self, name: str):
+        """`v[1:]`, `v[::-1]`, `h[..., None]`, `np.tanh(h) + h[-1]`, `g + h[-1]`, `h + g[-1]`: the
+        name's old value, or a part of it, in a value of the same or another shape (item 9)."""
+        others = [n for n in self.names("num") if n != name] or [name]
+        other = self.choice(others[-3:])
+        form = self.choice(["{t}[1:]", "{t}[:-1]", "{t}[::-1]", "{t}[..., None]", "np.tanh({t}) + {t}[-1]",
+                            "{t} + {o}[-1]", "{o} + {t}[-1]", "{t}[1:] * 2.0", "{t}.T", "{t}[-1] * {o}"])
+        return self.make(form.format(t=name, o=other))
+
+    def stmt_accumulate(self) -> list | None:
+        """`s += e`, `s -= e` or `s = s + e` on a number."""
+        scalars = [n for n in self.names("num") if n not in self.params and n not in set().union(*self.loop_vars)
+                   and all(np.ndim(s[n]) == 0 for s in self.worlds.spaces)]
+        if not scalars:
+            return self.stmt_assign()
+        name = self.choice(scalars)
+        self.target = name
+        e = self.scalar_expr(self.choice([1, 2]))
+        if e is None:
+            return None
+        op = self.choice(["+=", "-=", f"= {name} +"] if name in self.owned else [f"= {name} +", f"= {name} -"])
+        return self.commit([(f"{name} {op} {e.text}", f"{name} {op} {e.probe}")])
+
+    def stmt_indices(self) -> list | None:
+        name = self.fresh(("idx", "rows", "sel"))
+        values = self.choice([[0, 1, 1, 2], [2, 0, 2], [1, 1, 0], [0, 0], [-1, 0, -1]])
+        text = f"{name} = {values!r}" if self.chance(0.5) else f"{name} = np.array({values!r})"
+        self.bind(name, "index")
+        return self.commit([(text, text)])
+
+    def stmt_list(self) -> list | None:
+        """`hs = [e]`, or `hs = []` and an append: a list later statements append to and read."""
+        name = self.fresh(("hs", "parts", "outs"))
+        first = self.expr(1) if self.chance(0.5) else None
+        lines = self.commit([(f"{name} = [{first.text}]", f"{name} = [{first.probe}]") if first
+                             else (f"{name} = []", f"{name} = []")])
+        if lines is None:
+            return None
+        self.bind(name, "list")
+        if first is None:
+            append = self.stmt_append(name)
+            return lines + append if append else None
+        return lines
+
+    def stmt_append(self, name: str | None = None) -> list | None:
+        lists = self.names("list")
+        if name is None and not lists:
+            return self.stmt_assign()
+        name = name or self.choice(lists)
+        e = self.expr(self.choice([1, 2]))
+        if e is None:
+            return None
+        return self.commit([(f"{name}.append({e.text})", f"{name}.append({e.probe})")])
+
+    def stmt_write(self) -> list | None:
+        """A new array written into: `y = np.zeros_like(x)` (or a copy), then `y[idx] = e`
+        with repeated indices, `y[0] = e`, `y[1:] += e`, `y[:, j] = e`, or a loop writing
+        `y[i]`; nothing else holds y's array, and e never reads y."""
+        name = self.fresh(("y", "R", "buf", "T"))
+        base = self.leaf()
+        if base is None or base.scalar:
+            return None
+        start = self.choice([f"np.zeros_like({base.text})", f"{wrap(base, POW)}.copy()", f"np.copy({base.text})",
+                             f"np.zeros({wrap(base, POW)}.shape)", f"np.zeros(len({base.text}))", "np.zeros(2)",
+                             "np.zeros(3)"])
+        pairs = self.commit([(f"{name} = {start}", f"{name} = {start}")])
+        if pairs is None:
+            return None
+        for _ in range(self.choice([1, 1, 2, 3])):
+            write = self.write_into(name)
+            if write is not None:
+                pairs.append(write)
+        self.bind(name, "num")
+        if self.chance(0.3):  # the written array under another name (`S = R`)
+            alias = self.fresh(("S", "Q", "res"))
+            pairs += self.commit([(f"{alias} = {name}",) * 2]) or []
+            self.bind(alias, "num")
+        return pairs if len(pairs) > 1 else None
+
+    def write_into(self, name: str):
+        """One write `name[index] op= e` (or a loop of them), run at every point; or None."""
+        ndim = np.ndim(self.worlds.spaces[0][name])
+        i = self.fresh(("i", "j", "jj"))
+        index = self.choice([self.index_list(), self.index_list(), "0", "-1", "1:", ":-1", i]
+                            + [":, 0", "0, 1", ":, -1", f"{self.index_list()}, 0"] * (ndim == 2))
+        op = self.choice(["=", "=", "=", "+=", "*="])
+        if index == i:
+            self.bind(i, "int")
+            for space in self.worlds.spaces:
+                space[i] = 0
+        e = self.expr(self.choice([0, 1, 2]))
+        self.scope.kinds.pop(i, None)
+        if e is None or name in re.findall(r"\w+", e.text):
+            return None
+        text, probe = f"{name}[{index}] {op} {e.text}", f"{name}[{index}] {op} {e.probe}"
+        if index == i:
+            trips = f"range({self.choice(['2', f'len({name})'])})"
+            text, probe = f"for {i} in {trips}:\n    {text}", f"for {i} in {trips}:\n    {probe}"
+        return (text, probe) if self.worlds.execute(probe) else None
+
+    def stmt_unpack(self) -> list | None:
+        """`W0, c0 = layers[0]`, `W, b = pair`, `top, rest = e` (e's first axis of length 2)."""
+        options = []
+        for n in self.names("struct"):
+            value = self.worlds.spaces[0][n]
+            if isinstance(value, tuple):
+                options.append(n)
+            if isinstance(value, list) and isinstance(value[0], tuple):
+                options.append(f"{n}[{self.choice([0, -1])}]")
+        if options and self.chance(0.7):
+            text = probe = self.choice(options)
+            self.scope.container_use.add(text.split("[")[0])
+            count = len(eval(text, self.worlds.spaces[0]))  # noqa: S307 - a path into a parameter
+        else:
+            e = self.expr(2)  # (not a parameter: one unpacked is taken for a structure, README)
+            if e is None or e.text in self.params or any(np.ndim(v) == 0 or np.shape(v)[0] != 2 for v in e.values):
+                return None
+            count, text, probe = 2, e.text, e.probe
+        targets = ", ".join(self.fresh(("W0", "c0", "first", "second", "top", "rest")) for _ in range(count))
+        for t in targets.split(", "):
+            self.bind(t, "num")
+        return self.commit([(f"{targets} = {text}", f"{targets} = {probe}")])
+
+    def block(self, count: int) -> list:
+        self.depth += 1
+        pairs = []
+        for _ in range(count):
+            pairs += self.statement() or []
+        self.depth -= 1
+        return pairs
+
+    def stmt_if(self) -> list | None:
+        """`if e > c:` ... [`else:` ...], each branch drawn as if it were taken (the points
+        may take different ones); after the `if`, a name is read only if it was bound before
+        or both branches bind it (an array bound on one branch only is used there)."""
+        cond = self.condition(self.choice([1, 2]))
+        if cond is None:
+            return None
+        start, scope = self.worlds.snapshot(), copy.deepcopy(self.scope)
+        body = self.block(self.choice([1, 2, 3]))
+        kinds, bound = dict(self.scope.kinds), _bound(body)
+        self.worlds.spaces, self.scope = self.worlds.copy_of(start), copy.deepcopy(scope)
+        orelse = self.block(self.choice([1, 2])) if self.chance(0.6) else []
+        self.worlds.spaces = start
+        if not body:
+            return None
+        pairs = [(f"if {cond[0]}:", f"if {cond[1]}:"), *_indent(body)]
+        pairs += [("else:", "else:"), *_indent(orelse)] if orelse else []
+        if self.commit(pairs) is None:
+            return None
+        self.scope = scope
+        for name in bound & _bound(orelse):
+            if kinds.get(name) not in (None, "list"):
+                self.bind(name, kinds[name])
+        return pairs
+
+    def stmt_for(self) -> list | None:
+        """A loop over range, the rows of an array, zip, enumerate, a list or dict parameter,
+        its .items() or .values(), or a list of (W, b) pairs; the body rebinds names freely,
+        to values of other shapes too (`v = v[1:]`), and every trip runs at every point."""
+        form = self.choice(["range", "range", "range", "rows", "enumerate", "zip", "struct"])
+        start, scope = self.worlds.snapshot(), copy.deepcopy(self.scope)
+        header, first_trip = self.loop_header(form)
+        if not self.worlds.execute(first_trip):
+            return None
+        variables = set(re.findall(r"\w+", header[4:]))  # (and the names it runs over: never assigned in it)
+        self.loop_vars.append(variables)
+        try:
+            body = self.block(self.choice([1, 2, 2, 3]))
+        finally:
+            self.loop_vars.pop()
+        self.worlds.spaces = start
+        if not body:
+            return None
+        pairs = self.commit([(header, header), *_indent(body)])
+        if pairs is None or any(_numeric(v) and float(np.max(np.abs(v))) > 3 * LIMIT
+                                for space in self.worlds.spaces for v in space.values()):
+            return None
+        kinds = self.scope.kinds
+        self.scope.kinds = {n: k for n, k in kinds.items() if n in scope.kinds
+                            or form == "range" and k not in ("list", "int", "key")}
+        return pairs
+
+    def loop_header(self, form: str):
+        """(`for ... in ...:`, statements binding the loop variables as on the first trip)."""
+        space = self.worlds.spaces[0]
+        arrays = [n for n in self.names("num") if np.ndim(space[n]) >= 1]
+        structs = [n for n in self.names("struct") if isinstance(space[n], (dict, list, tuple))]
+        if form == "range" or not arrays and form != "struct" or form == "struct" and not structs:
+            t = self.fresh(("t", "step", "it"))
+            self.bind(t, "int")
+            return f"for {t} in range({self.choice([1, 2, 2, 3])}):", f"{t} = 0"
+        if form in ("rows", "enumerate", "zip"):
+            m, m2 = self.choice(arrays), self.choice(arrays)
+            a, i = self.fresh(("row", "xi", "col")), self.fresh(("i", "j"))
+            b = self.fresh(("xb", "ub"))
+            self.bind(a, "num")
+            if form == "rows":
+                return f"for {a} in {m}:", f"{a} = {m}[0]"
+            if form == "enumerate":
+                self.bind(i, "int")
+                return f"for {i}, {a} in enumerate({m}):", f"{i}, {a} = 0, {m}[0]"
+            self.bind(b, "num")
+            return f"for {a}, {b} in zip({m}, {m2}):", f"{a}, {b} = {m}[0], {m2}[0]"
+        p = self.choice(structs)
+        self.scope.container_use.add(p)
+        value = space[p]
+        if isinstance(value, dict):
+            key, val = self.fresh(("key", "name")), self.fresh(("val", "part"))
+            style = self.choice(["keys", "items", "values"])
+            if style == "keys":
+                self.bind(key, "key")
+                self.key_of[key] = p
+                return f"for {key} in {p}:", f"{key} = list({p})[0]"
+            self.bind(val, "struct" if any(isinstance(v, dict) for v in value.values()) else "num")
+            if style == "values":
+                return f"for {val} in {p}.values():", f"{val} = list({p}.values())[0]"
+            return f"for {key}, {val} in {p}.items():", f"{key}, {val} = list({p}.items())[0]"
+        if isinstance(value[0], tuple):
+            parts = [self.fresh(("Wl", "Wk")), self.fresh(("cl", "bk"))]
+            for q in parts:
+                self.bind(q, "num")
+            return f"for {', '.join(parts)} in {p}:", f"{', '.join(parts)} = {p}[0]"
+        item = self.fresh(("item", "leaf", "part"))
+        self.bind(item, "num")
+        return f"for {item} in {p}:", f"{item} = {p}[0]"
+
+    # -- the program -------------------------------------------------------------------------
+
+    def result(self, body: list):
+        """`return` a number: totals of the values bound last (so most of the body reaches
+        the result); a structured parameter the body never read is read here half the time
+        (else it stays unused, its gradient zeros of its structure)."""
+        space = self.worlds.spaces[0]
+        nums = [n for n in self.names("num") if n not in self.params] or self.names("num")
+        chosen = nums[-self.choice([1, 2, 3, 4, 5]):] + self.rng.sample(nums, min(len(nums), self.choice([0, 1])))
+        terms = [self.choice(["np.sum({})", "np.mean({})"] + ["{}.sum()"] * (np.ndim(space[n]) > 0)).format(n)
+                 for n in dict.fromkeys(chosen)]
+        terms += [f"sum(np.sum(item) for item in {hs})" for hs in self.names("list") if self.chance(0.5)]
+        text = "\n".join(t for t, _ in body)
+        for name in self.names("struct"):
+            if not re.search(rf"\b{name}\b", text) and self.chance(0.5):
+                e = self.part(name)
+                terms += [f"np.sum({e.text})"] if e is not None else []
+        if not terms or not self.worlds.execute(f"_result = {' + '.join(terms)}"):
+            read = [self.part(p) if isinstance(space[p], (dict, list, tuple)) else self.make(p) for p in self.params]
+            terms = [f"np.sum({e.text})" for e in read if e is not None][:1] or ["0.0"]
+        return f"return {' + '.join(terms)}"
+
+    def build(self) -> GrammarProgram:
+        specs, point, second = self.parameters()
+        self.params = {name: kind for name, kind, _ in specs}
+        chosen = self.rng.sample(CONSTANTS, self.choice([0, 0, 1, 2]))
+        self.constants = {name: new for name, _, new in chosen}
+        self.taken |= set(self.constants)
+        self.worlds = _Worlds([point, second] + ([point] if chosen else []))
+        for k, space in enumerate(self.worlds.spaces):
+            space.update({name: new if k == 2 else old for name, old, new in chosen})
+            for lines in HELPERS.values():
+                exec("\n".join(lines), space)  # noqa: S102 - our own helpers
+        body = []
+        for _ in range(self.choice([2, 3, 4, 5, 6])):
+            body += self.statement() or []
+        ret = self.result(body)
+        return GrammarProgram(self.source(specs, chosen, body, ret), point, second, dict(self.constants),
+                              self.seed)
+
+    def source(self, specs, chosen, body, ret: str) -> str:
+        """The module: constants, the helpers f calls, f, and sometimes an unrelated function
+        whose parameters are named like f's generated functions."""
+        lines = ["import numpy as np", ""]
+        lines += [f"{name} = {old!r}" for name, old, _ in chosen] + ([""] if chosen else [])
+        text = "\n".join(t for t, _ in body) + "\n" + ret
+        for name in sorted(_helpers_in(text)):
+            lines += ["", *HELPERS[name], ""]
+        lines += ["", f"def f({', '.join(self.signature(specs))}):", *(t for t, _ in _indent(body)), f"    {ret}"]
+        if self.chance(0.3):
+            lines += ["", "", *self.choice(AUX)]
+        return "\n".join(lines) + "\n"
+
+    def signature(self, specs) -> list[str]:
+        """Positional parameters (a list or tuple read only by position annotated, as the
+        README asks), then those with number defaults, then `*, data`."""
+        plain, defaults, data = [], [], []
+        for name, kind, default in specs:
+            value = self.worlds.spaces[0][name] if name in self.worlds.spaces[0] else None
+            if kind == "data":
+                data.append(name)
+            elif default is not None:
+                defaults.append(f"{name}={default}")
+            elif isinstance(value, (list, tuple)) and (name not in self.scope.container_use or self.chance(0.3)):
+                plain.append(f"{name}: {type(value).__name__}")
+            else:
+                plain.append(name)
+        return plain + defaults + (["*", *data] if data else [])
+
+
+def _indent(pairs):
+    """Each (text, probe) line, multi-line ones split, indented one level."""
+    out = []
+    for text, probe in pairs:
+        out += [("    " + t, "    " + p) for t, p in zip(text.split("\n"), probe.split("\n"))]
+    return out
+
+
+def _bound(pairs) -> set:
+    """The names a block assigns (plain or unpacking targets), at any depth."""
+    names = set()
+    for text, _ in pairs:
+        match = re.match(r"^\s*([\w, ]+?)\s*(=|\+=|-=|\*=)(?!=)", text)
+        if match:
+            names |= {n.strip() for n in match.group(1).split(",") if n.strip().isidentifier()}
+    return names
+
+
+def _helpers_in(text: str) -> set:
+    return {name for name in HELPERS if re.search(rf"(?<![\w.]){name}\(", text)}
+
+
+def seeded_grammar_program(seed: int) -> GrammarProgram:
+    """Program `seed` of the grammar (always the same program)."""
+    return GrammarBuilder(seed).build()
