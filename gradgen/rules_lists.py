@@ -77,3 +77,6 @@ helper("add_lists", '''def add_lists(a, b):
 
 ARRAY_RULES.update({"list", "append", "list_get", "stack_list", "array_list", "concatenate_list", "vstack_list", "hstack_list"})
 LIST_MAKERS = {"list", "append"}  # the primitives whose value is a list
+# the primitives that take a list variable as an argument (any other is given np.array(xs))
+LIST_READERS = LIST_MAKERS | {"list_get", "stack_list", "array_list", "concatenate_list", "vstack_list",
+                              "hstack_list", "len"}

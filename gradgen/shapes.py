@@ -21,8 +21,10 @@ _SCALAR_RESULTS = {"len", "shape", "ndim", "size", "max", "min", "norm", "float"
 _REDUCTIONS = {"sum", "mean", "prod", "amax", "amin"} | {name for name, p in TABLE.items() if p.result == "reduction"}
 # densities whose last axis is one point's coordinates: a number for one point, one per row for several
 _POINT_DENSITIES = {"mvn_logpdf"}
+# arrays even of numbers: np.array([np.sum(x) for x in X]) is a vector, never one number
 _ARRAY_RESULTS = {"zeros", "ones", "eye", "arange", "linspace", "full", "stack", "concatenate", "outer",
-                  "expand_dims", "reshape", "broadcast_to", "cumsum"}  # arrays even of a number
+                  "expand_dims", "reshape", "broadcast_to", "cumsum", "stack_list", "array_list",
+                  "concatenate_list", "vstack_list", "hstack_list"}
 
 
 def array_values(fn, module, result_may_be_array=False, mutable=False) -> set:
