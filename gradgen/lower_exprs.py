@@ -143,6 +143,8 @@ class ExprLowering:
         if items is not None:
             return self._list_item(scope, node, items)
         value = self.expr(scope, node.value)
+        if self._is_list(value):  # [... for ...][i]: the comprehension's list, read by index
+            return self._list_item(scope, node, value)
         layout, args = self._index(scope, node.slice)
         return self._call("getitem", (value, *args), "op", node, (("index", layout),))
 

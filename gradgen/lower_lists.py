@@ -177,7 +177,7 @@ class ListLowering:
 
     def _list_item(self, scope, node, current):
         """`hs[i]` (one index): the element, read into a variable of its own."""
-        name = node.value.id
+        name = node.value.id if isinstance(node.value, ast.Name) else "items"
         if isinstance(node.slice, (ast.Slice, ast.Tuple)):
             raise self.m.error(node, f"slicing the list '{name}' is not supported yet: loop over range(...) and "
                                      f"read {name}[i], or np.stack({name}) first")
