@@ -52,7 +52,8 @@ class CallLowering:
         if isinstance(func, ast.Name) and func.id == "sum" and _lookup(scope, "sum") is None \
                 and "sum" not in self.m.functions and 1 <= len(node.args) <= 2 and not node.keywords \
                 and (isinstance(node.args[0], (ast.GeneratorExp, ast.ListComp))
-                     or self._list_arg(scope, node.args[0]) is not None):
+                     or self._list_arg(scope, node.args[0]) is not None
+                     or not isinstance(node.args[0], ast.List) and self._makes_list(scope, node.args[0])):
             return self._total(scope, node)
         extreme = self._extreme_of_list(scope, node)
         if extreme is not None:
@@ -88,10 +89,7 @@ class CallLowering:
         arg = node.args[0]
         if isinstance(arg, ast.GeneratorExp):
             arg = ast.copy_location(ast.ListComp(arg.elt, arg.generators), arg)
-        if isinstance(arg, ast.ListComp):
-            items = self._comprehension(scope, arg)
-        else:
-            items = self._list_arg(scope, arg)
+        items = self._list_value(scope, arg)
         if items is None:
             return None
         array = self._call("array_list", (items,), "numpy", arg)
@@ -140,9 +138,7 @@ class CallLowering:
     def _arguments(self, scope, node, prim_name, ns="numpy"):
         """Positional arguments: a list literal spreads (np.concatenate([a, b])); a tuple is a shape."""
         args = list(node.args)
-        items = self._list_arg(scope, args[0]) if args else None
-        if items is None and args and isinstance(args[0], ast.ListComp):
-            items = self._comprehension(scope, args[0])
+        items = self._list_value(scope, args[0]) if args else None
         if items is not None:  # a list: len(hs), np.stack(hs), np.array(hs), np.sum(hs), np.exp([...])
             if prim_name == "len":
                 return prim_name, [items]
@@ -185,11 +181,10 @@ class CallLowering:
         return prim_name, values
 
     def _library_argument(self, scope, arg, ns):
-        """One argument's value; a list (a comprehension, `[...] `) passed to a NumPy function
-        is the array NumPy makes of it."""
-        if isinstance(arg, ast.ListComp):
-            return self._list_as_array(self._comprehension(scope, arg), arg, ns)
-        return self.expr(scope, arg)
+        """One argument's value; a list (a comprehension, a list variable, a helper's list)
+        passed to a NumPy function is the array NumPy makes of it."""
+        value = self.expr(scope, arg)
+        return self._list_as_array(value, arg, ns) if self._is_list(value) else value
 
     def _list_as_array(self, items, node, ns):
         """A list given to a library function: NumPy and SciPy read it as np.array(items), so

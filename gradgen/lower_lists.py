@@ -144,6 +144,12 @@ class ListLowering:
             problem = comprehensions.unsupported(node.args[0])
             if problem:
                 raise self.m.error(node.args[0], problem)
+        elif not isinstance(node.args[0], ast.Name):  # sum(make(w)): the helper's list, made first, under a
+            made = node.args[0]                        # name no source can spell
+            hidden = f"list at {made.lineno}:{made.col_offset + 1}"
+            scope.env[hidden] = self.expr(scope, made)
+            node = ast.copy_location(ast.Call(node.func, [ast.copy_location(ast.Name(hidden, ast.Load()), made),
+                                                          *node.args[1:]], []), node)
         call = ast.copy_location(ast.Call(ast.Name("sum", ast.Load()), [], []), node)
         return self._inline(scope, call, comprehensions.total_builder(node), closure=scope)
 
@@ -154,6 +160,14 @@ class ListLowering:
             if self._is_list(value):
                 return value
         return None
+
+    def _list_value(self, scope, node):
+        """The list `node` is, made here if need be: a name that holds one, a comprehension,
+        a call of a helper that returns one; else None (a literal `[a, b]` spreads instead)."""
+        items = self._list_arg(scope, node)
+        if items is None and not isinstance(node, ast.List) and self._makes_list(scope, node):
+            items = self.expr(scope, node)
+        return items if self._is_list(items) else None
 
     def _list_method(self, scope, node):
         """`hs.append(...)` (or another method) called on a list: the list, else None."""

@@ -196,6 +196,12 @@ COMPREHENSIONS = {
                   "        t = t + np.sum(np.array([x * s + k for x in a]) ** 2)\n    return t\n", (A, 1.5)),
     "an element of a comprehension": ("def f(a):\n    return [x ** 2 for x in a][1] - [np.sin(x) for x in a][-1]\n",
                                       (A,)),
+    "np.sum of rows": ("def f(X, s):\n    return np.sum([r * s for r in X]) + np.sum(np.mean([r ** 2 for r in X], axis=0) "
+                       "* X[0])\n", (X, 1.5)),
+    "a helper's list": ("def make(a, s):\n    return [x * s for x in a]\n\n\ndef f(a, s):\n    t = 0.0\n"
+                        "    for k in range(3):\n        t = t + sum(make(a, s * k)) + np.sum(make(a, s)) * max(make(a, s))"
+                        "\n        if t > 0:\n            t = t + min(make(a, t)) + np.sum(np.stack(make(a, t)) ** 2)\n"
+                        "    return t\n", (A, 1.5)),
     "neighbours": ("def f(a):\n    return np.sum(np.array([a[i] * a[i + 1] for i in range(len(a) - 1)]))\n", (A,)),
     "a list variable into np.array": ("def f(a, s):\n    h = [x * s for x in a]\n    return np.sum(np.array(h) * s)\n",
                                       (A, 1.5)),
@@ -209,7 +215,7 @@ def test_comprehensions_in_every_mode(name):
 
 
 @pytest.mark.parametrize("name", ["case 7", "rows into np.stack", "enumerate rows", "nested", "np.max",
-                                  "max() and min() of generators"])
+                                  "max() and min() of generators", "a helper's list", "np.sum of rows"])
 def test_comprehensions_with_stated_shapes(name):
     body, args = COMPREHENSIONS[name]
     names = _namespace("import numpy as np\n" + body)["f"].__code__.co_varnames[:len(args)]
