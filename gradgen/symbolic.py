@@ -21,7 +21,7 @@ import sympy
 
 from gradgen.emit import Emitter
 from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, is_draw, variables
-from gradgen.primitives import TABLE
+from gradgen.primitives import TABLE, casts_to_int
 from gradgen.symbolic_plans import Fallback, partials, plans_for
 from gradgen.usercode import fresh
 
@@ -253,7 +253,7 @@ class _Trace:
         if isinstance(e, Cond):
             return self._symbolic(e.body if self.value(e.test) else e.orelse, symbols)
         prim = TABLE[e.prim]
-        if prim.kind in ("piecewise", "integer"):
+        if prim.kind in ("piecewise", "integer") or casts_to_int(e):
             return _number(self.value(e))
         if e.prim in ("max", "min"):  # the argument the program picks (the first extreme one)
             values = [self.value(a) for a in e.args]

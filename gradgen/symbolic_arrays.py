@@ -21,7 +21,7 @@ import sympy
 
 from gradgen.ir import Cond, Const, Var, is_draw
 from gradgen.limits import time_limit
-from gradgen.primitives import TABLE
+from gradgen.primitives import TABLE, casts_to_int
 from gradgen.symbolic import _CUSTOM, _custom_value, _index_of, _real, _Trace, _Unsupported
 
 SMALL_INSTANCE = 12  # array elements: up to this many, sympy differentiates the whole function
@@ -91,7 +91,7 @@ class _ArrayTrace(_Trace):
         if isinstance(e, Cond):
             return self.symbolic(e.body if self.value(e.test) else e.orelse)
         prim = TABLE[e.prim]
-        if prim.kind in ("piecewise", "integer", "attribute"):
+        if prim.kind in ("piecewise", "integer", "attribute") or casts_to_int(e):
             return _as_object(self.value(e))
         if e.prim in _CUSTOM:
             return self.symbolic(_custom_value(e))

@@ -153,6 +153,26 @@ def test_an_array_of_column_norms_in_every_mode(use, shapes):
     _assert_every_mode_right(body, (W, 0.7), point)
 
 
+@pytest.mark.parametrize("cast", ["np.array(a * 2.5, dtype=int)", "np.asarray(a * 2.5).astype(int)",
+                                  "np.array([x * 2.5 for x in a]).astype(int)"])
+def test_an_array_cast_to_whole_numbers_has_no_derivative(cast):
+    """(np.array(x, dtype=int) passed the gradient through the truncation; .astype(int) did in
+    forward mode: jvp and hvp)"""
+    a = np.array([0.3, 1.7, 2.2])
+    _assert_every_mode_right(f"def f(a):\n    return np.sum({cast} * a) + np.sum(np.asarray(a).astype(float) ** 2)\n",
+                             (a,))
+    _, module = _compiled(f"def f(a):\n    return np.sum({cast} * a)\n", kinds=("grad",))
+    np.testing.assert_array_equal(module.f_grad(a), [0.0, 4.0, 5.0])
+
+
+def test_the_oracle_reads_a_cast_to_whole_numbers_as_a_constant():
+    source = ("import numpy as np\n\n\ndef g(c):\n    k = np.array([c * 2.5, c])\n"
+              "    return np.sum(np.array(k, dtype=int) * c) + np.sum(np.array([c, 1.0]).astype(int)) * c\n")
+    [report] = check_source(source, "cast.py", at={"c": 1.3})
+    [row] = report.points[0].rows
+    assert report.ok and row.generated == row.sympy == 6.0
+
+
 @pytest.mark.parametrize("prim", ["array_list", "stack_list", "concatenate_list", "vstack_list", "hstack_list"])
 def test_an_array_made_of_a_list_may_be_an_array(prim):
     assert may_be_array(Call(prim, (Var("items"),), "numpy"), set())
