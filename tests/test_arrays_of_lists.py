@@ -173,6 +173,17 @@ def test_the_oracle_reads_a_cast_to_whole_numbers_as_a_constant():
     assert report.ok and row.generated == row.sympy == 6.0
 
 
+def test_an_array_of_numbers_has_its_stated_shape():
+    """np.array([a, b]) of numbers has shape (2,): with the shapes stated, d/ds of sum(k * s)
+    is a sum written out, not a helper that looks at run time."""
+    body = "def f(c, s):\n    k = np.array([c * 2.0, c * 0.0, s])\n    return np.sum(k * s) + np.sum(np.array(k) * k)\n"
+    point = {"c": 0.7, "s": 1.5}
+    source = "import numpy as np\n\n\n" + body
+    text = compile_source(source, "program.py", shapes=shapes_of_point(point)).text
+    assert "unbroadcast" not in text
+    _assert_every_mode_right(body, (0.7, 1.5), shapes_of_point(point))
+
+
 @pytest.mark.parametrize("prim", ["array_list", "stack_list", "concatenate_list", "vstack_list", "hstack_list"])
 def test_an_array_made_of_a_list_may_be_an_array(prim):
     assert may_be_array(Call(prim, (Var("items"),), "numpy"), set())
