@@ -167,6 +167,8 @@ def _array_tangent(trace, expr, value):
     start = time.process_time()
     try:
         return _element_tangent(trace, expr, active)
+    except (AttributeError, IndexError, KeyError) as exc:  # (as _sympy_array_gradient: NumPy on objects refused)
+        raise _Unsupported(str(exc)) from exc
     finally:
         trace.array_seconds += time.process_time() - start
 
