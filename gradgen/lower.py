@@ -54,6 +54,7 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         self.bound = set()  # SSA names assigned so far on the path being lowered
         self.loop_targets = set()
         self.lists = set()  # SSA names holding a Python list (gradgen.rules_lists)
+        self.returns_list = {}  # a helper's result variable -> whether its first return was a list
         self.stack = [fnode.name]
         self.helpers = {}  # primitive name -> emitted helper name (the sigmoid)
         self.top_params = set(parameter_names(fnode))
@@ -223,7 +224,7 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         else:
             value = self.expr(scope, stmt.value, function_ok=scope.helper is not None and scope.result is None)
         if scope.result is not None:
-            self._emit(scope.result, value, stmt, overwrites=self.loop_depth > 0)
+            self._emit_result(scope, value, stmt)
             return None
         if isinstance(stmt.value, ast.Name):
             return value, stmt.value.id
@@ -232,6 +233,18 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         name = self.namer.define(scope.node.name)
         self._emit(name, value, stmt)
         return Var(name), scope.node.name
+
+    def _emit_result(self, scope, value, stmt):
+        """`return v` of a helper with several returns: v into its result variable, a list on
+        every path or on none (`[...] if c else [...]` is a list: its gradient a list too)."""
+        listed = self._is_list(value)
+        if self.returns_list.setdefault(scope.result, listed) != listed:
+            what = "the conditional expression" if scope.node.name.startswith("conditional") else f"'{scope.node.name}'"
+            raise self.m.error(stmt, f"{what} gives a list on one path and not on another: make it a list on "
+                                     "each, or np.array(...) of the list on each")
+        if listed:
+            self.lists.add(scope.result)
+        self._emit(scope.result, value, stmt, overwrites=self.loop_depth > 0)
 
     def _tuple_return(self, scope, node):
         """`return a, b` of a helper whose call is unpacked: the tuple of its values."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from gradgen.ir import Assign, Call, Cond, Const, For, If, Var, While, expressions, walk
 from gradgen.primitives import TABLE
+from gradgen.rules_lists import list_names
 
 # primitives whose result is a plain number whatever their input
 _SCALAR_RESULTS = {"len", "shape", "ndim", "size", "max", "min", "norm", "float", "int", "round", "sum_list",
@@ -55,13 +56,11 @@ def result_is_array(fn, module) -> bool:
 
 def _evident(fn):
     """Names `fn` uses as arrays: reduced, measured, multiplied as matrices or indexed."""
-    evident, lists = set(), set()
+    evident = set()
     for stmt in walk(fn.body):
         for expr in expressions(stmt):
             evident |= _evidence(expr)
-        if isinstance(stmt, Assign) and isinstance(stmt.expr, Call) and stmt.expr.prim in ("list", "append"):
-            lists.add(stmt.target)  # (`len(hs)` of a list says nothing of its elements)
-    return (evident | _evidence(fn.result)) - lists
+    return (evident | _evidence(fn.result)) - list_names(fn.body)  # (`len(hs)` of a list says nothing of its elements)
 
 
 # Calls whose (first) argument is an array of at least one axis in any program that means

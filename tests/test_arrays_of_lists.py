@@ -239,6 +239,29 @@ COMPREHENSIONS = {
 }
 
 
+LISTS_ON_TWO_PATHS = ("def make(a, s):\n    if s > 0:\n        return [x * s for x in a]\n    return [x ** 2 for x in a]"
+                      "\n\n\ndef f(a, s):\n    hs = make(a, s)\n    ys = [x * 2.0 for x in a] if s > 0 else "
+                      "[x * 3.0 for x in a]\n    return np.sum(np.stack(hs) * s) + hs[0] + sum(make(a, s * 2.0)) + "
+                      "np.sum(ys) * s + max(ys) + np.sum([x for x in a] if s > 0 else [x * s for x in a])\n")
+
+
+@pytest.mark.parametrize("s", [1.5, -1.5])
+def test_a_list_chosen_by_a_condition(s):
+    """A helper that returns a list on each of two paths, `[...] if c else [...]`: the result
+    is a list, its gradient a list (two uses of it were joined by `+`, list concatenation)."""
+    _assert_every_mode_right(LISTS_ON_TWO_PATHS, (A, s))
+
+
+def test_a_list_on_one_path_only_is_located():
+    source = ("import numpy as np\n\n\ndef f(a, s):\n"
+              "    return np.sum([x * 2.0 for x in a] if s > 0 else np.array([x * 3.0 for x in a])) * s\n")
+    with pytest.raises(CompileError) as caught:
+        compile_source(source, "bad.py")
+    assert str(caught.value).splitlines()[0] == (
+        "bad.py:5:54: the conditional expression gives a list on one path and not on another: make it a list on "
+        "each, or np.array(...) of the list on each")
+
+
 @pytest.mark.parametrize("name", COMPREHENSIONS)
 def test_comprehensions_in_every_mode(name):
     body, args = COMPREHENSIONS[name]
