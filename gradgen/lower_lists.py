@@ -66,6 +66,18 @@ class ListLowering:
             raise self.m.error(stmt, f"'{name}' is bound to a list inside a loop or branch; bind it before")
         scope.env[name] = value
 
+    def _emit_result(self, scope, value, stmt):
+        """`return v` of a helper with several returns: v into its result variable, a list on
+        every path or on none (`[...] if c else [...]` is a list: its gradient a list too)."""
+        listed = self._is_list(value)
+        if self.returns_list.setdefault(scope.result, listed) != listed:
+            what = "the conditional expression" if scope.node.name.startswith("conditional") else f"'{scope.node.name}'"
+            raise self.m.error(stmt, f"{what} gives a list on one path and not on another: make it a list on "
+                                     "each, or np.array(...) of the list on each")
+        if listed:
+            self.lists.add(scope.result)
+        self._emit(scope.result, value, stmt, overwrites=self.loop_depth > 0)
+
     # ---- lists made inside loops and branches --------------------------------------------
     def _made_lists(self, scope, stmts):
         """The names `stmts` make lists under, each with its first making: `xs = [...]`,
