@@ -239,12 +239,6 @@ class Forward:
         return CompileError(message) if self.where is None else self.where(loc, message)
 
 
-def list_names(stmts):
-    """Names bound to Python lists (made by a list primitive) in `stmts`."""
-    return {s.target for s in walk(stmts) if isinstance(s, Assign) and isinstance(s.expr, Call)
-            and s.expr.prim in LIST_MAKERS}
-
-
 
 def tidy(stmts):
     """After dead code is gone: a block left with only provenance comments has nothing to

@@ -20,6 +20,7 @@ from gradgen import cse, emit, forward, simplify
 from gradgen.errors import CompileError
 from gradgen.ir import Assign, Call, For, IndexAdd, Param, Save, Var, While, expressions, variables, walk
 from gradgen.primitives import LIBRARY_HELPERS, helper
+from gradgen.rules_lists import list_names
 
 BACKWARD = "backward pass: upstream gradient times local gradient, last statement first"
 
@@ -90,7 +91,7 @@ def call_args(params):
 def jvp(fn, body, chosen, fnamer, name, emitter, where, display, arrays=frozenset()):
     """`f_jvp(<params>, *, d<p>...)` -> (value, derivative along the d<p>)."""
     tangents, params = tangent_params(fn, chosen, fnamer)
-    lists = forward.list_names(body) | {p.name for p in fn.params if p.structured}
+    lists = list_names(body) | {p.name for p in fn.params if p.structured}
     active = forward.varied(body, chosen)
     fwd = forward.Forward(active, fnamer.tangent, lists, where, arrays)
     fwd.params = {p.name for p in fn.params}
@@ -124,7 +125,7 @@ def hvp(fn, parts, chosen, fnamer, name, emitter, where, display, arrays=frozens
     """`f_hvp(<params>, *, d<p>...)`: forward mode over the gradient's own statements."""
     stmts, grads = parts
     tangents, params = tangent_params(fn, chosen, fnamer)
-    lists = forward.list_names(stmts) | {p.name for p in fn.params if p.structured}
+    lists = list_names(stmts) | {p.name for p in fn.params if p.structured}
     lists |= {s.target for s in walk(stmts) if isinstance(s, Assign) and getattr(s.expr, "prim", None) in
               ("zeros_like_tree", "list_zeros", "unstack", "unconcatenate", "unjoin", "add_lists")}
     active = forward.varied(stmts, chosen)

@@ -54,6 +54,7 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         self.bound = set()  # SSA names assigned so far on the path being lowered
         self.loop_targets = set()
         self.lists = set()  # SSA names holding a Python list (gradgen.rules_lists)
+        self.returns_list = {}  # a helper's result variable -> whether its first return was a list
         self.stack = [fnode.name]
         self.helpers = {}  # primitive name -> emitted helper name (the sigmoid)
         self.top_params = set(parameter_names(fnode))
@@ -223,7 +224,7 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         else:
             value = self.expr(scope, stmt.value, function_ok=scope.helper is not None and scope.result is None)
         if scope.result is not None:
-            self._emit(scope.result, value, stmt, overwrites=self.loop_depth > 0)
+            self._emit_result(scope, value, stmt)
             return None
         if isinstance(stmt.value, ast.Name):
             return value, stmt.value.id

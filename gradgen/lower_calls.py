@@ -52,8 +52,12 @@ class CallLowering:
         if isinstance(func, ast.Name) and func.id == "sum" and _lookup(scope, "sum") is None \
                 and "sum" not in self.m.functions and 1 <= len(node.args) <= 2 and not node.keywords \
                 and (isinstance(node.args[0], (ast.GeneratorExp, ast.ListComp))
-                     or self._list_arg(scope, node.args[0]) is not None):
+                     or self._list_arg(scope, node.args[0]) is not None
+                     or not isinstance(node.args[0], ast.List) and self._makes_list(scope, node.args[0])):
             return self._total(scope, node)
+        extreme = self._extreme_of_list(scope, node)
+        if extreme is not None:
+            return extreme
         if isinstance(callee, LibraryFunction):  # act(x) with act = np.tanh
             return self._primitive_call(scope, node, callee.spelled, *primitives.lookup(callee.qualified))
         if isinstance(func, ast.Name) and func.id in self.m.not_constants:
@@ -73,6 +77,23 @@ class CallLowering:
         if found is None:
             raise self.m.error(node, self._no_rule(qualified, spelled, node))
         return self._primitive_call(scope, node, spelled, *found)
+
+    def _extreme_of_list(self, scope, node):
+        """`max(xs)`, `min(x ** 2 for x in a)`, `max([...])`: Python's max of a list of numbers,
+        which is np.max of the array of them (the value is the same; at a tie, the gradient
+        is shared, a subgradient as good as the first element's). None for any other call."""
+        func = node.func
+        if not (isinstance(func, ast.Name) and func.id in ("max", "min") and _lookup(scope, func.id) is None
+                and func.id not in self.m.functions and len(node.args) == 1 and not node.keywords):
+            return None
+        arg = node.args[0]
+        if isinstance(arg, ast.GeneratorExp):
+            arg = ast.copy_location(ast.ListComp(arg.elt, arg.generators), arg)
+        items = self._list_value(scope, arg)
+        if items is None:
+            return None
+        array = self._call("array_list", (items,), "numpy", arg)
+        return self._call("amax" if func.id == "max" else "amin", (array,), "numpy", node)
 
     def _no_rule(self, qualified, spelled, node):
         """What to say of a call gradgen has no rule for: a random draw, a function of the
@@ -107,27 +128,24 @@ class CallLowering:
         shape_args = node.args
         if name == "reshape" and not (len(node.args) == 1 and isinstance(node.args[0], ast.Tuple)):
             shape_args = [ast.copy_location(ast.Tuple(elts=list(node.args), ctx=ast.Load()), node)]
+        if isinstance(func.value, ast.ListComp) or self._list_arg(scope, func.value) is not None:
+            text = self.m.segment(func.value)
+            raise self.m.error(node, f"'{text}' is a list, which has no method '.{func.attr}()': call it on "
+                                     f"np.array({text})")
         call = ast.copy_location(ast.Call(func=func, args=[func.value] + list(shape_args), keywords=node.keywords), node)
         return self._primitive_call(scope, call, f".{func.attr}()", name, "numpy")
 
-    def _arguments(self, scope, node, prim_name):
+    def _arguments(self, scope, node, prim_name, ns="numpy"):
         """Positional arguments: a list literal spreads (np.concatenate([a, b])); a tuple is a shape."""
         args = list(node.args)
-        items = self._list_arg(scope, args[0]) if args else None
-        if items is None and args and isinstance(args[0], ast.ListComp) and prim_name in ("stack", "array",
-                                                                                          "concatenate", "vstack",
-                                                                                          "hstack"):
-            items = self._comprehension(scope, args[0])
-        if items is not None:  # a list variable: len(hs), np.stack(hs), np.array(hs), np.sum(hs)
+        items = self._list_value(scope, args[0]) if args else None
+        if items is not None:  # a list: len(hs), np.stack(hs), np.array(hs), np.sum(hs), np.exp([...])
             if prim_name == "len":
                 return prim_name, [items]
             if prim_name in ("stack", "array", "concatenate", "vstack", "hstack"):
                 return f"{prim_name}_list", [items]
-            if prim_name in ("sum", "mean", "amax", "amin", "prod"):
-                return prim_name, [self._call("array_list", (items,), "numpy", node)] + [
-                    self.expr(scope, a) for a in args[1:]]
-            raise self.m.error(args[0], f"'{ast.unparse(args[0])}' is a list: pass np.stack({ast.unparse(args[0])}) "
-                                        "(an array) instead")
+            return prim_name, [self._list_as_array(items, args[0], ns)] + [self._library_argument(scope, a, ns)
+                                                                          for a in args[1:]]
         sequence = (ast.List, ast.Tuple)
         spread = self._args_tuple(scope, args[0]) if args and not isinstance(args[0], sequence) else None
         if spread is not None and prim_name in ("concatenate", "stack", "hstack", "vstack", "column_stack", "array",
@@ -159,8 +177,23 @@ class CallLowering:
             if isinstance(arg, ast.Tuple):
                 values.append(self._call("tuple", tuple(self.expr(scope, e) for e in arg.elts), "builtins", arg))
             else:
-                values.append(self.expr(scope, arg))
+                values.append(self._library_argument(scope, arg, ns))
         return prim_name, values
+
+    def _library_argument(self, scope, arg, ns):
+        """One argument's value; a list (a comprehension, a list variable, a helper's list)
+        passed to a NumPy function is the array NumPy makes of it."""
+        value = self.expr(scope, arg)
+        return self._list_as_array(value, arg, ns) if self._is_list(value) else value
+
+    def _list_as_array(self, items, node, ns):
+        """A list given to a library function: NumPy and SciPy read it as np.array(items), so
+        the gradient flows back through the array, row by row into the list; anything else
+        (math, Python's builtins) has no meaning for a list."""
+        if ns == "numpy" or ns.startswith("scipy"):
+            return self._call("array_list", (items,), "numpy", node)
+        text = self.m.segment(node)
+        raise self.m.error(node, f"'{text}' is a list: pass np.array({text}) (an array) instead")
 
     def _static_parameters(self, node, prim, spelled, extra):
         """Keyword arguments such as axis= and keepdims=: constants, passed to the rule."""
@@ -189,7 +222,7 @@ class CallLowering:
         if prim_name == "einsum":
             node = self._einsum_subscripts(node, spelled)
         node = self._keywords_by_position(node, primitives.TABLE[prim_name], spelled)
-        prim_name, args = self._arguments(scope, node, prim_name)
+        prim_name, args = self._arguments(scope, node, prim_name, ns)
         if prim_name == "log" and len(args) == 2:
             prim_name = "logb"
         prim = primitives.TABLE[prim_name]

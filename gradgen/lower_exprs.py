@@ -9,6 +9,7 @@ from gradgen import comprehensions, primitives
 from gradgen.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def
 from gradgen.ir import Call, Cond, Const, Var
 from gradgen.parse import NAMED
+from gradgen.rules_lists import LIST_READERS
 from gradgen.scopes import (_BINOPS, _OP_TEXT, ArgsTuple, _LoopVariable, _UnmadeList, _is_text, _lookup,
                             _static_int)
 from gradgen.lower_static import STATIC_VALUES
@@ -142,6 +143,8 @@ class ExprLowering:
         if items is not None:
             return self._list_item(scope, node, items)
         value = self.expr(scope, node.value)
+        if self._is_list(value):  # [... for ...][i]: the comprehension's list, read by index
+            return self._list_item(scope, node, value)
         layout, args = self._index(scope, node.slice)
         return self._call("getitem", (value, *args), "op", node, (("index", layout),))
 
@@ -193,6 +196,11 @@ class ExprLowering:
         return parts[0] if len(parts) == 1 else self._call("and", tuple(parts), "op", node)
 
     def _call(self, prim, args, ns, node, params=()):
+        if prim not in LIST_READERS and any(map(self._is_list, args)):  # `[...] * 2` repeats a list in Python
+            text = self.m.segment(node)
+            raise self.m.error(node, f"'{text}' computes with a Python list (`*` repeats one, `+` joins two): gradgen "
+                                     "reads a list by index, len(...), a loop over it, sum(...), or np.array(...) "
+                                     "(an array) first")
         return Call(prim, tuple(args), ns, loc=(node.lineno, node.col_offset + 1), params=params)
 
     def _read(self, scope, node):

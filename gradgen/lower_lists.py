@@ -72,6 +72,18 @@ class ListLowering:
             raise self.m.error(stmt, f"'{name}' is bound to a list inside a loop or branch; bind it before")
         scope.env[name] = value
 
+    def _emit_result(self, scope, value, stmt):
+        """`return v` of a helper with several returns: v into its result variable, a list on
+        every path or on none (`[...] if c else [...]` is a list: its gradient a list too)."""
+        listed = self._is_list(value)
+        if self.returns_list.setdefault(scope.result, listed) != listed:
+            what = "the conditional expression" if scope.node.name.startswith("conditional") else f"'{scope.node.name}'"
+            raise self.m.error(stmt, f"{what} gives a list on one path and not on another: make it a list on "
+                                     "each, or np.array(...) of the list on each")
+        if listed:
+            self.lists.add(scope.result)
+        self._emit(scope.result, value, stmt, overwrites=self.loop_depth > 0)
+
     # ---- lists made inside loops and branches --------------------------------------------
     def _made_lists(self, scope, stmts):
         """The names `stmts` make lists under, each with its first making: `xs = [...]`,
@@ -150,6 +162,12 @@ class ListLowering:
             problem = comprehensions.unsupported(node.args[0])
             if problem:
                 raise self.m.error(node.args[0], problem)
+        elif not isinstance(node.args[0], ast.Name):  # sum(make(w)): the helper's list, made first, under a
+            made = node.args[0]                        # name no source can spell
+            hidden = f"list at {made.lineno}:{made.col_offset + 1}"
+            scope.env[hidden] = self.expr(scope, made)
+            node = ast.copy_location(ast.Call(node.func, [ast.copy_location(ast.Name(hidden, ast.Load()), made),
+                                                          *node.args[1:]], []), node)
         call = ast.copy_location(ast.Call(ast.Name("sum", ast.Load()), [], []), node)
         return self._inline(scope, call, comprehensions.total_builder(node), closure=scope)
 
@@ -178,6 +196,14 @@ class ListLowering:
             return items
         return self._named(f"{node.id}_now", self._call("array_list", (items,), "numpy", node), node)
 
+    def _list_value(self, scope, node):
+        """The list `node` is, made here if need be: a name that holds one, a comprehension,
+        a call of a helper that returns one; else None (a literal `[a, b]` spreads instead)."""
+        items = self._list_arg(scope, node)
+        if items is None and not isinstance(node, ast.List) and self._makes_list(scope, node):
+            items = self.expr(scope, node)
+        return items if self._is_list(items) else None
+
     def _list_method(self, scope, node):
         """`hs.append(...)` (or another method) called on a list: the list, else None."""
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -200,7 +226,7 @@ class ListLowering:
 
     def _list_item(self, scope, node, current):
         """`hs[i]` (one index): the element, read into a variable of its own."""
-        name = node.value.id
+        name = node.value.id if isinstance(node.value, ast.Name) else "items"
         if isinstance(node.slice, (ast.Slice, ast.Tuple)):
             raise self.m.error(node, f"slicing the list '{name}' is not supported yet: loop over range(...) and "
                                      f"read {name}[i], or np.stack({name}) first")

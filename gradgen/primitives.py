@@ -482,7 +482,13 @@ for _name in ("zeros", "ones", "eye", "arange", "linspace", "full"):
     primitive(_name, None, spellings=[f"numpy.{_name}"], keywords=("dtype",), sympy=lambda *xs, **p: 0,
               kind="piecewise", min_args=1)
 primitive("array", spellings=["numpy.array", "numpy.asarray"], keywords=("dtype",), sympy=lambda x, **p: x,
-          vjp=lambda g, out, x, **p: g)
+          vjp=lambda g, out, x, **p: Const(0.0) if p.get("dtype") == Spelled("int") else g)
+
+
+def casts_to_int(e):
+    """Whether `e` is `x.astype(int)` or `np.array(x, dtype=int)`: whole numbers computed from
+    data, piecewise constant as floor is (no derivative, in either mode, nor to sympy)."""
+    return isinstance(e, Call) and e.prim in ("astype", "array") and dict(e.params).get("dtype") == Spelled("int")
 
 # --- helpers the backward pass calls; written into the generated module when used -------
 for _name in ("unbroadcast", "matmul_grad_a", "matmul_grad_b", "concatenate_grad", "prod_grad"):

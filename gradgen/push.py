@@ -108,6 +108,8 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
             continue
         gi = sameshape.tidy(_in_namespace(rule(g, value, *expr.args, **dict(expr.params)), expr.ns), arrays,
                             (value, g) + expr.args)
+        if isinstance(gi, Const) and simplify.is_zero(gi):  # (x.astype(int)): nothing flows on, into a list either
+            continue
         arg_scalar = scalar and prim.elementwise  # broadcasting never shrinks: its inputs are numbers too
         arg_stretched = not arg_scalar and (stretched or (prim.elementwise and _stretches(expr, i, arrays)))
         if expr.prim in _TAKES_STRETCHED:

@@ -27,7 +27,7 @@ from gradgen.push import (_ARRAY_MAKERS, Temporary, _allocates, _is_scatter, as_
 from gradgen.reverse_flow import ControlFlow, _prune, _reads_of, exit_condition, exits, loop_temporaries, record_decisions
 from gradgen.reverse_lists import ListGradients
 from gradgen.reverse_merge import Merging, _renamed
-from gradgen.rules_lists import LIST_MAKERS
+from gradgen.rules_lists import list_names
 from gradgen.shapes import may_repeat
 
 __all__ = ["Backward", "backward", "record_decisions", "zero_like", "push_into"]
@@ -60,8 +60,7 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
     arrays = arrays if isinstance(arrays, sameshape.ArrayNames) else sameshape.with_shapes(fn, arrays)
     rev = _Reverser(activity.active, namer, of, arrays)
     rev.params = {p.name for p in fn.params}
-    rev.lists = {s.target for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.expr, Call)
-                 and s.expr.prim in LIST_MAKERS}
+    rev.lists = list_names(fn.body)
     rev.trees = {p.name for p in fn.params if p.structured}  # their gradients have their structure
     rev.lists |= rev.trees
     rev.written = {s.target for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.expr, Call)

@@ -68,6 +68,8 @@ class ListGradients:
             out = self.list_gradient(name)
             entry = Call("getitem", (Var(adj), index), "op", params=(("index", ("i",)),))
             return out + [IndexAdd(adj, ("i",), (index,), simplify.add(entry, as_float(g)), assign=True)]
+        if isinstance(contribution, Var):  # `value = items` (a helper's list, returned): a copy of value's gradient
+            contribution = Call("unstack", (contribution,), None, params=(("axis", 0),))
         assert isinstance(contribution, Call) and contribution.prim in ("unstack", "unconcatenate", "unjoin"), contribution
         current = self.state.get(name)
         self.state[name] = Var(adj)

@@ -23,7 +23,7 @@ A primitive none of these covers is refused by name: never a silent wrong tangen
 from __future__ import annotations
 
 from gradgen.ir import Call, Const
-from gradgen.primitives import TABLE, F
+from gradgen.primitives import TABLE, F, casts_to_int
 
 LINEAR = {
     "sum", "mean", "cumsum", "sum_list", "T", "transpose", "reshape", "expand_dims", "squeeze", "ravel",
@@ -101,7 +101,7 @@ def tangent(expr, tangents, zero, out):
     """The tangent of `expr` (a Call) given its inputs' tangents (None: zero); `zero(arg)`
     builds an explicit zero shaped like `arg`; `out` is the call's value (a name or the call)."""
     prim, args, params = expr.prim, expr.args, dict(expr.params)
-    if prim in ZERO:
+    if prim in ZERO or casts_to_int(expr):
         return None
     if _elementwise(prim) and prim not in LINEAR:
         return _sum(_vjp(prim, i)(t, out, *args, **params) for i, t in enumerate(tangents)

@@ -17,7 +17,7 @@ would change a list (`hs[i] = e`, `pop`, a second name for it) is a located Comp
 
 from __future__ import annotations
 
-from gradgen.ir import Call, Const
+from gradgen.ir import Assign, Call, Const, Var, walk
 from gradgen.primitives import ARRAY_RULES, helper, primitive
 
 _ITEM = (("index", ("i",)),)
@@ -77,3 +77,18 @@ helper("add_lists", '''def add_lists(a, b):
 
 ARRAY_RULES.update({"list", "append", "list_get", "stack_list", "array_list", "concatenate_list", "vstack_list", "hstack_list"})
 LIST_MAKERS = {"list", "append"}  # the primitives whose value is a list
+# the primitives that take a list variable as an argument (any other is given np.array(xs))
+LIST_READERS = LIST_MAKERS | {"list_get", "stack_list", "array_list", "concatenate_list", "vstack_list",
+                              "hstack_list", "len"}
+
+
+def list_names(stmts):
+    """Names bound to Python lists in `stmts`: made by a list primitive, or given one (`value =
+    items`: a helper that returns a list on each of several paths, `[...] if c else [...]`)."""
+    assigns = [s for s in walk(stmts) if isinstance(s, Assign)]
+    names = {s.target for s in assigns if isinstance(s.expr, Call) and s.expr.prim in LIST_MAKERS}
+    size = -1
+    while size != len(names):
+        size = len(names)
+        names |= {s.target for s in assigns if isinstance(s.expr, Var) and s.expr.name in names}
+    return names

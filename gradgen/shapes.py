@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from gradgen.ir import Assign, Call, Cond, Const, For, If, Var, While, expressions, walk
 from gradgen.primitives import TABLE
+from gradgen.rules_lists import list_names
 
 # primitives whose result is a plain number whatever their input
 _SCALAR_RESULTS = {"len", "shape", "ndim", "size", "max", "min", "norm", "float", "int", "round", "sum_list",
@@ -21,8 +22,10 @@ _SCALAR_RESULTS = {"len", "shape", "ndim", "size", "max", "min", "norm", "float"
 _REDUCTIONS = {"sum", "mean", "prod", "amax", "amin"} | {name for name, p in TABLE.items() if p.result == "reduction"}
 # densities whose last axis is one point's coordinates: a number for one point, one per row for several
 _POINT_DENSITIES = {"mvn_logpdf"}
+# arrays even of numbers: np.array([np.sum(x) for x in X]) is a vector, never one number
 _ARRAY_RESULTS = {"zeros", "ones", "eye", "arange", "linspace", "full", "stack", "concatenate", "outer",
-                  "expand_dims", "reshape", "broadcast_to", "cumsum"}  # arrays even of a number
+                  "expand_dims", "reshape", "broadcast_to", "cumsum", "stack_list", "array_list",
+                  "concatenate_list", "vstack_list", "hstack_list"}
 
 
 def array_values(fn, module, result_may_be_array=False, mutable=False) -> set:
@@ -53,13 +56,11 @@ def result_is_array(fn, module) -> bool:
 
 def _evident(fn):
     """Names `fn` uses as arrays: reduced, measured, multiplied as matrices or indexed."""
-    evident, lists = set(), set()
+    evident = set()
     for stmt in walk(fn.body):
         for expr in expressions(stmt):
             evident |= _evidence(expr)
-        if isinstance(stmt, Assign) and isinstance(stmt.expr, Call) and stmt.expr.prim in ("list", "append"):
-            lists.add(stmt.target)  # (`len(hs)` of a list says nothing of its elements)
-    return (evident | _evidence(fn.result)) - lists
+    return (evident | _evidence(fn.result)) - list_names(fn.body)  # (`len(hs)` of a list says nothing of its elements)
 
 
 # Calls whose (first) argument is an array of at least one axis in any program that means

@@ -26,7 +26,8 @@ from gradgen.primitives import TABLE
 JAXTYPING = {"Float", "Float16", "Float32", "Float64", "Int", "Int8", "Int16", "Int32", "Int64", "UInt", "UInt8",
              "Bool", "Shaped", "Num", "Real", "Inexact", "Integer", "Complex", "Complex64", "Complex128",
              "BFloat16", "Key"}
-_SAME_AS_FIRST = {"softmax", "log_softmax", "cumsum", "flip", "sort", "copy", "pos", "zeros_like", "ones_like"}
+_SAME_AS_FIRST = {"softmax", "log_softmax", "cumsum", "flip", "sort", "copy", "pos", "zeros_like", "ones_like",
+                  "array", "astype"}
 _NUMBERS = {"len", "ndim", "size", "float", "int", "norm", "det", "logdet", "trace", "inner", "tree_len", "vdot"}
 _REDUCTIONS = {"sum", "mean", "prod", "amax", "amin", "std", "var", "logsumexp", "max", "min", "nansum", "nanmean"}
 
@@ -402,5 +403,19 @@ def _ravel(self, e, params):
     return (math.prod(shape),) if all(isinstance(d, int) for d in shape) else (None,)
 
 
-_RULES = {"matmul": _matmul, "T": _transpose, "transpose": _transpose, "outer": _outer, "getitem": _getitem,
+def _stack(self, e, params):
+    """np.stack of values of one shape (np.array([a, b]) of numbers: (2,)): that shape, with the
+    count of values as a new axis."""
+    shapes = {self.of(a) for a in e.args}
+    axis = params.get("axis", 0)
+    if len(shapes) != 1 or None in shapes or not isinstance(axis, int):
+        return None
+    shape = shapes.pop()
+    if not -len(shape) - 1 <= axis <= len(shape):
+        return None
+    axis %= len(shape) + 1
+    return shape[:axis] + (len(e.args),) + shape[axis:]
+
+
+_RULES = {"stack": _stack, "matmul": _matmul, "T": _transpose, "transpose": _transpose, "outer": _outer, "getitem": _getitem,
           "reshape": _reshape, "zeros": _made, "ones": _made, "expand_dims": _expand_dims, "ravel": _ravel}

@@ -4,9 +4,10 @@
 Scalar programs are followed as a trace (forward mode, statement by statement, the chain
 rule applied numerically): each distinct statement is differentiated by sympy once and its
 partial derivatives evaluated in floats at every execution (gradgen/symbolic_plans.py), or,
-with `exact=True`, every execution differentiated and evaluated at 30 digits. Array
-programs on a small instance run on object arrays of sympy expressions. A conditional
-follows the branch the sample point takes.
+with `exact=True`, every execution differentiated and evaluated at 30 digits. A statement
+that makes or reads an array, and array programs on a small instance, run on object arrays
+of sympy expressions (gradgen/symbolic_arrays.py). A conditional follows the branch the
+sample point takes.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ import sympy
 
 from gradgen.emit import Emitter
 from gradgen.ir import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, is_draw, variables
-from gradgen.limits import time_limit
-from gradgen.primitives import TABLE
+from gradgen.primitives import TABLE, casts_to_int
 from gradgen.symbolic_plans import Fallback, partials, plans_for
 from gradgen.usercode import fresh
 
@@ -101,6 +101,8 @@ class _Trace:
             self.values[p.name] = point[p.name]
             self.tangents[p.name] = tuple(int(p.name == w) for w in self.wrt)
         self.derivatives = {}
+        self.names = {}  # id(expr) -> the names it reads
+        self.array_seconds = 0.0  # spent in _array_tangent
         self.plans = plans  # None: every statement differentiated and evaluated at 30 digits
         self.compiled = {} if plans is None else plans.compiled
         self.emitter = Emitter("math", {"sigmoid": "sigmoid"})
@@ -179,24 +181,46 @@ class _Trace:
         value = self.value(expr)
         if is_draw(expr):  # data: evaluating it again would draw other numbers
             return value, self.zero
+        if _holds_array(value) or any(_holds_array(self.values.get(n)) for n in self._names(expr)):
+            if isinstance(expr, Var):  # (`hs = [h0]`: h0's own tangent)
+                return value, self.tangents.get(expr.name, self.zero)
+            return value, _array_tangent(self, expr, value)
         if self.plans is not None:
             try:
                 return value, self._combine(partials(self, expr, self.plans))
             except Fallback:
-                return value, self._combine([(name, _python(p)) for name, p in self._exact_partials(expr)])
+                pass
+        exact = self._exact_partials(expr)
+        if exact is None:  # a number made from an array of numbers (np.sum(np.array([c, 0.0])))
+            return value, _array_tangent(self, expr, value)
+        if self.plans is not None:
+            return value, self._combine([(name, _python(p)) for name, p in exact])
         tangent = [0] * len(self.wrt)
-        for name, partial in self._exact_partials(expr):
+        for name, partial in exact:
             tangent = [t + partial * d for t, d in zip(tangent, self.tangents[name])]
         return value, tuple(tangent)
+
+    def _names(self, expr):
+        """The distinct names `expr` reads (worked out once per expression)."""
+        names = self.names.get(id(expr))
+        if names is None:
+            names = self.names[id(expr)] = tuple(dict.fromkeys(v.name for v in variables(expr)))
+        return names
 
     def _exact_partials(self, expr):
         """[(name, d expr / d name)] at 30 digits, sympy differentiating `expr` as it is here
         (empty for a value no differentiated parameter reaches: an array drawn beside a
-        scalar program, say)."""
+        scalar program, say); None where sympy's scalar twins cannot write `expr` (a number made
+        from an array: np.sum(np.array([c, 0.0]))), which _array_tangent follows element by element."""
         if not any(any(self.tangents.get(v.name, self.zero)) for v in variables(expr)):
             return []
         symbols = {}
-        tree = self._symbolic(expr, symbols)
+        try:
+            tree = self._symbolic(expr, symbols)
+        except TypeError:  # (a tuple, sympy's twin of np.stack, in arithmetic)
+            return None
+        if not isinstance(tree, sympy.Expr):  # sympy's twins made an array on the way to a number
+            return None
         numbers = {sym: sympy.Float(self.values[name], 30) for name, sym in symbols.items()}
         return [(name, self._partial(tree, sym).evalf(30, subs=numbers)) for name, sym in symbols.items()]
 
@@ -229,7 +253,7 @@ class _Trace:
         if isinstance(e, Cond):
             return self._symbolic(e.body if self.value(e.test) else e.orelse, symbols)
         prim = TABLE[e.prim]
-        if prim.kind in ("piecewise", "integer"):
+        if prim.kind in ("piecewise", "integer") or casts_to_int(e):
             return _number(self.value(e))
         if e.prim in ("max", "min"):  # the argument the program picks (the first extreme one)
             values = [self.value(a) for a in e.args]
@@ -270,195 +294,12 @@ def _scipy():
     return found
 
 
-SMALL_INSTANCE = 12  # array elements: up to this many, sympy differentiates the whole function
-
-
-def sympy_array_gradient(fn, module, point, wrt):
-    """For array programs on a small instance: every element of every array parameter is a
-    sympy symbol, the IR runs on object arrays of sympy expressions (decisions such as which
-    element is the maximum follow the numbers), and sympy.diff gives the gradient of each
-    element. Returns {parameter: array of floats}, or {} where the instance is too large or
-    the program does something this interpreter does not follow."""
-    if sum(int(np.size(point[w])) for w in wrt) > SMALL_INSTANCE:
-        return {}
-    symbols = {}
-    for w in wrt:
-        shape = np.shape(point[w])
-        flat = [sympy.Symbol(f"{w}_{k}", real=True) for k in range(int(np.prod(shape)))]
-        symbols[w] = np.array(flat, dtype=object).reshape(shape) if shape else flat[0]
-    numbers = {}
-    for w in wrt:
-        for sym, value in zip(np.ravel(np.asarray(symbols[w], dtype=object)), np.ravel(point[w])):
-            numbers[sym] = sympy.Float(float(value), 30)
-    try:
-        with time_limit(5.0, _Timeout, clock="cpu"):  # (processor time: the same answer on a loaded machine)
-            return _sympy_array_gradient(fn, module, point, wrt, symbols, numbers)
-    except _Timeout:
-        return {}
-
-
-def _sympy_array_gradient(fn, module, point, wrt, symbols, numbers):
-    try:
-        trace = _ArrayTrace(module, point, wrt, fn.params, symbols)
-        with np.errstate(all="ignore"):
-            trace.run(fn.body)
-            result = trace.symbolic(fn.result)
-        result = sympy.sympify(result.item() if hasattr(result, "item") else result)
-        out = {}
-        for w in wrt:
-            flat = np.ravel(np.asarray(symbols[w], dtype=object))
-            values = [_real(sympy.diff(result, sym).evalf(20, subs=numbers)) for sym in flat]
-            out[w] = np.array(values).reshape(np.shape(point[w]))
-        return out
-    except (_Unsupported, TypeError, ValueError, ZeroDivisionError, AttributeError, IndexError, KeyError):
-        return {}
-
-
-class _ArrayTrace(_Trace):
-    """The trace with sympy expressions (object arrays for arrays) in place of tangents."""
-
-    def __init__(self, module, point, wrt, params, symbols):
-        super().__init__(module, point, [], params)
-        for name, value in self.values.items():
-            self.tangents[name] = symbols.get(name, _as_object(value))
-
-    def loop_tangent(self, item):
-        return _as_object(item)
-
-    def evaluate(self, expr):
-        value = self.value(expr)
-        return value, _as_object(value) if is_draw(expr) else self.symbolic(expr)
-
-    def symbolic(self, e):
-        if isinstance(e, Var):
-            return self.tangents[e.name]
-        if isinstance(e, Const):
-            return e.value
-        if isinstance(e, Cond):
-            return self.symbolic(e.body if self.value(e.test) else e.orelse)
-        prim = TABLE[e.prim]
-        if prim.kind in ("piecewise", "integer", "attribute"):
-            return _as_object(self.value(e))
-        if e.prim in _CUSTOM:
-            return self.symbolic(_custom_value(e))
-        args = [self.symbolic(a) for a in e.args]
-        params = dict(e.params)
-        if e.prim in _ARRAY_OPS:
-            return _ARRAY_OPS[e.prim](self, e, args, params)
-        if e.prim in _CHOICES:
-            numbers = [self.value(a) for a in e.args]
-            return _CHOICES[e.prim](args, numbers)
-        if prim.sympy is None or params:
-            raise _Unsupported(e.prim)
-        return np.vectorize(prim.sympy, otypes=[object])(*args) if any(np.ndim(a) for a in args) \
-            else prim.sympy(*args)
-
-
-def _as_object(value):
-    if isinstance(value, np.ndarray):
-        return value.astype(object)
-    return value
-
-
-def _select(mask, a, b):
-    return np.where(mask, a, b) if np.ndim(mask) or np.ndim(a) or np.ndim(b) else (a if mask else b)
-
-
-def _extreme(args, numbers, params, pick):
-    x, values = np.asarray(args[0], dtype=object), np.asarray(numbers[0])
-    axis, keepdims = params.get("axis"), params.get("keepdims", False)
-    if axis is None:
-        return np.ravel(x)[int(pick(values))]
-    if isinstance(axis, tuple):
-        raise _Unsupported("extreme over several axes")
-    chosen = np.take_along_axis(x, np.expand_dims(pick(values, axis=axis), axis), axis)
-    return chosen if keepdims else np.squeeze(chosen, axis=axis)
-
-
-_CHOICES = {  # which argument or element the numbers select
-    "maximum": lambda a, n: _select(np.asarray(n[0]) >= np.asarray(n[1]), a[0], a[1]),
-    "minimum": lambda a, n: _select(np.asarray(n[0]) <= np.asarray(n[1]), a[0], a[1]),
-    "abs": lambda a, n: _select(np.asarray(n[0]) >= 0, a[0], -np.asarray(a[0], dtype=object)),
-    "where": lambda a, n: _select(np.asarray(n[0], dtype=bool), a[1], a[2]),
-    "clip": lambda a, n: _select(np.asarray(n[0]) < np.asarray(n[1]), a[1],
-                                 _select(np.asarray(n[0]) > np.asarray(n[2]), a[2], a[0])),
-    "max": lambda a, n: a[n.index(max(n))],
-    "min": lambda a, n: a[n.index(min(n))],
-}
-
-_ARRAY_OPS = {  # NumPy on object arrays of sympy expressions
-    "add": lambda t, e, a, p: a[0] + a[1],
-    "sub": lambda t, e, a, p: a[0] - a[1],
-    "mul": lambda t, e, a, p: a[0] * a[1],
-    "div": lambda t, e, a, p: a[0] / a[1],
-    "pow": lambda t, e, a, p: a[0] ** a[1],
-    "neg": lambda t, e, a, p: -a[0],
-    "pos": lambda t, e, a, p: a[0],
-    "matmul": lambda t, e, a, p: np.dot(a[0], a[1]),
-    "outer": lambda t, e, a, p: np.outer(a[0], a[1]),
-    "inner": lambda t, e, a, p: np.inner(a[0], a[1]),
-    "sum": lambda t, e, a, p: np.sum(np.asarray(a[0], dtype=object), **p),
-    "mean": lambda t, e, a, p: np.mean(np.asarray(a[0], dtype=object), **p),
-    "prod": lambda t, e, a, p: np.prod(np.asarray(a[0], dtype=object), **p),
-    "cumsum": lambda t, e, a, p: np.cumsum(np.asarray(a[0], dtype=object), **p),
-    "amax": lambda t, e, a, p: _extreme(a, [t.value(e.args[0])], p, np.argmax),
-    "amin": lambda t, e, a, p: _extreme(a, [t.value(e.args[0])], p, np.argmin),
-    "norm": lambda t, e, a, p: sympy.sqrt(np.sum(np.asarray(a[0], dtype=object) ** 2)),
-    "sum_list": lambda t, e, a, p: np.sum(np.array(a, dtype=object)),
-    "T": lambda t, e, a, p: np.asarray(a[0], dtype=object).T,
-    "transpose": lambda t, e, a, p: np.transpose(a[0], p.get("axes")),
-    "reshape": lambda t, e, a, p: np.reshape(a[0], t.value(e.args[1])),
-    "broadcast_to": lambda t, e, a, p: np.broadcast_to(_as_object(a[0]), t.value(e.args[1])),
-    "expand_dims": lambda t, e, a, p: np.expand_dims(a[0], **p),
-    "squeeze": lambda t, e, a, p: np.squeeze(a[0], **p),
-    "ravel": lambda t, e, a, p: np.ravel(a[0]),
-    "flip": lambda t, e, a, p: np.flip(a[0], **p),
-    "concatenate": lambda t, e, a, p: np.concatenate([np.asarray(x, dtype=object) for x in a], **p),
-    "stack": lambda t, e, a, p: np.stack([np.asarray(x, dtype=object) for x in a], **p),
-    "array": lambda t, e, a, p: np.asarray(a[0], dtype=object),
-    "getitem": lambda t, e, a, p: _index_objects(t, e, a[0]),
-    "setitem": lambda t, e, a, p: _write_objects(t, e, a[0], a[1]),
-}
-
-
 # Python lists in the scalar trace: the tangent of a list is the list of its elements' tangents
 _LIST_TANGENTS = {
     "list": lambda t, e: [t.evaluate(a)[1] for a in e.args],
     "append": lambda t, e: t.tangents[e.args[0].name] + [t.evaluate(e.args[1])[1]],
     "list_get": lambda t, e: t.tangents[e.args[0].name][t.value(e.args[1])],
 }
-_ARRAY_OPS.update({
-    "list": lambda t, e, a, p: list(a),
-    "append": lambda t, e, a, p: list(a[0]) + [a[1]],
-    "list_get": lambda t, e, a, p: a[0][t.value(e.args[1])],
-    "stack_list": lambda t, e, a, p: np.stack([np.asarray(x, dtype=object) for x in a[0]], **p),
-    "tree_get": lambda t, e, a, p: _along(a[0], [t.value(step) for step in e.args[1:]]),
-    "concatenate_list": lambda t, e, a, p: np.concatenate([np.asarray(x, dtype=object) for x in a[0]], **p),
-    "vstack_list": lambda t, e, a, p: np.vstack([np.asarray(x, dtype=object) for x in a[0]]),
-    "hstack_list": lambda t, e, a, p: np.hstack([np.asarray(x, dtype=object) for x in a[0]]),
-    "array_list": lambda t, e, a, p: np.array([np.asarray(x, dtype=object) for x in a[0]], dtype=object),
-})
-
-
-def _along(value, path):
-    """value[k1][k2]...: a part of a structured parameter (an array's, given one)."""
-    for step in path:
-        value = value[step]
-    return value
-
-
-def _write_objects(trace, e, x, v):
-    """x with v written at the index, on a copy of the object array (x itself unchanged)."""
-    out = np.array(x, dtype=object)
-    out[_index_of(trace, dict(e.params)["index"], e.args[2:])] = v
-    return out
-
-
-def _index_objects(trace, e, x):
-    """x[index] on the object array, the index evaluated as the program evaluates it."""
-    return np.asarray(x, dtype=object)[_index_of(trace, dict(e.params)["index"], e.args[1:])]
-
-
 def _index_of(trace, layout, exprs):
     return eval(compile(ast.unparse(trace.emitter.index(layout, exprs, as_value=True)),
                         "<index>", "eval"), trace.env, trace.values)  # noqa: S307 - gradgen's own IR
@@ -499,6 +340,6 @@ def _number_of(value):
     return sympy.sympify(value)
 
 
-
-class _Timeout(Exception):
-    """sympy ran past its time on a large instance (the sympy column then shows '-')."""
+# statements on arrays, and whole array programs on a small instance (imported last: that
+# module builds on the trace above)
+from gradgen.symbolic_arrays import _array_tangent, _holds_array  # noqa: E402

@@ -27,7 +27,8 @@ from gradgen.api import compile_source, load_module
 from gradgen.finite import Difference, difference, finite_difference, is_kink, remembered, sample_points
 from gradgen.nonfinite import all_finite, locate_nonfinite
 from gradgen.report import FD_TOL, SYMPY_TOL, FunctionReport, PointReport, Row, judge, rel_error
-from gradgen.symbolic import _Symbolic, sympy_array_gradient, sympy_gradient
+from gradgen.symbolic import _Symbolic, sympy_gradient
+from gradgen.symbolic_arrays import sympy_array_gradient
 from gradgen.usercode import call, describe, expect_number, fresh, run_original, same_global_draws
 
 __all__ = ["check_source", "check_point", "difference", "Difference", "finite_difference", "is_kink",
