@@ -196,7 +196,9 @@ class ExprLowering:
         return parts[0] if len(parts) == 1 else self._call("and", tuple(parts), "op", node)
 
     def _call(self, prim, args, ns, node, params=()):
-        if prim not in LIST_READERS and any(map(self._is_list, args)):  # `[...] * 2` repeats a list in Python
+        # (a list in an index is a fancy index, as NumPy reads it: `y[[0, 1, 1]]`, `W[0][idx]`)
+        operands = args[:{"getitem": 1, "setitem": 2}.get(prim, len(args))]
+        if prim not in LIST_READERS and any(map(self._is_list, operands)):  # `[...] * 2` repeats a list in Python
             text = self.m.segment(node)
             raise self.m.error(node, f"'{text}' computes with a Python list (`*` repeats one, `+` joins two): gradgen "
                                      "reads a list by index, len(...), a loop over it, sum(...), or np.array(...) "
