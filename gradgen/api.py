@@ -543,8 +543,10 @@ def _gradient(adjoint, param, arrays, structured=False, zeroed=frozenset()):
     if structured:
         zero = Call("zeros_like_tree", (Var(param),))
         return Call("shaped_like", (Var(param), zero if adjoint is None else adjoint))
+    if adjoint is None and param in arrays:  # (read nowhere differentiably: its kind is the caller's)
+        return Call("zero_gradient", (Var(param),))
     if adjoint is None:
-        return reverse.zero_like(param, arrays)
+        return Const(0.0)
     if isinstance(adjoint, Var) and adjoint.name in zeroed and param in arrays:
         return simplify.add(adjoint, reverse.zero_like(param, arrays))
     if isinstance(adjoint, Const) and param in arrays:
