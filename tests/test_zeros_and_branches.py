@@ -484,3 +484,15 @@ def test_no_array_made_where_the_rules_take_the_zero():
             return s + np.sum(y)
         ''', POINTS)
     assert "np.zeros_like(y" not in text
+
+
+def test_check_takes_a_container_for_a_parameter_the_function_never_reads():
+    """`check` refused a dict for an unused parameter ("uses it only as a number or an
+    array"); its gradient is now a dict of zeros, checked leaf by leaf."""
+    from gradgen.verify import check_source
+
+    source = HEADER + "def f(x, p):\n    return np.sum(x ** 2)\n"
+    point = {"x": np.array([1.0, 2.0]), "p": {"V": np.ones(2), "c": (1.0, np.ones(3))}}
+    [report] = check_source(source, "zeros.py", ["f"], at=point, n_points=1)
+    assert report.ok
+    assert [row.param for row in report.points[0].rows if row.param.startswith("p[")][:2] == ["p['V'].v1", "p['V'].v2"]
