@@ -89,13 +89,14 @@ class ControlFlow:
                 body.append(Assign(st.name, as_float(current) if current is not None else self.zero(v)))
                 self.note_zeroed(st.name, body[-1].expr)
         ends = {st.name for st in entry.values() if isinstance(st, Var) and st.name in self.zeroed}
-        if any(self.state.get(v) is not None for v in local) or not ends <= at_start:
+        carried = any(self.state.get(v) is not None for v in local)
+        if carried or not ends <= at_start:
             # a temporary was read before its assignment after all: carry every adjoint instead;
             # or an iteration ends with an adjoint at 0.0 the one before it reads: again, knowing it
+            if carried:
+                self.locals[id(stmt)] = set()
             self.state = before
             self.owned, self.mutable, self.zeroed = kept
-            if any(self.state.get(v) is not None for v in local):
-                self.locals[id(stmt)] = set()
             return self.loop(stmt, restarted | ends)
         self.zeroed |= at_start  # (a loop that ran no trip leaves them as they were)
         self.state = entry

@@ -84,13 +84,13 @@ def _expect_numbers_and_arrays(point, cf, module):
     """A differentiated parameter is a number or a NumPy array, or (where the function uses
     it as a container) a list, tuple or dict of them; anything else is said to be wrong, at
     the function's `def`."""
-    structured = _containers(cf)
+    structured, containers = {p.name for p in cf.ir.params if p.structured}, _containers(cf)
     for name in cf.wrt:
         value = point.get(name)
         node = module.functions[cf.name]
-        if name in structured:
+        if name in containers:
             bad = next((leaf for _, leaf in _leaves(value) if not _is_number_or_array(leaf)), None)
-            if bad is not None or isinstance(value, (int, float, np.number)):
+            if bad is not None or (name in structured and isinstance(value, (int, float, np.number))):
                 what = type(bad if bad is not None else value).__name__
                 raise module.error(node, f"'{name}' holds a {what} at the check point: a structured parameter "
                                          "is a list, tuple or dict of arrays and numbers")
