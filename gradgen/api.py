@@ -537,16 +537,14 @@ def _insert_saves(stmts, adjoints):
 
 
 def _gradient(adjoint, param, arrays, structured=False, zeroed=frozenset()):
-    """The gradient returned for `param`: its adjoint, or an exact zero of its kind; for a
-    structured parameter, with the parameter's containers (a tuple stays a tuple). An array's
-    adjoint that may be a bare 0.0 (a branch or a loop started it so) is given its shape."""
+    """The gradient returned for `param`: its adjoint (of its shape where it may be the 0.0 a
+    branch or a loop started it with), or an exact zero of its kind; for a structured
+    parameter, with the parameter's containers (a tuple stays a tuple)."""
     if structured:
         zero = Call("zeros_like_tree", (Var(param),))
         return Call("shaped_like", (Var(param), zero if adjoint is None else adjoint))
-    if adjoint is None and param in arrays:  # (read nowhere differentiably: its kind is the caller's)
-        return Call("zero_gradient", (Var(param),))
-    if adjoint is None:
-        return Const(0.0)
+    if adjoint is None:  # (read nowhere differentiably: a zero of the kind the caller passes)
+        return Call("zero_gradient", (Var(param),)) if param in arrays else Const(0.0)
     if isinstance(adjoint, Var) and adjoint.name in zeroed and param in arrays:
         return simplify.add(adjoint, reverse.zero_like(param, arrays))
     if isinstance(adjoint, Const) and param in arrays:
