@@ -511,7 +511,7 @@ def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
     needed = sharing.numbers_read(adjoints.statements) | set(adjoints.targets.values())
     sharing.refuse_changes_the_gradient_reads(fn, objects, module, needed, adjoints.saved)
     structured = {p.name for p in fn.params if p.structured}
-    grads = [_gradient(adjoints.get(p), p, arrays, p in structured) for p in chosen]
+    grads = [_gradient(adjoints.get(p), p, arrays, p in structured, adjoints.zeroed) for p in chosen]
     backward = sameshape.measured_elsewhere(fn.body, adjoints.statements, grads, arrays,
                                             set(adjoints.targets.values()))
     needed = simplify.names_read(backward) | {v.name for g in grads for v in variables(g)}
@@ -587,14 +587,17 @@ def _insert_saves(stmts, adjoints):
     return out
 
 
-def _gradient(adjoint, param, arrays, structured=False):
-    """The gradient returned for `param`: its adjoint, or an exact zero of its kind; for a
-    structured parameter, with the parameter's containers (a tuple stays a tuple)."""
+def _gradient(adjoint, param, arrays, structured=False, zeroed=frozenset()):
+    """The gradient returned for `param`: its adjoint (of its shape where it may be the 0.0 a
+    branch or a loop started it with), or an exact zero of its kind; for a structured
+    parameter, with the parameter's containers (a tuple stays a tuple)."""
     if structured:
         zero = Call("zeros_like_tree", (Var(param),))
         return Call("shaped_like", (Var(param), zero if adjoint is None else adjoint))
-    if adjoint is None:
-        return reverse.zero_like(param, arrays)
+    if adjoint is None:  # (read nowhere differentiably: a zero of the kind the caller passes)
+        return Call("zero_gradient", (Var(param),)) if param in arrays else Const(0.0)
+    if isinstance(adjoint, Var) and adjoint.name in zeroed and param in arrays:
+        return simplify.add(adjoint, reverse.zero_like(param, arrays))
     if isinstance(adjoint, Const) and param in arrays:
         return simplify.mul(Const(float(adjoint.value)), Call("ones_like", (Var(param),), "numpy",
                                                                params=(("dtype", Spelled("float")),)))

@@ -32,6 +32,16 @@ HELPERS = {
     """Zeros shaped like x, in its real dtype (np.zeros_like(x, dtype=float) of the NumPy backend)."""
     return xp.zeros_like(x, dtype=real_dtype(xp, x))
 '''),
+    "zero_gradient": (("real_zeros_like",), '''def zero_gradient(xp, x):
+    """The gradient of a parameter nothing differentiable reads: an exact zero of its kind,
+    0.0 for a number, zeros for an array, and the same lists, tuples and dicts of these."""
+    if isinstance(x, dict):
+        return {key: zero_gradient(xp, value) for key, value in x.items()}
+    if isinstance(x, (list, tuple)):
+        parts = [zero_gradient(xp, value) for value in x]
+        return tuple(parts) if isinstance(x, tuple) else parts
+    return real_zeros_like(xp, x) if getattr(x, "ndim", 0) else 0.0
+'''),
     "unbroadcast_to": (("real_dtype",), '''def unbroadcast_to(xp, g, shape, like):
     """Sum g over the axes broadcasting stretched, back to `shape` (from shapes alone); g
     may be a Python number (the seed 1 of a result), made an array of like's dtype and device."""

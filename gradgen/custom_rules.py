@@ -313,9 +313,11 @@ def backward(rev, stmt):
         body += rev.add(name, contribution)
     if not body:
         return restore
+    # your rule reads g as an array of out's shape, never the 0.0 a loop or a branch may start it with
+    shaped = rev.shaped(Var(v), g) if isinstance(g, Var) and g.name in rev.zeroed and v in rev.arrays else []
     statements = simplify.dead_code(substitute_all(rule.statements, names), simplify.names_read(body))
     custom = rule.custom
-    code = [Comment(f"custom rule {custom.rule_name} (line {custom.rule.lineno})")] + statements + body
+    code = shaped + [Comment(f"custom rule {custom.rule_name} (line {custom.rule.lineno})")] + statements + body
     rev.reads[id(stmt)] = simplify.names_read(code) - rev.adj_set - assigned(statements)
     return rev.cite(stmt, code) + restore
 

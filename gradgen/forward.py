@@ -50,6 +50,7 @@ def varied(stmts, seeds):
 
 
 # primitives whose value is a Python list (or a tree of them): their zero is a tree of zeros
+_MADE_ZEROS = {"zeros_like", "zeros", "zero_gradient", "zeros_like_tree", "list_zeros"}
 LIST_VALUES = set(LIST_MAKERS) | {"unstack", "add_lists", "list_zeros", "zeros_like_tree", "shaped_like",
                                  "unconcatenate", "unjoin"}
 # primitives whose result may share its argument's memory (a view, or the object itself)
@@ -182,7 +183,8 @@ class Forward:
             body, orelse = self.expr(e.body, None), self.expr(e.orelse, None)
             if body is None and orelse is None:
                 return None
-            return Cond(e.test, body if body is not None else Const(0.0), orelse if orelse is not None else Const(0.0))
+            return Cond(e.test, body if body is not None else self._arm_zero(e.body),
+                        orelse if orelse is not None else self._arm_zero(e.orelse))
         if not isinstance(e, Call) or not (_reads(e) & self.active) or e.prim == "draw":
             return None
         if rules_forward.no_tangent(e.prim):
@@ -222,11 +224,18 @@ class Forward:
     def _zero_like(self, arg):
         return self.zero(arg, arg)
 
+    def _arm_zero(self, arm):
+        """The tangent of an arm of `a if t else b` that has none: zeros of the arm's shape
+        (the arm itself where it is a zero, as `np.zeros_like(W)` is), never a bare 0.0."""
+        return arm if isinstance(arm, Call) and arm.prim in _MADE_ZEROS else self.zero(arm, arm)
+
     def zero(self, expr, value):
         """An explicit zero tangent for `value`: 0.0 for a constant, a list of zeros for a
         list, else `0.0 * value` (a number stays a number, an array keeps its shape)."""
         if isinstance(expr, Const) or isinstance(value, Const):
             return Const(0.0)
+        if isinstance(expr, Call) and expr.prim == "zero_gradient":  # (a zero of its kind: its own tangent)
+            return expr
         if (isinstance(value, Var) and value.name in self.lists) or (
                 isinstance(expr, Call) and expr.prim in LIST_VALUES):
             return Call("zeros_like_tree", (value,))

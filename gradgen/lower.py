@@ -337,6 +337,7 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
                     self._bind(scope, name.id, v, stmt)
                 return
             if not isinstance(value, ast.Tuple):
+                self._unpacked_part(scope, value)  # W, b = layers[0]: layers is a list of pairs
                 whole = self.expr(scope, value)
                 if not (isinstance(whole, Call) and whole.prim == "shape"):  # a, b, c = np.exp(v): its rows
                     whole = self._unpacking_source(whole, [n.id for n in names], stmt)

@@ -236,6 +236,8 @@ class LoopLowering:
             name = node.value.id
             raise self.m.error(node, f"a loop over '{self.m.segment(node)}' is not supported: loop over the list "
                                      f"'{name}', a slice of it ({name}[1:]), or range(...) and read {name}[i]")
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            self._needs_structure(scope, node)  # `for key in params["layers"]`: params is a dict
         raise self.m.error(node, "a loop must run over range(...), a module-level tuple of numbers, "
                                  "or a parameter")
 

@@ -282,6 +282,40 @@ def _guarded(guards, g):
     return Cond(test, as_float(g), Const(0.0))
 
 
+def bare(value, zeroed):
+    """Whether an adjoint set to `value` may be a bare number where its value is an array:
+    a constant (the 0.0 a loop or a branch starts it with), an adjoint that may be one
+    (`zeroed`), a conditional expression with such an arm, or arithmetic of these alone."""
+    if isinstance(value, Const):
+        return True
+    if isinstance(value, Var):
+        return value.name in zeroed
+    if isinstance(value, Cond):
+        return bare(value.body, zeroed) or bare(value.orelse, zeroed)
+    if isinstance(value, Call) and value.prim in ("add", "sub", "mul", "div", "neg", "pos"):
+        return all(bare(arg, zeroed) for arg in value.args)
+    return False
+
+
+# rules that take a gradient of zeros smaller than their value (a bare 0.0) as well: they
+# broadcast it (elementwise), sum it back in a helper (matmul), or add it into an array or a
+# list at an index (which broadcasts it too)
+_TAKE_A_NUMBER = {"matmul", "getitem", "list_get", "tree_get"}
+
+
+def takes_a_number(expr, active):
+    """Whether every rule between `expr` and its active variables takes a gradient that is a
+    bare 0.0 where the value is an array (push_into with exact=False). Others (a write at an
+    index, einsum, cumsum, solve, a sum along an axis) need an array of the value's shape."""
+    if isinstance(expr, Cond):
+        return takes_a_number(expr.body, active) and takes_a_number(expr.orelse, active)
+    if not isinstance(expr, Call) or not any(v.name in active for v in variables(expr)):
+        return True
+    if not (TABLE[expr.prim].elementwise or expr.prim in _TAKE_A_NUMBER):
+        return False
+    return all(takes_a_number(arg, active) for arg in expr.args)
+
+
 def as_float(expr):
     """A gradient that is a bare constant is written as a float (`1.0`, never `1`)."""
     if isinstance(expr, Const) and type(expr.value) is int:

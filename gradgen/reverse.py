@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from gradgen import custom_rules, sameshape, simplify
 from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, IndexAdd, Restore, Spelled, Var,
                         While, expressions, variables, walk)
-from gradgen.push import (_ARRAY_MAKERS, Temporary, _allocates, _is_scatter, as_float, push_into, spread_ones,
-                          zero_like)
+from gradgen.push import (_ARRAY_MAKERS, Temporary, _allocates, _is_scatter, as_float, bare, push_into, spread_ones,
+                          takes_a_number, zero_like)
 from gradgen.reverse_flow import ControlFlow, _prune, _reads_of, exit_condition, exits, loop_temporaries, record_decisions
 from gradgen.reverse_lists import ListGradients
 from gradgen.reverse_merge import Merging, _renamed
@@ -44,6 +44,7 @@ class Backward:
     saved: set = field(default_factory=set)
     stacks: dict = field(default_factory=dict)  # variable -> the list that keeps its values
     targets: dict = field(default_factory=dict)  # id(saved assignment) -> its variable
+    zeroed: set = field(default_factory=set)  # adjoints that may end as a bare 0.0 (see _Reverser.zeroed)
 
     def get(self, name):
         return self.adjoints.get(name)
@@ -76,7 +77,7 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
     statements = _prune(statements, saved)
     targets = {id(s): s.target for s in walk(fn.body) if id(s) in saved}
     stacks = {v: rev.stacks[v] for v in targets.values()}
-    return Backward(statements, rev.state, saved, stacks, targets)
+    return Backward(statements, rev.state, saved, stacks, targets, rev.zeroed)
 
 
 def _stable_names(fn):
@@ -132,7 +133,8 @@ class _Reverser(Merging, ListGradients, ControlFlow):
         self.trees = set()  # structured parameters: their gradients are made by zeros_like_tree
         self.written = set()  # arrays written into (`x[i] = e`): their gradients are indexed, so arrays
         self.stable = set()  # names holding one value for the whole backward pass (_stable_names)
-        self.zeroed = set()  # adjoints that may hold the 0.0 a zero() placed, not an array of their shape
+        self.zeroed = set()  # adjoints that may hold a bare 0.0 here, not an array of their value's shape
+        self.loose = False  # while one statement's contributions are added: they may be bare (see assign)
 
     def adj_name(self, v):
         if v not in self.adj_names:
@@ -204,13 +206,17 @@ class _Reverser(Merging, ListGradients, ControlFlow):
         out = list(restore) if self_ref else []  # the old value is an input: restore it first
         g = self.state.get(v)
         if g is not None and v in self.active:
+            loose = isinstance(g, Var) and g.name in self.zeroed and v in self.arrays  # g may be a bare 0.0
+            shaped = self.shaped(Var(v), g) if loose and not takes_a_number(stmt.expr, self.active) else []
+            self.loose = loose and not shaped  # (then what g sends on may be bare too)
+            body = []
             contributions = []
             push_into(stmt.expr, g, (), self.active, contributions, None if self_ref else Var(v), self.arrays,
                       scalar=v not in self.arrays, temporary=lambda node: self.temporary(v, node),
-                      exact=not (isinstance(g, Var) and g.name in self.zeroed))
-            if stmt.overwrites or self_ref or _makes_list(stmt):
-                del self.state[v]  # the value before this statement starts with no adjoint (a list: none)
-            body = []
+                      exact=not self.loose)
+            # the value before this statement starts with no adjoint: it is another value (a list:
+            # none), or, where the statement binds v first, no value at all
+            del self.state[v]
             if isinstance(stmt.expr, Call) and stmt.expr.prim == "setitem":
                 contributions = _unshared(contributions, g, v)
             contributions = self.heirs(self.merged(contributions, v), v)
@@ -239,8 +245,9 @@ class _Reverser(Merging, ListGradients, ControlFlow):
                         body.append(Assign(kept, g))
                         total = _renamed(total, {g.name: kept})
                     body += self.add(v, total)
-            self.reads[id(stmt)] = simplify.names_read(body) - self.adj_set
-            out += self.cite(stmt, body)
+            self.loose = False
+            self.reads[id(stmt)] = simplify.names_read(shaped + body) - self.adj_set
+            out = self.cite(stmt, shaped + out + body) if shaped else out + self.cite(stmt, body)
         return out + ([] if self_ref else restore)
 
     def _rebuilt_reading(self, v, total, g):
@@ -283,23 +290,51 @@ class _Reverser(Merging, ListGradients, ControlFlow):
             return []
         adj = self.adj_name(name)
         self.state[name] = Var(adj)
-        if isinstance(current, Var) and (name in self.arrays.objects or adj in self.mutable):
-            # never `+=` on an array: the adjoint may share memory with another one
-            return self.define(adj, simplify.add(current, contribution))
+        if current is None and isinstance(contribution, Cond) and name in self.arrays:
+            contribution = self.zeros_where_untaken(name, contribution)
+        loose = self.loose or bare(contribution, self.zeroed)  # it may be a bare 0.0
         if isinstance(current, Var):
-            return [Assign(adj, contribution, accumulate=True)]
+            # (the sum is an array of the value's shape unless both parts may be bare)
+            still = loose and current.name in self.zeroed
+            if name in self.arrays.objects or adj in self.mutable:
+                # never `+=` on an array: the adjoint may share memory with another one
+                out = self.define(adj, simplify.add(current, contribution))
+            else:
+                out = [Assign(adj, contribution, accumulate=True)]
+            (self.zeroed.add if still else self.zeroed.discard)(adj)
+            return out
         if current is not None:  # a constant so far: it becomes a variable now
             contribution = simplify.add(current, contribution)
-        return self.define(adj, contribution)
+        out = self.define(adj, contribution)
+        if loose:
+            self.zeroed.add(adj)
+        return out
+
+    def zeros_where_untaken(self, name, contribution):
+        """`g if t else 0.0` reaching an array: zeros of its shape in the arm without a
+        gradient, so that the adjoint has its value's shape whichever arm ran (a parameter's
+        gradient is returned as it is; another's is read by rules)."""
+        if isinstance(contribution, Cond):
+            return Cond(contribution.test, self.zeros_where_untaken(name, contribution.body),
+                        self.zeros_where_untaken(name, contribution.orelse))
+        return zero_like(name, self.arrays) if simplify.is_zero(contribution) else contribution
 
     def define(self, adj, value):
-        """`adj = value`, noting whether adj now owns a fresh array (safe to write into)."""
+        """`adj = value`, noting whether adj now owns a fresh array (safe to write into), and
+        whether it may be a bare 0.0."""
         if _allocates(value):
             self.owned.add(adj)
         else:
             self.owned.discard(adj)
         self.note_mutable(adj, value)
+        self.note_zeroed(adj, value)
         return [Assign(adj, value)]
+
+    def note_zeroed(self, adj, value):
+        if bare(value, self.zeroed):
+            self.zeroed.add(adj)
+        else:
+            self.zeroed.discard(adj)
 
     def note_mutable(self, adj, value):
         """Whether `adj = value` may hold a writable array even where the analysis says the
@@ -332,6 +367,13 @@ class _Reverser(Merging, ListGradients, ControlFlow):
         write = IndexAdd(adj, layout, tuple(index), g, repeats, assign=first)
         return out + ([If(guard, [write], [])] if guard is not None else [write])
 
+    def shaped(self, value, g):
+        """The gradient g of `value`, which may hold the 0.0 a loop or a branch started it
+        with (`zeroed`), made an array of value's shape before a rule that needs one reads
+        it (an index, einsum, cumsum, solve, a sum along an axis)."""
+        zeros = Call("zeros_like", (value,), "numpy", params=(("dtype", Spelled("float")),))
+        return self.define(g.name, Call("add", (g, zeros), "op"))
+
     def zero(self, v):
         """An exact zero: an array of zeros for an array parameter (its gradient must have its
         shape) and for an array written into (its gradient is indexed), a list of zeros for a
@@ -342,8 +384,7 @@ class _Reverser(Merging, ListGradients, ControlFlow):
             return Call("list_zeros", (Var(v),))
         if v in self.params or v in self.written:
             return zero_like(v, self.arrays)
-        self.zeroed.add(self.adj_name(v))  # (every caller assigns it to v's adjoint)
-        return Const(0.0)
+        return Const(0.0)  # (a bare zero: every caller notes it in `zeroed`)
 
     def cite(self, stmt, body):
         if body and stmt.source and f"line {stmt.line}: {stmt.source}" != self.cited:

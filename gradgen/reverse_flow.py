@@ -12,7 +12,7 @@ from __future__ import annotations
 from gradgen import combine, simplify
 from gradgen.ir import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, Restore, Var, While, assigned,
                         expressions, variables, walk)
-from gradgen.push import as_float
+from gradgen.push import _allocates, as_float, bare
 
 TRUE, FALSE = Const(True), Const(False)
 
@@ -21,38 +21,48 @@ class ControlFlow:
     # ---- control flow ----------------------------------------------------------------------
     def branches(self, test, body, orelse, stmt):
         """An `if` replayed: each branch reversed; adjoints made to agree where they join."""
-        entry, owned = dict(self.state), set(self.owned)
+        entry, owned, zeroed = dict(self.state), set(self.owned), set(self.zeroed)
         self.cited = None
         then_code = self.block(body)
         then_state, self.state = self.state, dict(entry)
         then_owned, self.owned = self.owned, owned
+        then_zeroed, self.zeroed = self.zeroed, zeroed
         self.cited = None
         else_code = self.block(orelse)
         self.owned &= then_owned
+        else_zeroed = self.zeroed
         for v in sorted(set(then_state) | set(self.state)):
             a, b = then_state.get(v), self.state.get(v)
             if a == b:
                 continue
             name = Var(self.adj_name(v))
-            for code, st in ((then_code, a), (else_code, b)):
+            for code, st, zeroed in ((then_code, a, then_zeroed), (else_code, b, else_zeroed)):
                 if st != name:
                     if isinstance(st, Var) and st.name in self.mutable:
                         self.mutable.add(name.name)
-                    if isinstance(st, Var) and st.name in self.zeroed:
-                        self.zeroed.add(name.name)
-                    code.append(Assign(name.name, st if st is not None else self.zero(v)))
+                    value = st if st is not None else self.zero(v)
+                    code.append(Assign(name.name, value))
+                    if bare(value, zeroed):  # (a 0.0 there: a rule that reads it first makes it an array)
+                        zeroed.add(name.name)
+                    else:
+                        zeroed.discard(name.name)
+                    if not _allocates(value):  # (a 0.0, or another adjoint's array: never written into)
+                        self.owned.discard(name.name)
             self.state[v] = name
+        self.zeroed = then_zeroed | else_zeroed
         self.cited = None
         if not then_code and not else_code:
             return []
         return [If(test, then_code, else_code, stmt.line if stmt else None, stmt.source if stmt else None)]
 
-    def loop(self, stmt):
+    def loop(self, stmt, restarted=frozenset()):
         """A loop replayed backwards; adjoints it touches are variables across iterations,
         except those of its own temporaries, which start afresh in every iteration. An
         adjoint array made fresh before the loop stays writable in it when the loop only
-        scatters into it (`dWs[i] += dW` for `W = Ws[i]`)."""
+        scatters into it (`dWs[i] += dW` for `W = Ws[i]`). `restarted`: the adjoints an
+        iteration may end with at 0.0, which the next one (backward) then starts with."""
         before = dict(self.state)
+        kept = set(self.owned), set(self.mutable), set(self.zeroed)
         pre = []
         local = self.locals.get(id(stmt), set())
         made = {s.target for s in walk(stmt.body) if _makes_list(s)}  # new in every iteration: never carried
@@ -64,11 +74,11 @@ class ControlFlow:
                 current = self.state.get(v)
                 if isinstance(current, Var) and current.name in self.mutable:
                     self.mutable.add(name.name)
-                if isinstance(current, Var) and current.name in self.zeroed:
-                    self.zeroed.add(name.name)
                 pre += self.define(name.name, as_float(current) if current is not None else self.zero(v))
                 self.state[v] = name
         entry = dict(self.state)
+        self.zeroed |= restarted
+        at_start = set(self.zeroed)
         self.cited = None
         scattered = {self.adj_name(v) for v in _touched(stmt.body, self.active) if _only_indexed(stmt.body, v)}
         self.owned -= {self.adj_name(v) for v in _touched(stmt.body, self.active)} - scattered
@@ -77,11 +87,18 @@ class ControlFlow:
             if isinstance(st, Var) and self.state.get(v) != st:
                 current = self.state.get(v)
                 body.append(Assign(st.name, as_float(current) if current is not None else self.zero(v)))
-        if any(self.state.get(v) is not None for v in local):
-            # a temporary was read before its assignment after all: carry every adjoint instead
+                self.note_zeroed(st.name, body[-1].expr)
+        ends = {st.name for st in entry.values() if isinstance(st, Var) and st.name in self.zeroed}
+        carried = any(self.state.get(v) is not None for v in local)
+        if carried or not ends <= at_start:
+            # a temporary was read before its assignment after all: carry every adjoint instead;
+            # or an iteration ends with an adjoint at 0.0 the one before it reads: again, knowing it
+            if carried:
+                self.locals[id(stmt)] = set()
             self.state = before
-            self.locals[id(stmt)] = set()
-            return self.loop(stmt)
+            self.owned, self.mutable, self.zeroed = kept
+            return self.loop(stmt, restarted | ends)
+        self.zeroed |= at_start  # (a loop that ran no trip leaves them as they were)
         self.state = entry
         self.cited = None
         if not body:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from gradgen import simplify
 from gradgen.ir import Assign, Call, Cond, If, IndexAdd, Restore, Var
-from gradgen.push import Temporary, as_float, push_into
+from gradgen.push import Temporary, as_float, push_into, takes_a_number
 from gradgen.shapes import may_be_array, may_repeat
 
 
@@ -26,15 +26,22 @@ class ListGradients:
         popped = self.namer.adjoint(self.of, f"{v}_popped")
         self.adj_set.add(popped)
         body = [Assign(popped, Call("pop", (Var(self.adj_name(v)),)))]
+        self.zeroed.add(popped)  # (an element no gradient reached is the list's 0.0)
+        loose = may_be_array(value, self.arrays)
+        if loose and not takes_a_number(value, self.active):
+            body += self.shaped(value, Var(popped))
+            loose = False
+        self.loose = loose  # (what it sends on may be bare too: gradgen.reverse, add)
         contributions = []
         push_into(value, Var(popped), (), self.active, contributions, None, self.arrays,
-                  temporary=lambda node: self.temporary(v, node))
+                  temporary=lambda node: self.temporary(v, node), exact=not loose)
         for item in contributions:
             if isinstance(item, Temporary):
                 self.adj_set.add(item.name)
                 body.append(Assign(item.name, item.expr))
             else:
                 body += self.add(*item)
+        self.loose = False
         self.note_reads(stmt, value)
         self.reads[id(stmt)] = (simplify.names_read(body) - self.adj_set) | self.reads.get(id(stmt), set())
         restore = [Restore(v, self.stack(v), id(stmt))] if stmt.overwrites else []

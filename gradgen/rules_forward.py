@@ -35,7 +35,7 @@ LINEAR = {
 }
 MULTILINEAR = {"matmul", "outer", "inner", "einsum"}
 REDUCTIONS = {"amax", "amin", "prod", "norm", "logsumexp", "var", "std"}
-ZERO = {"list_zeros", "zeros_like_tree"}  # a made zero: its tangent is zero
+ZERO = {"list_zeros", "zeros_like_tree", "zero_gradient"}  # a made zero: its tangent is zero
 # helpers the backward pass calls, linear in their first argument (the gradient) and reading
 # the others for their shapes or indices only
 LINEAR_IN_FIRST = {

@@ -63,6 +63,17 @@ helper("add_at_path", '''def add_at_path(tree, path, g):
         tree = tree[step]
 ''')
 
+helper("zero_gradient", '''def zero_gradient(x):
+    """The gradient of a parameter nothing differentiable reads: an exact zero of its kind,
+    0.0 for a number, zeros for an array, and the same lists, tuples and dicts of these."""
+    if isinstance(x, dict):
+        return {key: zero_gradient(value) for key, value in x.items()}
+    if isinstance(x, (list, tuple)):
+        parts = [zero_gradient(value) for value in x]
+        return tuple(parts) if isinstance(x, tuple) else parts
+    return np.zeros_like(x, dtype=float) if np.ndim(x) else 0.0
+''')
+
 helper("shaped_like", '''def shaped_like(x, g):
     """Gradient g with the containers of the parameter x: a tuple where x has a tuple."""
     if isinstance(x, dict):

@@ -284,6 +284,8 @@ class StructuredLowering:
         if view is not None:
             return self._dict_loop(scope, stmt, view, node.func.attr)
         ref = self._ref(scope, node)
+        if ref is not None and self._keys_of(scope, target, stmt.body):
+            return self._dict_loop(scope, stmt, ref, "keys")  # `for key in params: params[key]`
         if ref is not None:
             iterable, parent = ref.indices()
             return None, iterable, [(target, parent.child)]
@@ -313,6 +315,21 @@ class StructuredLowering:
                                            f"{len(node.args)} sequences")
             return self._zip_plan(scope, stmt, target, node)
         return None
+
+    def _keys_of(self, scope, target, body):
+        """Whether a loop's name indexes a structured parameter in its body (`for key in
+        params: params[key]`): then it takes what Python's loop gives, a dict's keys (or a
+        list's items, `list(params)`), as plain values, never parts read by index."""
+        if not isinstance(target, ast.Name):
+            return False
+        for node in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name) and node.slice.id == target.id:
+                base = node.value
+                while isinstance(base, ast.Subscript):
+                    base = base.value
+                if isinstance(base, ast.Name) and isinstance(_lookup(scope, base.id), TreeRef):
+                    return True
+        return False
 
     def _zip_plan(self, scope, stmt, target, node):
         """`for (W, b), x in zip(params, xs)`: one index over the shortest sequence."""
@@ -415,6 +432,25 @@ class StructuredLowering:
             if isinstance(value, Var) and self.origins.get(value.name) == value.name \
                     and value.name not in self.arrays_only:
                 raise NeedsStructure(value.name, soft=True)
+
+    def _unpacked_part(self, scope, node):
+        """`W, b = layers[0]`, or `W, b = layer` with `layer = layers[k]`, in the array
+        lowering: a part unpacked into names, as a list of (W, b) pairs is read; the
+        parameter becomes structured, so that its parts may differ in shape (an array
+        used whole elsewhere stays one: its row is unpacked)."""
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, (ast.Slice, ast.Tuple)):
+            node = node.value
+            value = _lookup(scope, node.id) if isinstance(node, ast.Name) else None
+            if not (isinstance(value, Var) and value.name in self.origins):
+                return
+            param = self.origins[value.name]
+        elif isinstance(node, ast.Name) and isinstance(_lookup(scope, node.id), Var) \
+                and _lookup(scope, node.id).name in self.parts:
+            param = self.origins[_lookup(scope, node.id).name]
+        else:
+            return
+        if param not in self.arrays_only:
+            raise NeedsStructure(param, soft=True)
 
     def _part_of_part(self, scope, node):
         """`params[i][0]`, or `layer[0]` with `layer = params[k]`, in the array lowering: a

@@ -25,8 +25,10 @@ import numpy as np
 from gradgen import custom_check
 from gradgen.api import compile_source, load_module
 from gradgen.finite import Difference, difference, finite_difference, is_kink, remembered, sample_points
+from gradgen.ir import variables
 from gradgen.nonfinite import all_finite, locate_nonfinite
 from gradgen.report import FD_TOL, SYMPY_TOL, FunctionReport, PointReport, Row, judge, rel_error
+from gradgen.simplify import names_read
 from gradgen.symbolic import _Symbolic, sympy_gradient
 from gradgen.symbolic_arrays import sympy_array_gradient
 from gradgen.usercode import call, describe, expect_number, fresh, run_original, same_global_draws
@@ -83,13 +85,13 @@ def _expect_numbers_and_arrays(point, cf, module):
     """A differentiated parameter is a number or a NumPy array, or (where the function uses
     it as a container) a list, tuple or dict of them; anything else is said to be wrong, at
     the function's `def`."""
-    structured = {p.name for p in cf.ir.params if p.structured}
+    structured, containers = {p.name for p in cf.ir.params if p.structured}, _containers(cf)
     for name in cf.wrt:
         value = point.get(name)
         node = module.functions[cf.name]
-        if name in structured:
+        if name in containers:
             bad = next((leaf for _, leaf in _leaves(value) if not _is_number_or_array(leaf)), None)
-            if bad is not None or isinstance(value, (int, float, np.number)):
+            if bad is not None or (name in structured and isinstance(value, (int, float, np.number))):
                 what = type(bad if bad is not None else value).__name__
                 raise module.error(node, f"'{name}' holds a {what} at the check point: a structured parameter "
                                          "is a list, tuple or dict of arrays and numbers")
@@ -97,6 +99,13 @@ def _expect_numbers_and_arrays(point, cf, module):
             raise module.error(node, f"'{name}' is a {type(value).__name__} at the check point, but '{cf.name}' "
                                      f"uses it only as a number or an array: annotate it (`{name}: list`, "
                                      "tuple or dict) to compile it as a structured parameter")
+
+
+def _containers(cf):
+    """The parameters a point may give as a list, tuple or dict: the structured ones, and
+    those the function never reads (their gradient is a zero of the kind given)."""
+    read = names_read(cf.ir.body) | {v.name for v in variables(cf.ir.result)}
+    return {p.name for p in cf.ir.params if p.structured or p.name not in read}
 
 
 def _is_number_or_array(value):
@@ -186,7 +195,7 @@ def _check_structured(cf, module, f, value_and_grad, point, generated_text, stru
 def check_point(cf, module, f, value_and_grad, point, generated_text=None, flattened=False):
     """One row per differentiated parameter at `point`; where a value or gradient is not
     finite, also where (which line of the user's file) it first became nan or inf."""
-    structured = {p.name for p in cf.ir.params if p.structured and isinstance(point.get(p.name), (list, tuple, dict))}
+    structured = {name for name in _containers(cf) if isinstance(point.get(name), (list, tuple, dict))}
     structured &= set(cf.wrt)  # (one given an array is checked as an array, by sympy too)
     if structured and not flattened:
         return _check_structured(cf, module, f, value_and_grad, point, generated_text, structured)
