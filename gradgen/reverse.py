@@ -73,7 +73,10 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
         rev.state[fn.result.name] = Const(1) if seed is None else seed
     statements = rev.block(fn.body)
     saved = set()
-    _mark_saves(fn.body, rev.reads, set(), saved)
+    # a parameter's gradient is made from its value (zeros of its shape, an adjoint reset, a zero
+    # of its kind for one nothing differentiable reads): where the body rebinds it in a loop or
+    # a branch, each old value is read back, so the backward pass ends holding what was passed
+    _mark_saves(fn.body, rev.reads, set(rev.params), saved)
     statements = _prune(statements, saved)
     targets = {id(s): s.target for s in walk(fn.body) if id(s) in saved}
     stacks = {v: rev.stacks[v] for v in targets.values()}
