@@ -68,11 +68,11 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         if expr.name in active:
             out.append((expr.name, _guarded(guards, _fit(g, expr, stretched, arrays, wide if exact else None))))
         return
-    if isinstance(expr, Cond):
-        push_into(expr.body, g, guards + (expr.test,), active, out, None, arrays, stretched, scalar, wide=wide,
-                  exact=exact)
-        push_into(expr.orelse, g, guards + (simplify.negate(expr.test),), active, out, None, arrays, stretched, scalar,
-                  wide=wide, exact=exact)
+    if isinstance(expr, Cond):  # (a rule above measured the arm taken: `zeros_like(h if c else u)` is h's in h's)
+        push_into(expr.body, _arm(g, expr, expr.body), guards + (expr.test,), active, out, None, arrays, stretched,
+                  scalar, wide=wide, exact=exact)
+        push_into(expr.orelse, _arm(g, expr, expr.orelse), guards + (simplify.negate(expr.test),), active, out, None,
+                  arrays, stretched, scalar, wide=wide, exact=exact)
         return
     if not isinstance(expr, Call):
         return
@@ -122,6 +122,20 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         while isinstance(gi, Cond) and simplify.is_zero(gi.orelse):  # a rule's own test (max, min)
             arg_guards, gi = arg_guards + (gi.test,), gi.body
         push_into(arg, gi, arg_guards, active, out, None, arrays, arg_stretched, arg_scalar, temporary, arg_wide, exact)
+
+
+def _arm(g, cond, arm):
+    """g with the conditional expression `cond` read as `arm`: where the arm runs, the value
+    a rule measured (the scatter's zeros of `(h if c else u)[:-1]`) is that arm."""
+    if g == cond:
+        return arm
+    if isinstance(g, Call):
+        args = tuple(_arm(a, cond, arm) for a in g.args)
+        return g if args == g.args else Call(g.prim, args, g.ns, g.loc, g.params)
+    if isinstance(g, Cond):
+        parts = (_arm(g.test, cond, arm), _arm(g.body, cond, arm), _arm(g.orelse, cond, arm))
+        return g if parts == (g.test, g.body, g.orelse) else Cond(*parts)
+    return g
 
 
 def _every_write_survives(g, arrays):
