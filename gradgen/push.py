@@ -99,6 +99,8 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         if not any(v.name in active for v in variables(arg)):
             continue
         rule = prim.vjp[0](i) if prim.arity is None else prim.vjp[i]
+        if expr.prim in ("T", "transpose") and not may_be_array(arg, arrays):
+            rule = _unchanged  # a number's transpose: g, which may be the float 0.0 (no .T)
         if ranks is not None:
             rule = _MATMUL_BY_RANKS[ranks][i]
         piece = _concatenated_piece(expr, i, arrays) if exact else None
@@ -122,6 +124,10 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         while isinstance(gi, Cond) and simplify.is_zero(gi.orelse):  # a rule's own test (max, min)
             arg_guards, gi = arg_guards + (gi.test,), gi.body
         push_into(arg, gi, arg_guards, active, out, None, arrays, arg_stretched, arg_scalar, temporary, arg_wide, exact)
+
+
+def _unchanged(g, *_, **__):
+    return g
 
 
 def _arm(g, cond, arm):
