@@ -153,7 +153,9 @@ class GrammarBuilder(ExprGrammar):
                 isinstance(v, (int, np.integer)) for v in e.values):
             return None
         self.bind(name, "num")
-        if e.prec < ATOM:  # a new number or array, which no other name holds (`+=` may update it)
+        # a new number or array, which no other name holds (`+=` may update it); not a conditional
+        # expression, whose arm may be a view (`xs[0][-1] if c else 2.0`: `r += r` would change xs)
+        if e.prec < ATOM and " if " not in e.text:
             self.owned.add(name)
         return self.commit([(f"{name} = {e.text}", f"{name} = {e.probe}")])
 
