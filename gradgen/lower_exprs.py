@@ -10,6 +10,9 @@ from gradgen.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, la
 from gradgen.ir import Call, Cond, Const, Var
 from gradgen.parse import NAMED
 from gradgen.rules_lists import LIST_READERS
+
+# readers of a whole list, whose value an append changes (an element read, hs[i], stays)
+_WHOLE_LIST_READERS = {"stack_list", "array_list", "concatenate_list", "vstack_list", "hstack_list", "len"}
 from gradgen.scopes import (_BINOPS, _OP_TEXT, ArgsTuple, _LoopVariable, _UnmadeList, _is_text, _lookup,
                             _static_int)
 from gradgen.lower_static import STATIC_VALUES
@@ -203,7 +206,23 @@ class ExprLowering:
             raise self.m.error(node, f"'{text}' computes with a Python list (`*` repeats one, `+` joins two): gradgen "
                                      "reads a list by index, len(...), a loop over it, sum(...), or np.array(...) "
                                      "(an array) first")
-        return Call(prim, tuple(args), ns, loc=(node.lineno, node.col_offset + 1), params=params)
+        call = Call(prim, tuple(args), ns, loc=(node.lineno, node.col_offset + 1), params=params)
+        if prim in _WHOLE_LIST_READERS and any(map(self._is_list, args)) and self._appended_after(node):
+            # the list as it is now, named: a later append must not change what the backward pass reads
+            return self._named(f"{prim.split('_')[0]}_{args[0].name}", call, node)
+        return call
+
+    def _appended_after(self, node):
+        """Whether some list may grow after `node` runs: an append on a later line, or in a loop
+        around it (the next trip). Any list's append counts: a cheap and safe answer."""
+        if not hasattr(self, "_appends"):
+            self._appends = [n.lineno for n in ast.walk(self.m.tree) if isinstance(n, ast.Call)
+                             and isinstance(n.func, ast.Attribute) and n.func.attr == "append"]
+            self._loops = [(n.lineno, n.end_lineno) for n in ast.walk(self.m.tree)
+                           if isinstance(n, (ast.For, ast.While))]
+        line = node.lineno
+        return any(a >= line for a in self._appends) or any(
+            start <= line <= end and any(start <= a <= end for a in self._appends) for start, end in self._loops)
 
     def _read(self, scope, node):
         name = node.id
