@@ -197,6 +197,8 @@ class GrammarBuilder(ExprGrammar):
                              else (f"{name} = []", f"{name} = []")])
         if lines is None:
             return None
+        if first is not None:
+            self.owned.discard(first.text)
         self.bind(name, "list")
         if first is None:
             append = self.stmt_append(name)
@@ -211,6 +213,7 @@ class GrammarBuilder(ExprGrammar):
         e = self.expr(self.choice([1, 2]))
         if e is None:
             return None
+        self.owned.discard(e.text)  # (the list holds that very object now: `k -= ...` would change it)
         return self.commit([(f"{name}.append({e.text})", f"{name}.append({e.probe})")])
 
     def stmt_write(self) -> list | None:
