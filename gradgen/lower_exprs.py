@@ -213,16 +213,25 @@ class ExprLowering:
         return call
 
     def _appended_after(self, node):
-        """Whether some list may grow after `node` runs: an append on a later line, or in a loop
-        around it (the next trip). Any list's append counts: a cheap and safe answer."""
-        if not hasattr(self, "_appends"):
-            self._appends = [n.lineno for n in ast.walk(self.m.tree) if isinstance(n, ast.Call)
-                             and isinstance(n.func, ast.Attribute) and n.func.attr == "append"]
-            self._loops = [(n.lineno, n.end_lineno) for n in ast.walk(self.m.tree)
-                           if isinstance(n, (ast.For, ast.While))]
+        """Whether some list may grow after `node` runs: an append on a later line of the
+        function `node` is in, or in a loop around it (the next trip), or anywhere in a caller
+        it is inlined into. Any list's append counts: a cheap and safe answer."""
         line = node.lineno
-        return any(a >= line for a in self._appends) or any(
-            start <= line <= end and any(start <= a <= end for a in self._appends) for start, end in self._loops)
+        for name in dict.fromkeys([self.fnode.name, *self.stack]):
+            fnode = self.m.functions.get(name, self.fnode if name == self.fnode.name else None)
+            if fnode is None:
+                continue
+            appends = [n.lineno for n in ast.walk(fnode) if isinstance(n, ast.Call)
+                       and isinstance(n.func, ast.Attribute) and n.func.attr == "append"]
+            if not fnode.lineno <= line <= fnode.end_lineno:
+                if appends:  # (a caller: its appends may follow the call)
+                    return True
+                continue
+            loops = [(n.lineno, n.end_lineno) for n in ast.walk(fnode) if isinstance(n, (ast.For, ast.While))]
+            if any(a >= line for a in appends) or any(
+                    start <= line <= end and any(start <= a <= end for a in appends) for start, end in loops):
+                return True
+        return False
 
     def _read(self, scope, node):
         name = node.id
