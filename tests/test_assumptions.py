@@ -13,17 +13,10 @@ import numpy as np
 import pytest
 
 import gradgen
+from differences import central
 from gradgen import compile_source, load_module
 
 
-def _fd(f, x, h=1e-6):
-    x = np.asarray(x, dtype=float)
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        out[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
 
 
 def _module(tmp_path, name, source):
@@ -59,11 +52,11 @@ def test_a_number_default_may_be_called_with_an_array(b):
     w = np.array([0.3, -1.2])
     f = load_module(NUMBER_DEFAULTS)
     dw, db = m.loss_grad(w, b)
-    np.testing.assert_allclose(dw, _fd(lambda x: f.loss(x, b), w), rtol=1e-7)
-    np.testing.assert_allclose(db, _fd(lambda x: f.loss(w, x), b), rtol=1e-7)
+    np.testing.assert_allclose(dw, central(lambda x: f.loss(x, b), w), rtol=1e-7)
+    np.testing.assert_allclose(db, central(lambda x: f.loss(w, x), b), rtol=1e-7)
     assert np.shape(db) == np.shape(b)
     ds = m.scaled_grad(w, s=np.array([1.0, 3.0]))[1]
-    np.testing.assert_allclose(ds, _fd(lambda x: f.scaled(w, x), np.array([1.0, 3.0])), rtol=1e-7)
+    np.testing.assert_allclose(ds, central(lambda x: f.scaled(w, x), np.array([1.0, 3.0])), rtol=1e-7)
 
 
 def test_a_default_of_a_number_the_code_proves_stays_a_number():
@@ -102,10 +95,10 @@ def test_the_api_reads_module_constants_when_called(tmp_path):
     grad = gradgen.grad(user.loss)
     for name, value in [("WEIGHT_DECAY", 0.1), ("OFFSET", np.array([1.0, 2.0])), ("STEPS", 5)]:
         setattr(user, name, value)
-        want = _fd(lambda v: user.loss(v, X=X, y=y), w)
+        want = central(lambda v: user.loss(v, X=X, y=y), w)
         np.testing.assert_allclose(grad(w, X=X, y=y), want, rtol=1e-6)
     # a value the caller passes wins over the module's
-    want = _fd(lambda v: user.loss(v, X=X, y=y) + (0.3 - 0.1) * np.sum((v - user.OFFSET) ** 2), w)
+    want = central(lambda v: user.loss(v, X=X, y=y) + (0.3 - 0.1) * np.sum((v - user.OFFSET) ** 2), w)
     np.testing.assert_allclose(grad(w, X=X, y=y, WEIGHT_DECAY=0.3), want, rtol=1e-6)
 
 
@@ -118,10 +111,10 @@ def test_a_file_module_takes_its_constants_as_keyword_arguments(tmp_path):
     assert '    check_shapes("loss_grad", "STEPS (), OFFSET (2,)", STEPS, OFFSET)' in text
     m, f = load_module(text), load_module(CONSTANTS)
     w, X, y = _data()
-    np.testing.assert_allclose(m.loss_grad(w, X=X, y=y), _fd(lambda v: f.loss(v, X=X, y=y), w), rtol=1e-6)
+    np.testing.assert_allclose(m.loss_grad(w, X=X, y=y), central(lambda v: f.loss(v, X=X, y=y), w), rtol=1e-6)
     f.WEIGHT_DECAY, f.STEPS = 0.1, 4
     np.testing.assert_allclose(m.loss_grad(w, X=X, y=y, WEIGHT_DECAY=0.1, STEPS=4),
-                               _fd(lambda v: f.loss(v, X=X, y=y), w), rtol=1e-6)
+                               central(lambda v: f.loss(v, X=X, y=y), w), rtol=1e-6)
     with pytest.raises(ValueError) as raised:
         m.loss_grad(w, X=X, y=y, OFFSET=np.zeros(3))
     assert str(raised.value) == ("loss_grad: OFFSET has shape (3,), but it was written for OFFSET (2,): "

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from differences import central
 from gradgen import compile_source, load_module
 from gradgen.errors import CompileError
 from gradgen.ir import Call, Var
@@ -186,7 +187,7 @@ def _partial_batch_is_right_and_another_pattern_an_error(tmp_path):
     grads = mlp_grad.loss_grad(*params, **data)
     for i, (param, grad) in enumerate(zip(params, grads)):
         assert grad.shape == param.shape
-        np.testing.assert_allclose(grad, _fd(lambda x: mlp.loss(*params[:i], x, *params[i + 1:], **data), param),
+        np.testing.assert_allclose(grad, central(lambda x: mlp.loss(*params[:i], x, *params[i + 1:], **data), param),
                                    rtol=1e-6, atol=1e-9)
     with pytest.raises(ValueError) as raised:
         mlp_grad.loss_grad(*params, X=p["X"][:7], Y=p["Y"][:6])
@@ -197,13 +198,6 @@ def _partial_batch_is_right_and_another_pattern_an_error(tmp_path):
         mlp_grad.loss_value_and_grad(params[0], params[1][None], *params[2:], **data)
 
 
-def _fd(f, x, h=1e-6):
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        out[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
 
 
 def test_shapes_option_names_the_shapes_and_a_recompile_keeps_them(tmp_path):
