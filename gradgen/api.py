@@ -118,7 +118,8 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
             continue
         fn, fnamer = _lower(module, fname, namer, sigmoid_name)
         if guarded:
-            emitter.constant_params, emitter.stated = _entry(module, fn)
+            emitter.constant_params, emitter.stated = guards.entry(module, fn, _constants_read(fn, module),
+                                                                   _default_namespace(module) == "numpy")
             emitter.user_params = {p.name for p in fn.params}
         array_result = not lower.returns_a_number(module.functions[fname]) and shapes.result_is_array(fn, module)
         if array_result and not set(emit_kinds) & kinds.FOR_ARRAYS:
@@ -155,8 +156,8 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
     text = emit.module_text(
         functools.partial(freshness.header_lines, shown, str(filename), module.sha256,
                           options=_options(emit_kinds, shapes_from),
-                          extra=[_shapes_line(assumed, shapes_from), _constants_line(carried, shown) if guarded else None,
-                                 _folded_line(module, carried, selected)]),
+                          extra=[_shapes_line(assumed, shapes_from), guards.constants_line(carried, shown) if guarded else None,
+                                 guards.folded_line(module, carried, selected)]),
         _module_docstring(compiled_names, shown, emit_kinds),
         carried, helpers, texts, imports)
     _check_generated(text, module, results, carried)
@@ -173,42 +174,6 @@ def _options(emit_kinds, shapes_from):
     """The compile options beyond the defaults, as the regenerate command spells them."""
     out = "" if emit_kinds == ("grad",) else f" --emit {','.join(emit_kinds)}"
     return out + (f" --shapes {shapes_from}" if shapes_from else "")
-
-
-def _entry(module, fn):
-    """The constants `fn` reads, as keyword-only parameters of what is written for it, and
-    the shapes its generated functions check on entry (gradgen.guards)."""
-    read = _constants_read(fn, module)
-    constants = [c for c in module.constants if c in read]
-    if _default_namespace(module) != "numpy":  # (a file without numpy has no arrays to check)
-        return guards.constant_params(constants), {}
-    static = static_shapes.StaticShapes(fn, module, module.assumed_shapes)
-    proven = shapes.evident_numbers(fn, constants=constants)  # (an array there would make the result one)
-    return guards.constant_params(constants), guards.stated_shapes(fn, static, constants, module, proven)
-
-
-def _constants_line(carried, shown):
-    """The header line naming the constants copied from the source (None if none are)."""
-    if not carried:
-        return None
-    names = ", ".join(name for name, _ in carried)
-    return (f"Constants copied from {shown}: {names}; each function that reads one takes it as a keyword "
-            f"argument defaulting to the copy ({carried[0][0]}=...).")
-
-
-def _folded_line(module, carried, selected):
-    """The header line naming the constants the compiled functions read that were folded
-    into the code (a loop bound unrolled, a list of sizes), which no argument can change."""
-    copied = {name for name, _ in carried}
-    read = {n.id for f in selected for n in ast.walk(module.functions[f]) if isinstance(n, ast.Name)}
-    for f in selected:  # and what the helpers they call read
-        read |= {n.id for g in module.functions if g in read for n in ast.walk(module.functions[g])
-                 if isinstance(n, ast.Name)}
-    folded = [c for c in module.constants if c in read and c not in copied]
-    if not folded:
-        return None
-    listed = ", ".join(f"{c} = {emit._literal(module.constants[c])}" for c in folded)
-    return f"Folded into the code when compiling (compile again after changing one): {listed}."
 
 
 def _shapes_line(shapes, shapes_from):

@@ -18,6 +18,9 @@ that is checked with the rest.
 
 from __future__ import annotations
 
+import ast
+
+from gradgen import shapes, static_shapes
 from gradgen.ir import Param
 
 CHECK = "check_shapes"  # the helper's name, reserved like every helper (gradgen.emit.HELPERS)
@@ -60,7 +63,7 @@ def stated_shapes(fn, static, constants, module, proven=frozenset()):
     the source or --shapes states (a default states nothing), then the constants it reads,
     except the numbers `proven` (the code shows them numbers: an array there would make the
     function's result an array, which it is not)."""
-    from gradgen.static_shapes import shape_of_value
+    shape_of_value = static_shapes.shape_of_value
 
     out = {}
     for p in fn.params:
@@ -88,3 +91,39 @@ def check_line(function, stated):
     if not stated:
         return None
     return f'{CHECK}("{function}", "{spelled(stated)}", {", ".join(stated)})'
+
+
+def entry(module, fn, read, uses_numpy):
+    """What every function written for `fn` adds: the module constants it reads (`read`) as
+    keyword-only parameters, and the shapes it checks on entry (none in a file without
+    numpy, where nothing is an array)."""
+    constants = [c for c in module.constants if c in read]
+    if not uses_numpy:
+        return constant_params(constants), {}
+    static = static_shapes.StaticShapes(fn, module, module.assumed_shapes)
+    proven = shapes.evident_numbers(fn, constants=constants)  # (an array there would make the result one)
+    return constant_params(constants), stated_shapes(fn, static, constants, module, proven)
+
+
+def constants_line(carried, shown):
+    """The header line naming the constants copied from the source (None if none are)."""
+    if not carried:
+        return None
+    names = ", ".join(name for name, _ in carried)
+    return (f"Constants copied from {shown}: {names}; each function that reads one takes it as a keyword "
+            f"argument defaulting to the copy ({carried[0][0]}=...).")
+
+
+def folded_line(module, carried, selected):
+    """The header line naming the constants the compiled functions read that were folded
+    into the code (a loop bound unrolled, a list of sizes), which no argument can change."""
+    copied = {name for name, _ in carried}
+    read = {n.id for f in selected for n in ast.walk(module.functions[f]) if isinstance(n, ast.Name)}
+    for f in selected:  # and what the helpers they call read
+        read |= {n.id for g in module.functions if g in read for n in ast.walk(module.functions[g])
+                 if isinstance(n, ast.Name)}
+    folded = [c for c in module.constants if c in read and c not in copied]
+    if not folded:
+        return None
+    listed = ", ".join(f"{c} = {module.constants[c]!r}" for c in folded)
+    return f"Folded into the code when compiling (compile again after changing one): {listed}."
