@@ -11,6 +11,7 @@ whose body is `1 / (1 + exp(-x))` becomes the sigmoid primitive, so its derivati
 from __future__ import annotations
 
 import ast
+import builtins
 
 from gradgen import custom_rules, effects, primitives
 from gradgen.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
@@ -64,6 +65,7 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         self.origins = {}  # variable -> the parameter lowered as an array it is (a part of)
         self.arrays_only = set(arrays_only)  # looped over, but also used whole: arrays (gradgen.structured)
         self.parts = set()  # the variables of origins that hold a part (`layer = params[k]`)
+        self.held = []  # (scope, name, TreeRef) whose path reads a variable (gradgen.structured)
 
     # ---- functions -------------------------------------------------------------------
     def lower(self) -> Function:
@@ -329,7 +331,8 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
                     and self.origins.get(_lookup(scope, value.id).name) == _lookup(scope, value.id).name:
                 raise NeedsStructure(_lookup(scope, value.id).name)  # W, b = params: its parts
             helper = self._helper_node(scope, value)
-            if isinstance(helper, FunctionValue):  # a, b = helper(...): the helper's returned tuple
+            if isinstance(helper, FunctionValue) and _returns_a_tuple(self.m, helper.node):
+                # a, b = helper(...): the helper's returned tuple (one returning an array: its rows, below)
                 values = self._inline(scope, value, helper.node, unpacked=len(names), closure=helper.closure)
                 if self.depth > 0:
                     values = self._before_clobbering(scope, [n.id for n in names], list(values), stmt)
@@ -340,7 +343,8 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
                 self._unpacked_part(scope, value)  # W, b = layers[0]: layers is a list of pairs
                 whole = self.expr(scope, value)
                 if not (isinstance(whole, Call) and whole.prim == "shape"):  # a, b, c = np.exp(v): its rows
-                    whole = self._unpacking_source(whole, [n.id for n in names], stmt)
+                    clobbered = self.depth > 0 and whole in [scope.env.get(n.id) for n in names]  # a, b = a
+                    whole = self._unpacking_source(whole, [n.id for n in names], stmt, clobbered)
                 values = [self._call("getitem", (whole, Const(i)), "op", value, (("index", ("i",)),))
                           for i in range(len(names))]  # n, d = x.shape
                 for name, v in zip(names, values):
@@ -358,10 +362,12 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         else:
             raise self.m.error(target, "assignment to this kind of target is not supported")
 
-    def _unpacking_source(self, whole, names, stmt):
+    def _unpacking_source(self, whole, names, stmt, clobbered=False):
         """`a, b, c = e` with e an array: e computed once, checked to have exactly as many
-        rows as names (Python's own ValueError otherwise), then read row by row."""
-        if not isinstance(whole, Var):
+        rows as names (Python's own ValueError otherwise), then read row by row; into a
+        variable of its own where e is one of the names, overwritten in place (`a, b = a`
+        in a loop)."""
+        if not isinstance(whole, Var) or clobbered:
             temp = self.namer.define("_".join(names) if len(names) <= 3 else "values")
             self._emit(temp, whole, stmt, overwrites=self.loop_depth > 0)
             whole = Var(temp)
@@ -491,6 +497,8 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
 
     def _emit(self, ssa, value, stmt, overwrites=False, augmented=False, counter=False):
         self._note_origin(ssa, value)
+        if ssa in self.bound:  # assigned again: a part whose path reads it is now its value
+            self._forget_parts_reading(ssa)
         number = isinstance(stmt, ast.AnnAssign) and _names_a_number(stmt.annotation)
         self.body.append(Assign(ssa, value, stmt.lineno, self._text(stmt), col=stmt.col_offset + 1,
                                 overwrites=overwrites, augmented=augmented, counter=counter, number=number))
@@ -537,6 +545,7 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         self.loop_depth += loop
         for stmt in stmts:
             self._statement(scope, stmt)
+        self._parts_after_block(scope, stmts)
         self.depth -= 1
         self.loop_depth -= loop
         block, self.body = self.body, outer
@@ -555,6 +564,27 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         self.bound |= after_body
         self.body.append(If(test, body, orelse, stmt.lineno, self._text(stmt)))
 
+
+
+def _returns_a_tuple(module, fnode, seen=()):
+    """Whether a helper returns a tuple (`return a, b`, or the call of a helper that does),
+    so that `a, b = helper(...)` takes its values; one that returns an array (`return
+    np.tanh(z)`) is unpacked along the array's first axis, as Python unpacks it."""
+    for node in own_nodes(fnode.body):
+        if not isinstance(node, ast.Return):
+            continue
+        value = node.value
+        if isinstance(value, ast.Tuple):
+            return True
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+            continue
+        name = value.func.id
+        if name in module.functions:
+            if name not in seen and _returns_a_tuple(module, module.functions[name], (*seen, fnode.name)):
+                return True
+        elif name not in module.imports and not hasattr(builtins, name):
+            return True  # a nested def or a function passed in: its call is read as a tuple, as before
+    return False
 
 
 def _signature_spelling(function):

@@ -13,7 +13,7 @@ from gradgen.rules_lists import LIST_READERS
 from gradgen.scopes import (_BINOPS, _OP_TEXT, ArgsTuple, _LoopVariable, _UnmadeList, _is_text, _lookup,
                             _static_int)
 from gradgen.lower_static import STATIC_VALUES
-from gradgen.structured import TreeRef
+from gradgen.structured import PartsOfAPath, TreeRef
 
 _FACTS = {"shape", "ndim", "size"}  # attributes of an array that are plain integers
 
@@ -121,7 +121,7 @@ class ExprLowering:
 
     def _subscript(self, scope, node):
         """`x[i, 1:n, None, ...]`: getitem on x, the index as expressions plus their layout."""
-        if isinstance(scope.env.get(getattr(node.value, "id", None)), (_LoopVariable, _UnmadeList)):
+        if isinstance(scope.env.get(getattr(node.value, "id", None)), (_LoopVariable, _UnmadeList, PartsOfAPath)):
             return self._read(scope, node.value)
         ref = self._ref(scope, node)
         if ref is not None:  # params[i][0], layer["W"]: a part of a structured parameter
@@ -209,7 +209,7 @@ class ExprLowering:
         name = node.id
         if isinstance(scope.env.get(name), _LoopVariable):
             raise self.m.error(node, f"'{name}' is read after its loop; gradgen does not support that")
-        if isinstance(scope.env.get(name), _UnmadeList):
+        if isinstance(scope.env.get(name), (_UnmadeList, PartsOfAPath)):
             raise self.m.error(node, scope.env[name].message())
         if name in scope.env:
             return scope.env[name]
