@@ -127,7 +127,8 @@ class TreeRef:
         """`params[i]['W']`, `layers[1][1:]`: Python source, for a path of names and constants."""
         def source(step):
             if isinstance(step, SliceStep):
-                return ":".join("" if p is None else source(p) for p in (step.lower, step.upper, step.step))
+                parts = (step.lower, step.upper) + ((step.step,) if step.step is not None else ())
+                return ":".join("" if p is None else source(p) for p in parts)
             return step.name if isinstance(step, Var) else repr(step.value)
         return self.root.name + "".join(f"[{source(step)}]" for step in self.path)
 
@@ -227,7 +228,7 @@ class StructuredLowering:
         params[k]`, then `k = k + 1`) no longer names that path; it is the value read."""
         for scope, name, ref in self.held:
             if scope.env.get(name) is ref and ssa in ref.reads():
-                scope.env[name] = ref.leaf if ref.leaf is not None else PartsOfAPath(name, ref)
+                scope.env[name] = ref.leaf if ref.leaf is not None else PartsOfAPath(name, ref, ssa)
 
     def _parts_after_block(self, scope, stmts):
         """After a loop or branch, a name it bound to a part is the variable the part was read
@@ -307,7 +308,9 @@ class StructuredLowering:
         """`for W, b in params`, `enumerate`, `zip` with other sequences, `reversed`, a slice,
         `.items()` / `.values()` / `.keys()`: True if the loop runs over parts (and is now
         lowered), False to leave it to the loops over arrays and lists."""
+        pinned = self._pin_indices(scope, stmt)
         plan = self._tree_loop_plan(scope, stmt)
+        scope.env.update(pinned)
         if plan is None:
             return False
         counter_name, iterable, binds = plan
@@ -345,6 +348,22 @@ class StructuredLowering:
         for name in ([counter_name] if counter_name else []) + names:
             scope.env[name] = _LoopVariable(name)
         return True
+
+    def _pin_indices(self, scope, stmt):
+        """`for x in params[k:]` whose body assigns k: Python reads the parts the loop runs
+        over once, before it; so does the generated code, from a copy of k made there. The
+        names copied, with the variables to give them back after planning the loop."""
+        loads = {n.id for n in ast.walk(stmt.iter) if isinstance(n, ast.Name)}
+        if not any(isinstance(_lookup(scope, name), TreeRef) for name in loads):
+            return {}
+        pinned = {}
+        for name in sorted(loads & set(_stored_names(stmt.body))):
+            if isinstance(scope.env.get(name), Var):
+                pinned[name] = scope.env[name]
+                copy = self.namer.define(f"{name}_start")
+                self._emit(copy, pinned[name], stmt, overwrites=self.loop_depth > 0)
+                scope.env[name] = Var(copy)
+        return pinned
 
     def _tree_loop_plan(self, scope, stmt):
         """(user name of the loop index or None, what it runs over, [(target, part at index)])."""
@@ -569,13 +588,15 @@ class _Key:
 
 class PartsOfAPath:
     """A name bound to a run of parts (or the parameter) whose path no longer holds: bound
-    inside a loop or branch and read after it, or its index assigned since. Reading it is
-    refused, with `message()`."""
+    inside a loop or branch and read after it, or bound before a variable of its index
+    (`changed`) was assigned again. Reading it is refused, with `message()`."""
 
-    def __init__(self, name, ref):
-        self.name, self.ref = name, ref
+    def __init__(self, name, ref, changed=None):
+        self.name, self.ref, self.changed = name, ref, changed
 
     def message(self):
-        return (f"'{self.name}' names {self.ref.text() if self.ref.spelled() else 'parts of ' + self.ref.root.name} "
-                "as bound inside a loop or branch (or before its index changed), so which parts it names depends "
-                f"on the path taken: index '{self.ref.root.name}' where it is used")
+        text = self.ref.text() if self.ref.spelled() and not self.ref.reads() else f"parts of '{self.ref.root.name}'"
+        why = ("before the index it reads changed" if self.changed is not None
+               else "inside a loop or branch, and which parts it names after it depends on the path taken")
+        where = text if not text.startswith("parts") else f"the index into '{self.ref.root.name}'"
+        return f"'{self.name}' was bound to {text} {why}: write {where} where it is used"
