@@ -342,11 +342,15 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
             if not isinstance(value, ast.Tuple):
                 self._unpacked_part(scope, value)  # W, b = layers[0]: layers is a list of pairs
                 whole = self.expr(scope, value)
+                listed = self._is_list(whole)
                 if not (isinstance(whole, Call) and whole.prim == "shape"):  # a, b, c = np.exp(v): its rows
                     clobbered = self.depth > 0 and whole in [scope.env.get(n.id) for n in names]  # a, b = a
                     whole = self._unpacking_source(whole, [n.id for n in names], stmt, clobbered)
-                values = [self._call("getitem", (whole, Const(i)), "op", value, (("index", ("i",)),))
-                          for i in range(len(names))]  # n, d = x.shape
+                if listed:  # a, b = helper(...) returning a list: its items
+                    values = [self._call("list_get", (whole, Const(i)), "builtins", value) for i in range(len(names))]
+                else:
+                    values = [self._call("getitem", (whole, Const(i)), "op", value, (("index", ("i",)),))
+                              for i in range(len(names))]  # n, d = x.shape
                 for name, v in zip(names, values):
                     self._bind(scope, name.id, v, stmt)
                 return

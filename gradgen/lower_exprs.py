@@ -209,7 +209,9 @@ class ExprLowering:
         name = node.id
         if isinstance(scope.env.get(name), _LoopVariable):
             raise self.m.error(node, f"'{name}' is read after its loop; gradgen does not support that")
-        if isinstance(scope.env.get(name), (_UnmadeList, PartsOfAPath)):
+        if isinstance(scope.env.get(name), PartsOfAPath):
+            raise self._parts_gone(node, scope.env[name])
+        if isinstance(scope.env.get(name), _UnmadeList):
             raise self.m.error(node, scope.env[name].message())
         if name in scope.env:
             return scope.env[name]

@@ -148,7 +148,7 @@ class StructuredLowering:
         if isinstance(node, ast.Name):
             value = _lookup(scope, node.id)
             if isinstance(value, PartsOfAPath):
-                raise self.m.error(node, value.message())
+                raise self._parts_gone(node, value)
             return value if isinstance(value, TreeRef) else None
         if isinstance(node, ast.Subscript):
             base = self._ref(scope, node.value)
@@ -229,6 +229,11 @@ class StructuredLowering:
         for scope, name, ref in self.held:
             if scope.env.get(name) is ref and ssa in ref.reads():
                 scope.env[name] = ref.leaf if ref.leaf is not None else PartsOfAPath(name, ref, ssa)
+
+    def _parts_gone(self, node, gone):
+        """The error for reading a PartsOfAPath (an array passed for a parameter only looped
+        over is lowered as an array instead, where its name holds a value like any other)."""
+        return UsedWhole(gone.ref.root.name, self.m.error(node, gone.message()))
 
     def _parts_after_block(self, scope, stmts):
         """After a loop or branch, a name it bound to a part is the variable the part was read
