@@ -15,6 +15,7 @@ differences of the original function, leaf by leaf, in the gradient, value_and_g
 
 from __future__ import annotations
 
+import copy
 import inspect
 import textwrap
 
@@ -88,6 +89,15 @@ def f(layers, x):
     ("helper_on_slice_of_part", SMOOTH + """
 def f(p):
     return np.sum(smooth(p['c'][::-1]) * np.array([1.0, 2.0]))
+""", {"p": {"W": W2, "c": C2}}),
+    ("helper_updates_part_in_place_in_loop", """
+def g(h):
+    for _ in range(2):
+        h += np.sin(h)
+    return h
+
+def f(p):
+    return np.sum(g(p['c']) * 2.0)
 """, {"p": {"W": W2, "c": C2}}),
     ("helper_augmented_in_loop", """
 def grow(h):
@@ -366,6 +376,12 @@ def _moved(point, direction, h):
             for name, value in point.items()}
 
 
+def _fresh(point):
+    """A copy of every array of the point (a program may change its argument in place, as
+    `h += ...` on a part does in Python)."""
+    return copy.deepcopy(point)
+
+
 def _differences(f, point, name, eps=1e-6):
     """d f / d every element of every leaf of point[name], by central differences."""
     out = []
@@ -376,7 +392,7 @@ def _differences(f, point, name, eps=1e-6):
             for sign in (1, -1):
                 leaves = [np.array(x, dtype=float) for x in _leaves(point[name])]
                 leaves[k][index] += sign * eps
-                values.append(f(**{**point, name: _rebuilt(point[name], leaves)}))
+                values.append(f(**_fresh({**point, name: _rebuilt(point[name], leaves)})))
             grad[index] = (values[0] - values[1]) / (2 * eps)
         out.append(grad)
     return out
@@ -403,9 +419,9 @@ def _by_parameter(module, result, point):
 def test_gradient_agrees_with_finite_differences(name, body, point):
     kinds = ("grad", "jvp", "hvp") if name in FORWARD else ("grad",)
     m, f = _compiled(name, body, kinds)
-    value, grads = m.f_value_and_grad(**point)
-    assert value == pytest.approx(f(**point), rel=1e-12, abs=1e-12)
-    grad = _by_parameter(m, m.f_grad(**point), point)
+    value, grads = m.f_value_and_grad(**_fresh(point))
+    assert value == pytest.approx(f(**_fresh(point)), rel=1e-12, abs=1e-12)
+    grad = _by_parameter(m, m.f_grad(**_fresh(point)), point)
     assert set(grad) == set(_by_parameter(m, grads, point))
     assert grad, "no parameter differentiated"
     for param, g in grad.items():
@@ -424,8 +440,8 @@ def _check_forward(m, f, point, grad):
     tangents = list(inspect.signature(m.f_jvp).parameters)[-len(grad):]
     along = {tangent: t[param] for tangent, param in zip(tangents, grad)}
     moved = {p: (point[p] if p not in grad else t[p]) for p in point}
-    value, derivative = m.f_jvp(**point, **along)
-    assert value == pytest.approx(f(**point), rel=1e-12, abs=1e-12)
+    value, derivative = m.f_jvp(**_fresh(point), **along)
+    assert value == pytest.approx(f(**_fresh(point)), rel=1e-12, abs=1e-12)
     want = sum(float(np.sum(g * np.asarray(x))) for p in grad for g, x in zip(_leaves(grad[p]), _leaves(t[p])))
     assert derivative == pytest.approx(want, rel=1e-9, abs=1e-9)
     zero = {p: _rebuilt(point[p], [np.zeros(np.shape(x)) for x in _leaves(point[p])]) for p in point}
@@ -433,7 +449,7 @@ def _check_forward(m, f, point, grad):
     h = 1e-5
     up = _by_parameter(m, m.f_grad(**_moved(point, step, h)), point)
     down = _by_parameter(m, m.f_grad(**_moved(point, step, -h)), point)
-    hvp = _by_parameter(m, m.f_hvp(**point, **along), point)
+    hvp = _by_parameter(m, m.f_hvp(**_fresh(point), **along), point)
     for p in grad:
         for got, a, b in zip(_leaves(hvp[p]), _leaves(up[p]), _leaves(down[p]), strict=True):
             np.testing.assert_allclose(got, (np.asarray(a) - np.asarray(b)) / (2 * h), rtol=1e-5, atol=1e-5)
