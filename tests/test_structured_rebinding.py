@@ -532,6 +532,17 @@ def test_a_helper_returning_a_number_unpacked_fails_as_python_does():
         m.f_grad(3.0)
 
 
+def test_a_custom_function_s_array_unpacked_by_rows_follows_its_rule():
+    """`a, b = f(w)` of a custom_vjp function returning one array takes its rows (it was
+    refused as "returns one value, not 2"); the gradient is the rule's, not the body's."""
+    source = ("import numpy as np\nimport gradgen\n\n@gradgen.custom_vjp\ndef f(x):\n    return x * 2\n\n"
+              "@f.defvjp\ndef f_vjp(g, out, x):\n    return g * 3\n\ndef loss(w):\n    a, b = f(w)\n"
+              "    return np.sum(a * b)\n")
+    m = load_module(compile_source(source, "c.py", ["loss"]).text, "structured_rebinding_custom")
+    w = np.array([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_allclose(m.loss_grad(w), 3 * np.stack([2 * w[1], 2 * w[0]]))
+
+
 def test_the_fuzzer_s_reproducers_compile_and_agree():
     """The grammar fuzzer's programs of this class (seeds 7 and 8), as it generates them."""
     for seed, index in [(8, 172), (8, 291), (8, 32), (7, 198), (7, 212), (7, 143), (8, 365), (8, 118), (8, 156), (9, 439)]:
