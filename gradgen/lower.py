@@ -11,12 +11,11 @@ whose body is `1 / (1 + exp(-x))` becomes the sigmoid primitive, so its derivati
 from __future__ import annotations
 
 import ast
-import builtins
 
 from gradgen import custom_rules, effects, primitives
 from gradgen.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
 from gradgen.ir import Assign, Break, Call, Const, Continue, Effect, Function, If, Param, Var, variables
-from gradgen.lower_calls import CallLowering, _draw_name, sigmoid_pattern
+from gradgen.lower_calls import CallLowering, _draw_name, returns_a_tuple, sigmoid_pattern
 from gradgen.lower_exprs import _UNSUPPORTED_EXPR, ExprLowering
 from gradgen.lower_lists import ListLowering
 from gradgen.lower_loops import LoopLowering
@@ -331,7 +330,7 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
                     and self.origins.get(_lookup(scope, value.id).name) == _lookup(scope, value.id).name:
                 raise NeedsStructure(_lookup(scope, value.id).name)  # W, b = params: its parts
             helper = self._helper_node(scope, value)
-            if isinstance(helper, FunctionValue) and _returns_a_tuple(self.m, helper.node):
+            if isinstance(helper, FunctionValue) and returns_a_tuple(self.m, helper.node):
                 # a, b = helper(...): the helper's returned tuple (one returning an array: its rows, below)
                 values = self._inline(scope, value, helper.node, unpacked=len(names), closure=helper.closure)
                 if self.depth > 0:
@@ -568,27 +567,6 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         self.bound |= after_body
         self.body.append(If(test, body, orelse, stmt.lineno, self._text(stmt)))
 
-
-
-def _returns_a_tuple(module, fnode, seen=()):
-    """Whether a helper returns a tuple (`return a, b`, or the call of a helper that does),
-    so that `a, b = helper(...)` takes its values; one that returns an array (`return
-    np.tanh(z)`) is unpacked along the array's first axis, as Python unpacks it."""
-    for node in own_nodes(fnode.body):
-        if not isinstance(node, ast.Return):
-            continue
-        value = node.value
-        if isinstance(value, ast.Tuple):
-            return True
-        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
-            continue
-        name = value.func.id
-        if name in module.functions:
-            if name not in seen and _returns_a_tuple(module, module.functions[name], (*seen, fnode.name)):
-                return True
-        elif name not in module.imports and not hasattr(builtins, name):
-            return True  # a nested def or a function passed in: its call is read as a tuple, as before
-    return False
 
 
 def _signature_spelling(function):

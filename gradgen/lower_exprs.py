@@ -10,10 +10,10 @@ from gradgen.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, la
 from gradgen.ir import Call, Cond, Const, Var
 from gradgen.parse import NAMED
 from gradgen.rules_lists import LIST_READERS
-from gradgen.scopes import (_BINOPS, _OP_TEXT, ArgsTuple, _LoopVariable, _UnmadeList, _is_text, _lookup,
-                            _static_int)
+from gradgen.scopes import (_BINOPS, _OP_TEXT, ArgsTuple, PartsOfAPath, _LoopVariable, _UnmadeList, _is_text,
+                            _lookup, _static_int)
 from gradgen.lower_static import STATIC_VALUES
-from gradgen.structured import PartsOfAPath, TreeRef
+from gradgen.structured import TreeRef
 
 _FACTS = {"shape", "ndim", "size"}  # attributes of an array that are plain integers
 

@@ -25,7 +25,7 @@ import ast
 from dataclasses import dataclass
 
 from gradgen.ir import Assign, Call, Const, Effect, For, Var, variables
-from gradgen.scopes import _LoopVariable, _exits, _lookup, _stored_names
+from gradgen.scopes import PartsOfAPath, _LoopVariable, _exits, _lookup, _stored_names
 
 # annotations that say a parameter is a container: `params: list`, `Sequence[...]`, `dict[str, ...]`
 _CONTAINERS = {"list", "tuple", "dict", "List", "Tuple", "Dict", "Sequence", "Mapping", "MutableMapping",
@@ -590,18 +590,3 @@ class _Key:
     def read(self):
         return self.value
 
-
-class PartsOfAPath:
-    """A name bound to a run of parts (or the parameter) whose path no longer holds: bound
-    inside a loop or branch and read after it, or bound before a variable of its index
-    (`changed`) was assigned again. Reading it is refused, with `message()`."""
-
-    def __init__(self, name, ref, changed=None):
-        self.name, self.ref, self.changed = name, ref, changed
-
-    def message(self):
-        text = self.ref.text() if self.ref.spelled() and not self.ref.reads() else f"parts of '{self.ref.root.name}'"
-        why = ("before the index it reads changed" if self.changed is not None
-               else "inside a loop or branch, and which parts it names after it depends on the path taken")
-        where = text if not text.startswith("parts") else f"the index into '{self.ref.root.name}'"
-        return f"'{self.name}' was bound to {text} {why}: write {where} where it is used"
