@@ -15,7 +15,7 @@ import ast
 from gradgen import custom_rules, effects, primitives
 from gradgen.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
 from gradgen.ir import Assign, Break, Call, Const, Continue, Effect, Function, If, Param, Var, variables
-from gradgen.lower_calls import CallLowering, _draw_name, sigmoid_pattern
+from gradgen.lower_calls import CallLowering, _draw_name, returns_a_tuple, sigmoid_pattern
 from gradgen.lower_exprs import _UNSUPPORTED_EXPR, ExprLowering
 from gradgen.lower_lists import ListLowering
 from gradgen.lower_loops import LoopLowering
@@ -64,6 +64,7 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         self.origins = {}  # variable -> the parameter lowered as an array it is (a part of)
         self.arrays_only = set(arrays_only)  # looped over, but also used whole: arrays (gradgen.structured)
         self.parts = set()  # the variables of origins that hold a part (`layer = params[k]`)
+        self.held = []  # (scope, name, TreeRef) whose path reads a variable (gradgen.structured)
 
     # ---- functions -------------------------------------------------------------------
     def lower(self) -> Function:
@@ -329,7 +330,8 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
                     and self.origins.get(_lookup(scope, value.id).name) == _lookup(scope, value.id).name:
                 raise NeedsStructure(_lookup(scope, value.id).name)  # W, b = params: its parts
             helper = self._helper_node(scope, value)
-            if isinstance(helper, FunctionValue):  # a, b = helper(...): the helper's returned tuple
+            if isinstance(helper, FunctionValue) and returns_a_tuple(self.m, helper.node):
+                # a, b = helper(...): the helper's returned tuple (one returning an array: its rows, below)
                 values = self._inline(scope, value, helper.node, unpacked=len(names), closure=helper.closure)
                 if self.depth > 0:
                     values = self._before_clobbering(scope, [n.id for n in names], list(values), stmt)
@@ -339,10 +341,15 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
             if not isinstance(value, ast.Tuple):
                 self._unpacked_part(scope, value)  # W, b = layers[0]: layers is a list of pairs
                 whole = self.expr(scope, value)
+                listed = self._is_list(whole)
                 if not (isinstance(whole, Call) and whole.prim == "shape"):  # a, b, c = np.exp(v): its rows
-                    whole = self._unpacking_source(whole, [n.id for n in names], stmt)
-                values = [self._call("getitem", (whole, Const(i)), "op", value, (("index", ("i",)),))
-                          for i in range(len(names))]  # n, d = x.shape
+                    clobbered = self.depth > 0 and whole in [scope.env.get(n.id) for n in names]  # a, b = a
+                    whole = self._unpacking_source(whole, [n.id for n in names], stmt, clobbered)
+                if listed:  # a, b = helper(...) returning a list: its items
+                    values = [self._call("list_get", (whole, Const(i)), "builtins", value) for i in range(len(names))]
+                else:
+                    values = [self._call("getitem", (whole, Const(i)), "op", value, (("index", ("i",)),))
+                              for i in range(len(names))]  # n, d = x.shape
                 for name, v in zip(names, values):
                     self._bind(scope, name.id, v, stmt)
                 return
@@ -358,10 +365,12 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         else:
             raise self.m.error(target, "assignment to this kind of target is not supported")
 
-    def _unpacking_source(self, whole, names, stmt):
+    def _unpacking_source(self, whole, names, stmt, clobbered=False):
         """`a, b, c = e` with e an array: e computed once, checked to have exactly as many
-        rows as names (Python's own ValueError otherwise), then read row by row."""
-        if not isinstance(whole, Var):
+        rows as names (Python's own ValueError otherwise), then read row by row; into a
+        variable of its own where e is one of the names, overwritten in place (`a, b = a`
+        in a loop)."""
+        if not isinstance(whole, Var) or clobbered:
             temp = self.namer.define("_".join(names) if len(names) <= 3 else "values")
             self._emit(temp, whole, stmt, overwrites=self.loop_depth > 0)
             whole = Var(temp)
@@ -491,6 +500,8 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
 
     def _emit(self, ssa, value, stmt, overwrites=False, augmented=False, counter=False):
         self._note_origin(ssa, value)
+        if ssa in self.bound:  # assigned again: a part whose path reads it is now its value
+            self._forget_parts_reading(ssa)
         number = isinstance(stmt, ast.AnnAssign) and _names_a_number(stmt.annotation)
         self.body.append(Assign(ssa, value, stmt.lineno, self._text(stmt), col=stmt.col_offset + 1,
                                 overwrites=overwrites, augmented=augmented, counter=counter, number=number))
@@ -537,6 +548,7 @@ class Lowerer(ExprLowering, CallLowering, LoopLowering, ListLowering, Structured
         self.loop_depth += loop
         for stmt in stmts:
             self._statement(scope, stmt)
+        self._parts_after_block(scope, stmts)
         self.depth -= 1
         self.loop_depth -= loop
         block, self.body = self.body, outer

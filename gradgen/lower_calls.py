@@ -6,6 +6,7 @@ rule for."""
 from __future__ import annotations
 
 import ast
+import builtins
 
 from gradgen import custom_rules, effects, primitives
 from gradgen.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, own_nodes
@@ -439,6 +440,27 @@ class CallLowering:
 def _draw_name(node):
     """The variable a draw goes into when it is part of a larger expression: `noise`."""
     return "noise"
+
+
+def returns_a_tuple(module, fnode, seen=()):
+    """Whether a helper returns a tuple (`return a, b`, or the call of a helper that does),
+    so that `a, b = helper(...)` takes its values; one that returns an array (`return
+    np.tanh(z)`) is unpacked along the array's first axis, as Python unpacks it."""
+    for node in own_nodes(fnode.body):
+        if not isinstance(node, ast.Return):
+            continue
+        value = node.value
+        if isinstance(value, ast.Tuple):
+            return True
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+            continue
+        name = value.func.id
+        if name in module.functions:
+            if name not in seen and returns_a_tuple(module, module.functions[name], (*seen, fnode.name)):
+                return True
+        elif name not in module.imports and not hasattr(builtins, name):
+            return True  # a nested def or a function passed in: its call is read as a tuple, as before
+    return False
 
 
 def sigmoid_pattern(fnode, module):

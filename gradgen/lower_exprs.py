@@ -10,13 +10,13 @@ from gradgen.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, la
 from gradgen.ir import Call, Cond, Const, Var
 from gradgen.parse import NAMED
 from gradgen.rules_lists import LIST_READERS
+from gradgen.scopes import (_BINOPS, _OP_TEXT, ArgsTuple, PartsOfAPath, _LoopVariable, _UnmadeList, _is_text,
+                            _lookup, _static_int)
+from gradgen.lower_static import STATIC_VALUES
+from gradgen.structured import TreeRef
 
 # readers of a whole list, whose value an append changes (an element read, hs[i], stays)
 _WHOLE_LIST_READERS = {"stack_list", "array_list", "concatenate_list", "vstack_list", "hstack_list", "len"}
-from gradgen.scopes import (_BINOPS, _OP_TEXT, ArgsTuple, _LoopVariable, _UnmadeList, _is_text, _lookup,
-                            _static_int)
-from gradgen.lower_static import STATIC_VALUES
-from gradgen.structured import TreeRef
 
 _FACTS = {"shape", "ndim", "size"}  # attributes of an array that are plain integers
 
@@ -124,7 +124,7 @@ class ExprLowering:
 
     def _subscript(self, scope, node):
         """`x[i, 1:n, None, ...]`: getitem on x, the index as expressions plus their layout."""
-        if isinstance(scope.env.get(getattr(node.value, "id", None)), (_LoopVariable, _UnmadeList)):
+        if isinstance(scope.env.get(getattr(node.value, "id", None)), (_LoopVariable, _UnmadeList, PartsOfAPath)):
             return self._read(scope, node.value)
         ref = self._ref(scope, node)
         if ref is not None:  # params[i][0], layer["W"]: a part of a structured parameter
@@ -237,6 +237,8 @@ class ExprLowering:
         name = node.id
         if isinstance(scope.env.get(name), _LoopVariable):
             raise self.m.error(node, f"'{name}' is read after its loop; gradgen does not support that")
+        if isinstance(scope.env.get(name), PartsOfAPath):
+            raise self._parts_gone(node, scope.env[name])
         if isinstance(scope.env.get(name), _UnmadeList):
             raise self.m.error(node, scope.env[name].message())
         if name in scope.env:

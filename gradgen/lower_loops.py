@@ -8,7 +8,7 @@ import ast
 
 from gradgen.closures import FunctionValue
 from gradgen.ir import Assign, Call, Const, For, Var, While
-from gradgen.scopes import _LoopVariable, _exits, _lookup, _stored_names
+from gradgen.scopes import _is_text, _LoopVariable, _exits, _lookup, _stored_names
 
 
 class LoopLowering:
@@ -236,8 +236,11 @@ class LoopLowering:
             name = node.value.id
             raise self.m.error(node, f"a loop over '{self.m.segment(node)}' is not supported: loop over the list "
                                      f"'{name}', a slice of it ({name}[1:]), or range(...) and read {name}[i]")
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-            self._needs_structure(scope, node)  # `for key in params["layers"]`: params is a dict
+        base = node
+        while isinstance(base, ast.Subscript):
+            if _is_text(base.slice):  # `for key in params["layers"]`, `params["c"][1:]`: params is a dict
+                self._needs_structure(scope, node)
+            base = base.value
         raise self.m.error(node, "a loop must run over range(...), a module-level tuple of numbers, "
                                  "or a parameter")
 

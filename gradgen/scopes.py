@@ -97,6 +97,23 @@ class _UnmadeList:
                 f"time, so read it after it is made, or make it before the loop or branch and append to it there")
 
 
+class PartsOfAPath:
+    """A name bound to a run of parts of a structured parameter (or the parameter) whose
+    path no longer holds (gradgen.structured): bound inside a loop or branch and read after
+    it, or bound before a variable of its index (`changed`) was assigned again. Reading it
+    is refused, with `message()`."""
+
+    def __init__(self, name, ref, changed=None):
+        self.name, self.ref, self.changed = name, ref, changed
+
+    def message(self):
+        text = self.ref.text() if self.ref.spelled() and not self.ref.reads() else f"parts of '{self.ref.root.name}'"
+        why = ("before the index it reads changed" if self.changed is not None
+               else "inside a loop or branch, and which parts it names after it depends on the path taken")
+        where = text if not text.startswith("parts") else f"the index into '{self.ref.root.name}'"
+        return f"'{self.name}' was bound to {text} {why}: write {where} where it is used"
+
+
 def _lookup(scope, name):
     """What `name` holds in `scope` or the scopes a closure reads, or None."""
     while scope is not None:

@@ -24,8 +24,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from gradgen.ir import Assign, Call, Const, Effect, For, Var
-from gradgen.scopes import _LoopVariable, _exits, _lookup
+from gradgen.ir import Assign, Call, Const, Effect, For, Var, variables
+from gradgen.scopes import PartsOfAPath, _LoopVariable, _exits, _lookup, _stored_names
 
 # annotations that say a parameter is a container: `params: list`, `Sequence[...]`, `dict[str, ...]`
 _CONTAINERS = {"list", "tuple", "dict", "List", "Tuple", "Dict", "Sequence", "Mapping", "MutableMapping",
@@ -84,6 +84,17 @@ class TreeRef:
     root: Var
     path: tuple = ()
     leaf: Var | None = None
+    home: Var | None = None  # a run of parts bound in a loop or branch: the variable the name has there
+
+    def runs(self):
+        """Whether this names the parameter itself or a run of its parts (`params[1:]`), which
+        no variable can hold; a part of a part (`params[0][1:]`) may be an array."""
+        return not self.path or len(self.path) == 1 and isinstance(self.path[0], SliceStep)
+
+    def reads(self):
+        """The variables its path reads (a loop index, a key)."""
+        steps = [p for s in self.path for p in ((s.lower, s.upper, s.step) if isinstance(s, SliceStep) else (s,))]
+        return {v.name for s in steps if s is not None for v in variables(s)}
 
     def child(self, step):
         """The part at `step` below this one (an index into a slice is one of its parent's)."""
@@ -113,9 +124,18 @@ class TreeRef:
         return Call("tree_get", (self.root, *self.path), "builtins")
 
     def text(self):
-        """`params[i]['W']`: Python source, for a path of names and constants."""
-        return self.root.name + "".join(f"[{step.name if isinstance(step, Var) else repr(step.value)}]"
-                                        for step in self.path)
+        """`params[i]['W']`, `layers[1][1:]`: Python source, for a path of names and constants."""
+        def source(step):
+            if isinstance(step, SliceStep):
+                parts = (step.lower, step.upper) + ((step.step,) if step.step is not None else ())
+                return ":".join("" if p is None else source(p) for p in parts)
+            return step.name if isinstance(step, Var) else repr(step.value)
+        return self.root.name + "".join(f"[{source(step)}]" for step in self.path)
+
+    def spelled(self):
+        """Whether text() can spell the path (names, constants, slices of them)."""
+        parts = [p for s in self.path for p in ((s.lower, s.upper, s.step) if isinstance(s, SliceStep) else (s,))]
+        return all(p is None or isinstance(p, (Var, Const)) for p in parts)
 
 
 class StructuredLowering:
@@ -127,6 +147,8 @@ class StructuredLowering:
         """The TreeRef `node` names (`params`, `params[i]["W"]`, `layer[0]`), else None."""
         if isinstance(node, ast.Name):
             value = _lookup(scope, node.id)
+            if isinstance(value, PartsOfAPath):
+                raise self._parts_gone(node, value)
             return value if isinstance(value, TreeRef) else None
         if isinstance(node, ast.Subscript):
             base = self._ref(scope, node.value)
@@ -170,13 +192,56 @@ class StructuredLowering:
 
     # ---- binding parts to names ---------------------------------------------------------
     def _bind_ref(self, scope, name, ref, stmt):
-        """`name = part`: the part read into a variable of the user's name (dead code if the
-        name is only indexed further), remembered with its path."""
-        if ref.path and isinstance(ref.path[-1], SliceStep) or not ref.path:
-            scope.env[name] = TreeRef(ref.root, ref.path)  # a run of parts, or the whole parameter
+        """`name = part`: the part read into a variable of the user's name now (dead code if
+        the name is only indexed further), remembered with its path; a slice of a part
+        (`b[1:]`) too, as an array's slice is read. The parameter itself or a run of its
+        parts (`params[1:]`) only names its path: no variable holds a list of parts."""
+        if ref.runs():
+            self._hold(scope, name, TreeRef(ref.root, ref.path, home=self._home(scope, name, ref, stmt)))
             return
-        self._bind(scope, name, self._call("tree_get", (ref.root, *ref.path), "builtins", stmt), stmt)
-        scope.env[name] = TreeRef(ref.root, ref.path, scope.env[name])
+        self._bind(scope, name, self._leaf(TreeRef(ref.root, ref.path), stmt), stmt)
+        self._hold(scope, name, TreeRef(ref.root, ref.path, scope.env[name]))
+
+    def _home(self, scope, name, ref, stmt):
+        """The variable a name bound to a run of parts inside a loop or branch has there (a
+        later value of the name is written into it), or None at the body's own level. One
+        that held a value before is refused: a later trip of a loop would read that value
+        where Python reads the parts."""
+        current = scope.env.get(name)
+        if self.depth == scope.depth or not isinstance(current, Var) or not scope.owns(current.name):
+            return None
+        if current.name in self.bound:
+            what = "the structured parameter" if not ref.path else "a run of parts of"
+            raise UsedWhole(ref.root.name, self.m.error(stmt, f"'{name}' holds a value and is bound to {what} "
+                                                              f"'{ref.root.name}' inside a loop or branch: give one "
+                                                              "of them another name"))
+        return current
+
+    def _hold(self, scope, name, ref):
+        """`scope.env[name] = ref`, remembered while its path's variables keep their values."""
+        scope.env[name] = ref
+        if ref.reads():
+            self.held.append((scope, name, ref))
+
+    def _forget_parts_reading(self, ssa):
+        """`ssa` is assigned again: a name bound to a part whose path reads it (`x =
+        params[k]`, then `k = k + 1`) no longer names that path; it is the value read."""
+        for scope, name, ref in self.held:
+            if scope.env.get(name) is ref and ssa in ref.reads():
+                scope.env[name] = ref.leaf if ref.leaf is not None else PartsOfAPath(name, ref, ssa)
+
+    def _parts_gone(self, node, gone):
+        """The error for reading a PartsOfAPath (an array passed for a parameter only looped
+        over is lowered as an array instead, where its name holds a value like any other)."""
+        return UsedWhole(gone.ref.root.name, self.m.error(node, gone.message()))
+
+    def _parts_after_block(self, scope, stmts):
+        """After a loop or branch, a name it bound to a part is the variable the part was read
+        into: which part it was depends on the path taken (and a loop's index on the trip)."""
+        for name in _stored_names(stmts):
+            ref = scope.env.get(name)
+            if isinstance(ref, TreeRef):
+                scope.env[name] = ref.leaf if ref.leaf is not None else PartsOfAPath(name, ref)
 
     def _bind_target(self, scope, target, ref, stmt, bind=None):
         """Bind an assignment or loop target (`W, b`, `(W, b), x`, `*hidden, (W, b)`) to `ref`."""
@@ -201,44 +266,56 @@ class StructuredLowering:
                                                                Const(-after) if after else None, None),))
                 if not isinstance(t.value, ast.Name):
                     raise self.m.error(t, "a starred target must be a name")
-                scope.env[t.value.id] = rest
+                if ref.path and isinstance(ref.path[-1], SliceStep):
+                    raise self.m.error(t, f"a starred name unpacking a slice of '{ref.root.name}' is not "
+                                          "supported: unpack the part the slice is taken of")
+                self._hold(scope, t.value.id, TreeRef(rest.root, rest.path,
+                                                      home=self._home(scope, t.value.id, rest, stmt)))
             else:
                 self._bind_target(scope, t, ref.child(Const(i - n)), stmt, bind)
 
     def _check_length(self, ref, n, stmt, at_least=False):
         """Python's own ValueError when the part has not as many items as the names."""
-        if ref.path and isinstance(ref.path[-1], SliceStep):
-            raise self.m.error(stmt, f"unpacking a slice of '{ref.root.name}' is not supported: unpack the "
-                                     "parameter itself")
-        if not all(isinstance(step, (Var, Const)) for step in ref.path):
+        if not ref.spelled():
             return  # (a computed index: the generated code takes the first n parts without a check)
         whole = ref.text()
         test = f"len({whole}) < {n}" if at_least else f"len({whole}) != {n}"
         message = f"cannot unpack {{len({whole})}} values into {n} names"
-        reads = (ref.root, *(s for s in ref.path if isinstance(s, Var)))
+        reads = (ref.root, *(Var(name) for name in sorted(ref.reads())))
         self.body.append(Effect(f"if {test}:\n    raise ValueError(f{message!r})", reads, stmt.lineno,
                                 self.m.segment(stmt)))
 
     def _unref(self, scope, name, stmt, in_block=False):
         """`name`, which held a part, is assigned a new value: from here on it is the variable
-        the part was read into (`W = W * 2` then `W[0]` reads the new W, not params[i][0][0])."""
+        the part was read into (`W = W * 2` then `W[0]` reads the new W, not params[i][0][0]).
+        Rebinding a name never changes the parameter: a part not read yet (a helper's
+        parameter `h`, called as `smooth(p['W'])`) is read into a local of the name first,
+        where a loop or branch assigns it (a loop's first trip reads the part)."""
         ref = scope.env[name]
-        if ref.leaf is None:
-            what = "a structured parameter" if not ref.path else f"a run of parts of '{ref.root.name}'"
-            if self.depth > 0 or in_block:
-                raise self.m.error(stmt, f"'{name}' ({what}) is assigned inside a loop or branch: give the new "
-                                         "value another name")
+        if ref.leaf is not None or ref.home is not None:
+            scope.env[name] = ref.leaf if ref.leaf is not None else ref.home
+            return scope.env[name]
+        if not (in_block or self.depth > scope.depth):
             del scope.env[name]
             return None
-        scope.env[name] = ref.leaf
-        return ref.leaf
+        if ref.runs():
+            what = "a structured parameter" if not ref.path else f"a run of parts of '{ref.root.name}'"
+            raise UsedWhole(ref.root.name, self.m.error(stmt, f"'{name}' ({what}) is assigned inside a loop or "
+                                                              "branch: give the new value another name"))
+        ssa = self.namer.define(name)
+        self._emit(ssa, self._leaf(ref, stmt), stmt, overwrites=self.loop_depth > 0)
+        scope.env[name] = Var(ssa)
+        scope.own(ssa)
+        return Var(ssa)
 
     # ---- loops over parts ----------------------------------------------------------------
     def _tree_for(self, scope, stmt):
         """`for W, b in params`, `enumerate`, `zip` with other sequences, `reversed`, a slice,
         `.items()` / `.values()` / `.keys()`: True if the loop runs over parts (and is now
         lowered), False to leave it to the loops over arrays and lists."""
+        pinned = self._pin_indices(scope, stmt)
         plan = self._tree_loop_plan(scope, stmt)
+        scope.env.update(pinned)
         if plan is None:
             return False
         counter_name, iterable, binds = plan
@@ -276,6 +353,22 @@ class StructuredLowering:
         for name in ([counter_name] if counter_name else []) + names:
             scope.env[name] = _LoopVariable(name)
         return True
+
+    def _pin_indices(self, scope, stmt):
+        """`for x in params[k:]` whose body assigns k: Python reads the parts the loop runs
+        over once, before it; so does the generated code, from a copy of k made there. The
+        names copied, with the variables to give them back after planning the loop."""
+        loads = {n.id for n in ast.walk(stmt.iter) if isinstance(n, ast.Name)}
+        if not any(isinstance(_lookup(scope, name), TreeRef) for name in loads):
+            return {}
+        pinned = {}
+        for name in sorted(loads & set(_stored_names(stmt.body))):
+            if isinstance(scope.env.get(name), Var):
+                pinned[name] = scope.env[name]
+                copy = self.namer.define(f"{name}_start")
+                self._emit(copy, pinned[name], stmt, overwrites=self.loop_depth > 0)
+                scope.env[name] = Var(copy)
+        return pinned
 
     def _tree_loop_plan(self, scope, stmt):
         """(user name of the loop index or None, what it runs over, [(target, part at index)])."""
@@ -496,3 +589,4 @@ class _Key:
 
     def read(self):
         return self.value
+

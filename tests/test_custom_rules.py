@@ -527,10 +527,6 @@ ERRORS = [
      + "@f.defvjp\ndef f_vjp(g, out, x):\n    return g\n" + _LOSS,
      "bad.py:4:2: 'gradgen.custom_vjp' takes one option, estimator=True or estimator=False\n"
      "    @gradgen.custom_vjp(straight=True)\n     ^"),
-    ("a custom call unpacked", _RULE + "@f.defvjp\ndef f_vjp(g, out, x):\n    return g\n"
-     "\ndef loss(w):\n    a, b = f(w)\n    return a\n",
-     "bad.py:13:12: 'f' is a custom_vjp function: it returns one value, not 2\n        a, b = f(w)\n"
-     "               ^"),
 ]
 
 

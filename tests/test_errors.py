@@ -178,9 +178,6 @@ CASES = [
     ("tuple helper, wrong length", "def h(x):\n    return x, x, x\n\ndef f(x):\n    a, b = h(x)\n    return a * b\n",
      {}, "bad.py:2:12: 'h' must return a tuple of 2 values here, as its call is unpacked into 2 names\n"
      "        return x, x, x\n               ^"),
-    ("unpacking a number", "def h(x):\n    return x\n\ndef f(x):\n    a, b = h(x)\n    return a * b\n", {},
-     "bad.py:2:12: 'h' must return a tuple of 2 values here, as its call is unpacked into 2 names\n"
-     "        return x\n               ^"),
     ("in-place update of a copy", "import numpy as np\n\ndef f(a):\n    x = a * 1.0\n    y = x\n"
      "    for i in range(2):\n        x += np.cos(x)\n    return np.sum(x * y)\n", {},
      "bad.py:7:9: 'x += ...' would change an array that may share memory with another name (a copy or a "
