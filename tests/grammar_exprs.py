@@ -350,8 +350,10 @@ class ExprGrammar:
         x = self.operand(depth)
         if x is None or x.scalar:
             return x
+        # (an array in every world: np.dot of a number is a product, which gradgen writes as np.matmul)
         fits = [n for n in self.names("num") if np.ndim(self.worlds.spaces[0][n]) >= 1
-                and np.shape(self.worlds.spaces[0][n])[0] == x.shape[-1]]
+                and np.shape(self.worlds.spaces[0][n])[0] == x.shape[-1]
+                and all(np.ndim(s[n]) >= 1 for s in self.worlds.spaces)]
         fits += [f"{n}.T" for n in self.names("num") if np.ndim(self.worlds.spaces[0][n]) == 2
                  and np.shape(self.worlds.spaces[0][n])[1] == x.shape[-1]]
         if not fits:

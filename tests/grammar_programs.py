@@ -185,7 +185,10 @@ class GrammarBuilder(ExprGrammar):
     def stmt_indices(self) -> list | None:
         name = self.fresh(("idx", "rows", "sel"))
         values = self.choice([[0, 1, 1, 2], [2, 0, 2], [1, 1, 0], [0, 0], [-1, 0, -1]])
-        text = f"{name} = {values!r}" if self.chance(0.5) else f"{name} = np.array({values!r})"
+        # (a list made in a loop or branch is new each time and gradgen refuses to read it after:
+        # inside one, the index is an array)
+        as_list = self.depth == 0 and self.chance(0.5)
+        text = f"{name} = {values!r}" if as_list else f"{name} = np.array({values!r})"
         self.bind(name, "index")
         return self.commit([(text, text)])
 
