@@ -456,6 +456,21 @@ def _located_at(module, loc, message):
     return module.error(node, message)
 
 
+def _sharing_numbers(fn, module, seed):
+    """Whether the in-place updates (`c += e`) are refused only because a parameter with a
+    number default (`c=1.4`) might be an array that another name shares: then they are
+    compiled for numbers, and the generated function checks on entry that those parameters
+    are numbers, rather than refusing code that is right for what the defaults say."""
+    objects = shapes.array_values(fn, module, seed is not None, mutable=True)
+    try:
+        sharing.refuse_shared_updates(fn, objects, module)
+        return False
+    except CompileError:
+        if not any(shapes.number_default(p) for p in fn.params):
+            raise
+        return True
+
+
 def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
     """Reverse `fn` (its body is rewritten in place): the statements of the gradient
     function and of the value-and-gradient function, and the gradient expressions. `seed`:
@@ -469,12 +484,15 @@ def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
     if cse.name_loop_values(fn, fnamer, act.active, arrays):  # (what the backward sweep would compute again)
         act = activity.analyse(fn, chosen, module)
         arrays = shapes.array_values(fn, module, result_may_be_array=seed is not None)
-    objects = shapes.array_values(fn, module, result_may_be_array=seed is not None, mutable=True)
+    numbers = _sharing_numbers(fn, module, seed)
+    objects = shapes.array_values(fn, module, seed is not None, mutable=True, defaults_numbers=numbers)
     arrays = sameshape.with_shapes(fn, arrays, objects, module, getattr(module, "assumed_shapes", None))
-    sharing.refuse_shared_updates(fn, objects, module)
+    sharing.refuse_shared_updates(fn, objects, module, numbers)
     adjoints = reverse.backward(fn, act, fnamer, fn.result_name, arrays, seed)
     needed = sharing.numbers_read(adjoints.statements) | set(adjoints.targets.values())
-    sharing.refuse_changes_the_gradient_reads(fn, objects, module, needed, adjoints.saved)
+    sharing.refuse_changes_the_gradient_reads(fn, objects, module, needed, adjoints.saved, numbers)
+    if numbers:  # the number defaults the in-place updates rely on: checked on entry
+        emitter.stated.update({p.name: () for p in fn.params if shapes.number_default(p)})
     structured = {p.name for p in fn.params if p.structured}
     grads = [_gradient(adjoints.get(p), p, arrays, p in structured, adjoints.zeroed) for p in chosen]
     backward = sameshape.measured_elsewhere(fn.body, adjoints.statements, grads, arrays,

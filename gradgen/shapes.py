@@ -28,13 +28,13 @@ _ARRAY_RESULTS = {"zeros", "ones", "eye", "arange", "linspace", "full", "stack",
                   "concatenate_list", "vstack_list", "hstack_list"}
 
 
-def array_values(fn, module, result_may_be_array=False, mutable=False) -> set:
+def array_values(fn, module, result_may_be_array=False, mutable=False, defaults_numbers=False) -> set:
     """Names (parameters, constants, SSA values) that may hold arrays when `fn` runs (a
     function with a gradient returns one number, so its result is a number; a vjp's may
     be an array). `mutable`: the names that may hold an array object, which an in-place
     update changes: a value the code shows is a number (see evident_numbers) may still be
     a 0-d array, so only annotations and defaults say it is not one."""
-    arrays = _may_be_arrays(fn, module, not result_may_be_array, infer=not mutable)
+    arrays = _may_be_arrays(fn, module, not result_may_be_array, infer=not mutable, defaults_numbers=defaults_numbers)
     if isinstance(fn.result, Var) and not result_may_be_array:  # one number: that value is no array
         arrays.discard(fn.result.name)
     return arrays
@@ -112,10 +112,10 @@ def _rows_of_arrays(expr, arrays):
     return may_be_array(expr, arrays)
 
 
-def _may_be_arrays(fn, module, result_number=True, infer=True):
+def _may_be_arrays(fn, module, result_number=True, infer=True, defaults_numbers=False):
     evident = _evident(fn)  # `state[0]`, `len(xs)`: arrays, numpy imported or not
     numbers = evident_numbers(fn, result_number) - evident if infer else set()
-    arrays = (arrays_on_entry(fn, module) | evident) - numbers
+    arrays = (arrays_on_entry(fn, module, defaults_numbers) | evident) - numbers
     size = -1
     while size != len(arrays):  # loops carry arrays from one iteration to the next
         size = len(arrays)
@@ -174,7 +174,7 @@ def _calls_in(expr):
             stack.append(e.test)
 
 
-def arrays_on_entry(fn, module) -> set:
+def arrays_on_entry(fn, module, defaults_numbers=False) -> set:
     """The parameters and module constants that may be arrays when `fn` is called: array
     constants, and parameters without a `float`/`int` annotation (in a file that imports
     numpy; keyword-only data even without). A number default proves nothing: `b=0.0` may be
@@ -183,9 +183,17 @@ def arrays_on_entry(fn, module) -> set:
     uses_numpy = any(q.split(".")[0] == "numpy" for q in module.imports.values())
     arrays = {c for c, v in module.constants.items() if _is_array_constant(v)}
     for p in fn.params:
+        if defaults_numbers and number_default(p):  # (the sharing analysis's fallback: checked on entry)
+            continue
         if not p.number and p.function is None and (p.keyword_only or uses_numpy):
             arrays.add(p.name)
     return arrays
+
+
+def number_default(p):
+    """Whether parameter `p` has a default that is a number (`b=0.0`), which proves nothing of
+    what a caller passes."""
+    return p.has_default and p.function is None and type(p.default) in (int, float)
 
 
 def _is_array_constant(value):

@@ -24,14 +24,14 @@ _VIEWS = {"getitem", "list_get", "tree_get", "reshape", "T", "transpose", "ravel
           "float", "pos", "array", "stop_gradient", "custom_vjp", "custom_estimator"}
 
 
-def refuse_shared_updates(fn, arrays, module):
+def refuse_shared_updates(fn, arrays, module, defaults_numbers=False):
     """`x += e` on an array mutates it in place in your code, so every name sharing x's
     memory changes too: a copy `y = x`, or a view `y = x[1:]`. gradgen's gradient treats
     `x += e` as a new value of x, so where another name that may share x's memory there is
     read after the update, it refuses rather than differentiate something else. A parameter
     updated in place is fine: the gradient is of the function of its inputs as they were
     at the call (the generated code updates your array in place exactly where yours does)."""
-    sharers = _Sharing(fn, arrays, shapes.arrays_on_entry(fn, module)).at_updates()
+    sharers = _Sharing(fn, arrays, shapes.arrays_on_entry(fn, module, defaults_numbers)).at_updates()
     if not any(sharers.values()):  # no update any other name may see: nothing to place
         return
     order, loops = _positions(fn.body)
@@ -53,14 +53,14 @@ def refuse_shared_updates(fn, arrays, module):
                                   f"'{name} = {name} {op} ...'", module)
 
 
-def refuse_changes_the_gradient_reads(fn, arrays, module, needed, saved):
+def refuse_changes_the_gradient_reads(fn, arrays, module, needed, saved, defaults_numbers=False):
     """An update that stays in place (`x[i] = e`, `x += e` keeping x's name) changes the
     array every name that ever held it still holds: where the backward pass reads one of
     those names (`needed`: its reads and the values it pops back), it would read the new
     numbers, not the ones the forward pass computed with (seed 1210 #366: `inputs = z`, a
     loop from it, then `z[1, -2] = 0.5`). Refused, with what to write. `saved`: updates the
     forward pass no longer does in place (it keeps the old value instead)."""
-    sharing = _Sharing(fn, arrays, shapes.arrays_on_entry(fn, module), generated=True)
+    sharing = _Sharing(fn, arrays, shapes.arrays_on_entry(fn, module, defaults_numbers), generated=True)
     sharing.at_updates()
     for s in walk(fn.body):
         if id(s) not in sharing.held or (id(s) in saved and s.expr.prim != "setitem"):

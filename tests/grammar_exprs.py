@@ -350,7 +350,6 @@ class ExprGrammar:
         x = self.operand(depth)
         if x is None or x.scalar:
             return x
-        # (an array in every world: np.dot of a number is a product, which gradgen writes as np.matmul)
         fits = [n for n in self.names("num") if np.ndim(self.worlds.spaces[0][n]) >= 1
                 and np.shape(self.worlds.spaces[0][n])[0] == x.shape[-1]
                 and all(np.ndim(s[n]) >= 1 for s in self.worlds.spaces)]
@@ -359,10 +358,9 @@ class ExprGrammar:
         if not fits:
             return x
         y = self.choice(fits)
-        form = self.choice(["{} @ {}", "{} @ {}", "np.dot({}, {})"])
-        if form.startswith("np"):
-            return self.make(form.format(x.text, y), form.format(x.probe, y))
-        return self.make(form.format(wrap(x, MUL - 1), y), form.format(wrap(x, MUL - 1, True), y), MUL)
+        # `@` only: np.dot of a number is a product, which the original computes and gradgen (which
+        # writes np.dot as np.matmul) refuses at run time; a limit noted in the README, not drawn
+        return self.make(f"{wrap(x, MUL - 1)} @ {y}", f"{wrap(x, MUL - 1, True)} @ {y}", MUL)
 
     def gen_index(self, depth: int) -> Expr | None:
         """Basic indexing of a value: `v[1:]`, `v[-1]`, `v[::-1]`, `W[:, 0]`, `x[..., None]`,

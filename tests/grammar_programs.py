@@ -153,6 +153,7 @@ class GrammarBuilder(ExprGrammar):
                 isinstance(v, (int, np.integer)) for v in e.values):
             return None
         self.bind(name, "num")
+        self.owned.discard(e.text)  # (`A = R`: R's object has another name now, so `R -= ...` may change A)
         # a new number or array, which no other name holds (`+=` may update it); not a conditional
         # expression, whose arm may be a view (`xs[0][-1] if c else 2.0`: `r += r` would change xs)
         if e.prec < ATOM and " if " not in e.text:

@@ -152,3 +152,26 @@ def test_the_documented_grad_name_is_kept_when_a_parameter_takes_it():
     m = load_module(compiled.text)
     np.testing.assert_allclose(m.f_grad(np.array([1.0, 2.0])), [2.0, 4.0])
     assert [f.grad_name for f in compiled.functions] == ["f_grad"]
+
+
+IN_PLACE = '''
+import numpy as np
+
+
+def f(a=-0.8, c=1.4):
+    b, z = c, a
+    c += np.sin(c)
+    return b * z + c
+'''
+
+
+def test_an_in_place_update_a_number_default_allows_is_compiled_and_its_numbers_checked():
+    """Soak seed 2001 #253: `b, z = c, a; c += ...` is right for the numbers the defaults say
+    (a float is never shared); were c an array, `c +=` would change b too. It compiles, and
+    the generated function checks on entry that c is a number."""
+    m, f = load_module(compile_source(IN_PLACE, "in_place.py").text), load_module(IN_PLACE)
+    da, dc = m.f_grad(-0.8, 1.4)
+    assert da == pytest.approx(central(lambda x: f.f(float(x), 1.4), -0.8), rel=1e-7)
+    assert dc == pytest.approx(central(lambda x: f.f(-0.8, float(x)), 1.4), rel=1e-7)
+    with pytest.raises(ValueError, match=r"^f_grad: c has shape \(2,\), but it was written for c \(\)"):
+        m.f_grad(-0.8, np.array([1.4, 0.2]))
