@@ -76,7 +76,7 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
     # a parameter's gradient is made from its value (zeros of its shape, an adjoint reset, a zero
     # of its kind for one nothing differentiable reads): where the body rebinds it in a loop or
     # a branch, each old value is read back, so the backward pass ends holding what was passed
-    _mark_saves(fn.body, rev.reads, set(rev.params), saved)
+    _mark_saves(fn.body, rev.reads, set(rev.params) | rev.written, saved)  # (and zeros of an array written into)
     statements = _prune(statements, saved)
     targets = {id(s): s.target for s in walk(fn.body) if id(s) in saved}
     stacks = {v: rev.stacks[v] for v in targets.values()}
@@ -361,9 +361,10 @@ class _Reverser(Merging, ListGradients, ControlFlow):
         elif isinstance(current, Const):
             out = self.define(adj, simplify.mul(current, Call("ones_like", (like,), "numpy",
                                                               params=(("dtype", Spelled("float")),))))
-        elif adj not in self.owned:  # it may share memory (or be a plain 0.0): a fresh array first
+        elif adj not in self.owned or (isinstance(current, Var) and current.name in self.zeroed):  # or a 0.0
             zeros = Call("zeros_like", (like,), "numpy", params=(("dtype", Spelled("float")),))
             out = self.define(adj, Call("add", (current, zeros), "op"))
+            self.zeroed.discard(adj)
         self.state[name] = Var(adj)
         repeats = may_repeat(layout, index, self.arrays)
         first = current is None and guard is None and not repeats  # into fresh zeros: `d[1:] = g`

@@ -82,6 +82,11 @@ class ControlFlow:
         self.cited = None
         scattered = {self.adj_name(v) for v in _touched(stmt.body, self.active) if _only_indexed(stmt.body, v)}
         self.owned -= {self.adj_name(v) for v in _touched(stmt.body, self.active)} - scattered
+        for v in _touched(stmt.body, self.active):  # written into in place: an array before the loop, once
+            adj = self.adj_name(v)
+            if adj in scattered and adj in self.zeroed and self.state.get(v) == Var(adj) and v in self.arrays:
+                pre += self.shaped(Var(v), Var(adj))
+                self.zeroed.discard(adj)
         body = self.block(stmt.body)
         for v, st in entry.items():
             if isinstance(st, Var) and self.state.get(v) != st:

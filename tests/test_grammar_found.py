@@ -67,6 +67,36 @@ def f(h):
     parts.append(h * h)
     return np.sum(y * y) + np.sum(np.stack(parts))
 """, {"h": np.array([1.0, 2.0])}),
+    # a loop that scatters into an adjoint a later loop restarted at 0.0: an array first, once
+    "loop_over_a_name_rebound_later": ("""
+def f(M, w):
+    m = w
+    for row in m:
+        e = row
+    for t1 in range(2):
+        m = np.linalg.norm(w)
+    return e
+""", {"M": np.ones(2), "w": np.array([0.3, -0.7, 1.2])}),
+    "element_of_an_array_rebound_to_a_conditional": ("""
+def f(W):
+    W = np.array([0.0, np.sum(W)])
+    k = W[1]
+    k = W if k > 0.202 else k
+    for it in range(3):
+        hs1 = []
+        hs1.append(np.array([0.0, np.sum(W), 0.0]))
+    return np.sum(k)
+""", {"W": np.array([0.05, 0.1])}),
+    # an array written into, then rebound in a loop: its zeros are of the value written into
+    "written_array_rebound_in_a_loop": ("""
+def f(b=1.0):
+    hs = [np.linalg.norm(b)]
+    buf = np.zeros(2)
+    buf[np.array([1, 0])] = b[1:]
+    for t in range(2):
+        buf = np.array(hs)
+    return np.sum(buf) + np.sum(buf * 0.0)
+""", {"b": np.array([0.4, 1.1, -0.6])}),
 }
 
 
