@@ -166,6 +166,8 @@ class StaticShapes:
                 shape = getattr(p, "shape", None)
             if shape is None and p.number:
                 shape = ()
+            if shape is None:  # (unknown, and a value the body binds to it later does not say it)
+                self.env[p.name] = None
             if shape is not None:
                 self.env[p.name] = self.stated[p.name] = tuple(shape)
                 for axis, dim in enumerate(shape):

@@ -97,6 +97,15 @@ def f(b=1.0):
         buf = np.array(hs)
     return np.sum(buf) + np.sum(buf * 0.0)
 """, {"b": np.array([0.4, 1.1, -0.6])}),
+    # a parameter of unknown shape rebound to a number in a branch: its mean's count is measured
+    "parameter_rebound_to_a_number_in_a_branch": ("""
+def f(A):
+    if np.sum(A) > 0.512:
+        A = 2.0
+    S = A
+    g = S
+    return np.mean(g)
+""", {"A": np.full((2, 4), 0.05)}),
 }
 
 
