@@ -76,7 +76,7 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
     # a parameter's gradient is made from its value (zeros of its shape, an adjoint reset, a zero
     # of its kind for one nothing differentiable reads): where the body rebinds it in a loop or
     # a branch, each old value is read back, so the backward pass ends holding what was passed
-    _mark_saves(fn.body, rev.reads, set(rev.params) | rev.written, saved)  # (and zeros of an array written into)
+    _mark_saves(fn.body, rev.reads, set(), saved, set(rev.params) | rev.written)  # (and zeros of an array written into)
     statements = _prune(statements, saved)
     targets = {id(s): s.target for s in walk(fn.body) if id(s) in saved}
     stacks = {v: rev.stacks[v] for v in targets.values()}
@@ -94,27 +94,30 @@ def _stable_names(fn):
     return {n for n in top if counts.get(n) == 1} | {p.name for p in fn.params if p.name not in counts}
 
 
-def _mark_saves(stmts, reads, seen, saved):
+def _mark_saves(stmts, reads, seen, saved, rebinds=frozenset()):
     """The overwriting assignments whose old value the backward pass reads ("to be recorded").
 
     The old value of `v` at an overwrite is read back only by the backward code of what ran
     before it: statements earlier in the function, and, inside a loop, the whole loop (the
     earlier iterations). `seen` gathers what that backward code reads, in forward order.
+    `rebinds`: names whose zeros the backward pass makes from their value, saved where a
+    statement binds them anew (never for a write into them, which keeps the shape).
     """
     for s in stmts:
         if isinstance(s, Assign):
             own = reads.get(id(s), set()) if any(x.name == s.target for x in variables(s.expr)) else set()
-            if s.overwrites and not s.counter and not _is_append(s) and s.target in seen | own:
+            rebound = s.target in rebinds and not (isinstance(s.expr, Call) and s.expr.prim == "setitem")
+            if s.overwrites and not s.counter and not _is_append(s) and (s.target in seen | own or rebound):
                 saved.add(id(s))
             seen |= reads.get(id(s), set())
         elif isinstance(s, If):
             seen |= reads.get(id(s), set())
-            _mark_saves(s.body, reads, seen, saved)
-            _mark_saves(s.orelse, reads, seen, saved)
+            _mark_saves(s.body, reads, seen, saved, rebinds)
+            _mark_saves(s.orelse, reads, seen, saved, rebinds)
         elif isinstance(s, (For, While)):
             for inner in walk([s]):
                 seen |= reads.get(id(inner), set())
-            _mark_saves(s.body, reads, seen, saved)
+            _mark_saves(s.body, reads, seen, saved, rebinds)
 
 
 class _Reverser(Merging, ListGradients, ControlFlow):

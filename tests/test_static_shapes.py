@@ -97,7 +97,7 @@ def test_shapes_flow_through_slices_matmul_transposes_and_reductions():
     assert by_display["r"] == (1, "k")
     assert by_display["m"] == ("n",)
     assert static.env["c"] == ()
-    assert "s" not in static.env  # a default states nothing: s=2.0 may be called with an array
+    assert static.env["s"] is None  # a default states nothing: s=2.0 may be called with an array
     assert static.witness("n") == Call("len", (Var("x"),), "builtins")
     assert static.size(Var("W")) == Call("mul", (Call("len", (Var("x"),), "builtins"),
                                                  static.witness("k")), "op")
