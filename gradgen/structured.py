@@ -100,8 +100,10 @@ class TreeRef:
         """The part at `step` below this one (an index into a slice is one of its parent's)."""
         if self.path and isinstance(self.path[-1], SliceStep):
             parent = TreeRef(self.root, self.path[:-1])
-            index = Call("getitem", (self.path[-1].range_of(parent.length()), step), "op",
-                         params=(("index", ("i",)),))
+            kept = self.path[-1].range_of(parent.length())
+            if isinstance(step, Call):  # an index array (`acc[np.array([-1, 0, -1])]`): a range takes none
+                kept = Call("array", (kept,), "numpy")
+            index = Call("getitem", (kept, step), "op", params=(("index", ("i",)),))
             return TreeRef(self.root, self.path[:-1] + (index,))
         return TreeRef(self.root, self.path + (step,))
 

@@ -106,6 +106,7 @@ def f(A):
     g = S
     return np.mean(g)
 """, {"A": np.full((2, 4), 0.05)}),
+}),
 }
 
 
@@ -121,3 +122,14 @@ def test_found_class(name):
     for param, grad in zip(point, grads):
         assert np.shape(grad) == np.shape(point[param]), (param, np.shape(grad))
         np.testing.assert_allclose(grad, central(lambda x: original.f(**{**point, param: x}), point[param]), rtol=1e-6, atol=1e-8, err_msg=param)
+
+
+def test_an_index_array_into_a_slice_of_a_part():
+    """Soak seed 2003 #2263: `acc = layers[1][:2]; acc[np.array([-1, 0, -1])]` indexed a range."""
+    source = "import numpy as np\n\n\ndef f(layers: tuple):\n    acc = layers[1][:2]\n" \
+             "    acc = acc[np.array([-1, 0, -1])]\n    return np.sum(acc ** 2)\n"
+    generated, original = load_module(compile_source(source, "parts.py").text), load_module(source)
+    layers = (np.array([0.5, 1.0]), np.array([0.3, -0.7, 1.1]))
+    grad = generated.f_grad(layers)
+    assert isinstance(grad, tuple) and np.shape(grad[0]) == (2,)
+    np.testing.assert_allclose(grad[1], central(lambda x: original.f((layers[0], x)), layers[1]), rtol=1e-6)
