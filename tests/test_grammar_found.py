@@ -106,11 +106,7 @@ def f(A):
     g = S
     return np.mean(g)
 """, {"A": np.full((2, 4), 0.05)}),
-}),
 }
-
-
-
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_found_class(name):
