@@ -420,6 +420,8 @@ HELPERS = {
     """Gradient of np.prod(x, axis) given g, the gradient of the product: g times the
     product of the other elements (exact where x holds zeros, unlike prod / x)."""
     x = np.asarray(x, dtype=float)
+    if x.ndim == 0:  # (np.prod of a number along axis 0, which NumPy allows: the number itself)
+        return g * np.ones_like(x)
     axes = range(x.ndim) if axis is None else np.atleast_1d(axis)
     axes = [int(a) % x.ndim for a in axes]
     if axis is not None and not keepdims:

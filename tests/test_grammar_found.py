@@ -129,3 +129,13 @@ def test_an_index_array_into_a_slice_of_a_part():
     grad = generated.f_grad(layers)
     assert isinstance(grad, tuple) and np.shape(grad[0]) == (2,)
     np.testing.assert_allclose(grad[1], central(lambda x: original.f((layers[0], x)), layers[1]), rtol=1e-6)
+
+
+def test_a_product_along_an_axis_until_a_number():
+    """Soak seed 2003 #11783: np.prod(S, axis=0) in a loop reaches a number, which NumPy still
+    takes with axis=0; prod_grad divided by its rank, 0."""
+    source = "import numpy as np\n\n\ndef f(A):\n    S = A\n    for t in range(3):\n" \
+             "        S = np.prod(S, axis=0)\n    return np.mean(S)\n"
+    generated, original = load_module(compile_source(source, "prods.py").text), load_module(source)
+    A = np.array([[0.5, 1.2], [0.9, -0.4]])
+    np.testing.assert_allclose(generated.f_grad(A), central(original.f, A), rtol=1e-6)
