@@ -456,19 +456,22 @@ def _located_at(module, loc, message):
     return module.error(node, message)
 
 
-def _sharing_numbers(fn, module, seed):
-    """Whether the in-place updates (`c += e`) are refused only because a parameter with a
-    number default (`c=1.4`) might be an array that another name shares: then they are
-    compiled for numbers, and the generated function checks on entry that those parameters
-    are numbers, rather than refusing code that is right for what the defaults say."""
+def _shared_updates_allowed(fn, module, seed):
+    """The values that may be array objects, and whether the in-place updates (`c += e`)
+    were refused only because a parameter with a number default (`c=1.4`) might be an array
+    another name shares: then they are compiled for numbers, and the generated function
+    checks on entry that those parameters are numbers, rather than refusing code that is
+    right for what the defaults say."""
     objects = shapes.array_values(fn, module, seed is not None, mutable=True)
     try:
         sharing.refuse_shared_updates(fn, objects, module)
-        return False
+        return objects, False
     except CompileError:
         if not any(shapes.number_default(p) for p in fn.params):
             raise
-        return True
+    objects = shapes.array_values(fn, module, seed is not None, mutable=True, defaults_numbers=True)
+    sharing.refuse_shared_updates(fn, objects, module, True)
+    return objects, True
 
 
 def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
@@ -484,10 +487,8 @@ def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
     if cse.name_loop_values(fn, fnamer, act.active, arrays):  # (what the backward sweep would compute again)
         act = activity.analyse(fn, chosen, module)
         arrays = shapes.array_values(fn, module, result_may_be_array=seed is not None)
-    numbers = _sharing_numbers(fn, module, seed)
-    objects = shapes.array_values(fn, module, seed is not None, mutable=True, defaults_numbers=numbers)
+    objects, numbers = _shared_updates_allowed(fn, module, seed)
     arrays = sameshape.with_shapes(fn, arrays, objects, module, getattr(module, "assumed_shapes", None))
-    sharing.refuse_shared_updates(fn, objects, module, numbers)
     adjoints = reverse.backward(fn, act, fnamer, fn.result_name, arrays, seed)
     needed = sharing.numbers_read(adjoints.statements) | set(adjoints.targets.values())
     sharing.refuse_changes_the_gradient_reads(fn, objects, module, needed, adjoints.saved, numbers)

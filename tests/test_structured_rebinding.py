@@ -351,13 +351,6 @@ FORWARD = {"helper_loop_dict_part", "helper_on_each_layer", "name_for_part_rebou
 
 
 # ---- trees of arrays -------------------------------------------------------------------------
-def _leaves(value):
-    if isinstance(value, dict):
-        return [leaf for key in value for leaf in _leaves(value[key])]
-    if isinstance(value, (list, tuple)):
-        return [leaf for part in value for leaf in _leaves(part)]
-    return [value]
-
 
 def _rebuilt(value, leaves):
     if isinstance(value, dict):
@@ -372,7 +365,7 @@ def _rebuilt(value, leaves):
 def _moved(point, direction, h):
     """point + h * direction, leaf by leaf, in every parameter."""
     return {name: _rebuilt(value, [np.asarray(x, dtype=float) + h * np.asarray(t)
-                                   for x, t in zip(_leaves(value), _leaves(direction[name]))])
+                                   for x, t in zip(fuzz._leaves(value), fuzz._leaves(direction[name]))])
             for name, value in point.items()}
 
 
@@ -385,12 +378,12 @@ def _fresh(point):
 def _differences(f, point, name, eps=1e-6):
     """d f / d every element of every leaf of point[name], by central differences."""
     out = []
-    for k, leaf in enumerate(_leaves(point[name])):
+    for k, leaf in enumerate(fuzz._leaves(point[name])):
         grad = np.zeros(np.shape(leaf))
         for index in np.ndindex(grad.shape):
             values = []
             for sign in (1, -1):
-                leaves = [np.array(x, dtype=float) for x in _leaves(point[name])]
+                leaves = [np.array(x, dtype=float) for x in fuzz._leaves(point[name])]
                 leaves[k][index] += sign * eps
                 values.append(f(**_fresh({**point, name: _rebuilt(point[name], leaves)})))
             grad[index] = (values[0] - values[1]) / (2 * eps)
@@ -425,9 +418,9 @@ def test_gradient_agrees_with_finite_differences(name, body, point):
     assert set(grad) == set(_by_parameter(m, grads, point))
     assert grad, "no parameter differentiated"
     for param, g in grad.items():
-        for got, want in zip(_leaves(g), _differences(f, point, param), strict=True):
+        for got, want in zip(fuzz._leaves(g), _differences(f, point, param), strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"d{name}/d{param}")
-        for a, b in zip(_leaves(g), _leaves(_by_parameter(m, grads, point)[param]), strict=True):
+        for a, b in zip(fuzz._leaves(g), fuzz._leaves(_by_parameter(m, grads, point)[param]), strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     if name in FORWARD:
         _check_forward(m, f, point, grad)
@@ -436,22 +429,22 @@ def test_gradient_agrees_with_finite_differences(name, body, point):
 def _check_forward(m, f, point, grad):
     """jvp along t is grad . t; hvp along t is the gradient's central difference along t."""
     rng = np.random.default_rng(7)
-    t = {p: _rebuilt(point[p], [rng.standard_normal(np.shape(x)) for x in _leaves(point[p])]) for p in point}
+    t = {p: _rebuilt(point[p], [rng.standard_normal(np.shape(x)) for x in fuzz._leaves(point[p])]) for p in point}
     tangents = list(inspect.signature(m.f_jvp).parameters)[-len(grad):]
     along = {tangent: t[param] for tangent, param in zip(tangents, grad)}
     moved = {p: (point[p] if p not in grad else t[p]) for p in point}
     value, derivative = m.f_jvp(**_fresh(point), **along)
     assert value == pytest.approx(f(**_fresh(point)), rel=1e-12, abs=1e-12)
-    want = sum(float(np.sum(g * np.asarray(x))) for p in grad for g, x in zip(_leaves(grad[p]), _leaves(t[p])))
+    want = sum(float(np.sum(g * np.asarray(x))) for p in grad for g, x in zip(fuzz._leaves(grad[p]), fuzz._leaves(t[p])))
     assert derivative == pytest.approx(want, rel=1e-9, abs=1e-9)
-    zero = {p: _rebuilt(point[p], [np.zeros(np.shape(x)) for x in _leaves(point[p])]) for p in point}
+    zero = {p: _rebuilt(point[p], [np.zeros(np.shape(x)) for x in fuzz._leaves(point[p])]) for p in point}
     step = {**zero, **{p: moved[p] for p in grad}}
     h = 1e-5
     up = _by_parameter(m, m.f_grad(**_moved(point, step, h)), point)
     down = _by_parameter(m, m.f_grad(**_moved(point, step, -h)), point)
     hvp = _by_parameter(m, m.f_hvp(**_fresh(point), **along), point)
     for p in grad:
-        for got, a, b in zip(_leaves(hvp[p]), _leaves(up[p]), _leaves(down[p]), strict=True):
+        for got, a, b in zip(fuzz._leaves(hvp[p]), fuzz._leaves(up[p]), fuzz._leaves(down[p]), strict=True):
             np.testing.assert_allclose(got, (np.asarray(a) - np.asarray(b)) / (2 * h), rtol=1e-5, atol=1e-5)
 
 
