@@ -50,8 +50,8 @@ HELPERS = {
         return xp.full(shape, g, dtype=real_dtype(xp, like), device=getattr(like, "device", None))
     if tuple(g.shape) == shape:
         return g
-    if g.ndim < len(shape):  # stretched to the full shape, as a new array (never a view)
-        return xp.broadcast_to(g, shape) + xp.zeros_like(g)
+    if g.ndim < len(shape):  # stretched as a new array, then summed
+        g = g + xp.zeros(shape, dtype=g.dtype, device=getattr(g, "device", None))
     if g.ndim > len(shape):
         g = xp.sum(g, axis=tuple(range(g.ndim - len(shape))))
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)

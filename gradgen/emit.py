@@ -349,8 +349,8 @@ HELPERS = {
     shape = np.shape(like)
     if np.shape(g) == shape:
         return g
-    if np.ndim(g) < len(shape):  # 0.0: no gradient has reached this value yet
-        return g + np.zeros(shape)
+    if np.ndim(g) < len(shape):  # 0.0 (no gradient yet) or a product of it: stretch
+        g = g + np.zeros(shape)
     g = np.sum(g, axis=tuple(range(np.ndim(g) - len(shape))))
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and np.shape(g)[i] != 1)
     return np.sum(g, axis=axes, keepdims=True) if axes else g

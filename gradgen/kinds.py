@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradgen import cse, emit, forward, simplify
+from gradgen import cse, emit, forward, shapes, simplify
 from gradgen.errors import CompileError
 from gradgen.ir import Assign, Call, For, IndexAdd, Param, Save, Var, While, expressions, variables, walk
 from gradgen.primitives import LIBRARY_HELPERS, helper
@@ -129,6 +129,7 @@ def hvp(fn, parts, chosen, fnamer, name, emitter, where, display, arrays=frozens
     lists |= {s.target for s in walk(stmts) if isinstance(s, Assign) and getattr(s.expr, "prim", None) in
               ("zeros_like_tree", "list_zeros", "unstack", "unconcatenate", "unjoin", "add_lists")}
     active = forward.varied(stmts, chosen)
+    arrays = shapes.through(stmts, arrays)
     fwd = forward.Forward(active, fnamer.tangent, lists, where, arrays)
     fwd.params = {p.name for p in fn.params}
     fwd.writes = forward.in_place(stmts)

@@ -200,6 +200,17 @@ def _is_array_constant(value):
     return hasattr(value, "shape")
 
 
+def through(stmts, arrays) -> frozenset:
+    """`arrays` and every value `stmts` compute from one (loops carried round): forward mode
+    over a gradient's statements needs to know which adjoints may be arrays too (`df_ditem =
+    np.ones_like(item)` of a list's element is one, and `df_dhs[i] + df_ditem` with it)."""
+    arrays, size = set(arrays), -1
+    while size != len(arrays):
+        size = len(arrays)
+        _flow(stmts, arrays)
+    return frozenset(arrays)
+
+
 def _flow(stmts, arrays, may=None, numbers=frozenset()):
     may = may or may_be_array
     for stmt in stmts:

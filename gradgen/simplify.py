@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gradgen.ir import (Assign, Break, Call, Cond, Const, Continue, For, If, IndexAdd, Restore, While, assigned,
-                        expressions, has_effect, is_draw, variables, walk)
+from gradgen.ir import (Assign, Break, Call, Cond, Const, Continue, For, If, IndexAdd, Restore, Var, While,
+                        assigned, expressions, has_effect, is_draw, variables, walk)
 
 
 def _num(e):
@@ -196,7 +196,8 @@ def dead_code(stmts, live):
     kept = []
     for stmt in reversed(stmts):
         if isinstance(stmt, Assign):
-            if stmt.target in live or is_draw(stmt.expr):  # a draw runs even if its numbers are unused
+            # a draw runs even if its numbers are unused; `g = gs.pop()` shortens gs for a later pop
+            if stmt.target in live or is_draw(stmt.expr) or _pops(stmt.expr, live):
                 kept.append(stmt)
                 live.update(v.name for v in variables(stmt.expr))
         elif isinstance(stmt, If):
@@ -218,6 +219,13 @@ def dead_code(stmts, live):
             live.update(v.name for e in expressions(stmt) for v in variables(e))
     kept.reverse()
     return kept
+
+
+def _pops(expr, live):
+    """Whether `expr` pops from a list still needed (hvp over a gradient drops `df_dparts.pop()`
+    whose value it does not need, and a later pop then took the wrong entry: soak seed 2003 #512)."""
+    return isinstance(expr, Call) and expr.prim == "pop" and isinstance(expr.args[0], Var) and \
+        expr.args[0].name in live
 
 
 def _writes(stmts):

@@ -106,6 +106,15 @@ def f(A):
     g = S
     return np.mean(g)
 """, {"A": np.full((2, 4), 0.05)}),
+    # a restarted (0.0) adjoint times a value, unbroadcast into an index of b: stretched first
+    "restarted_adjoint_into_an_index": ("""
+def f(xs: tuple, b=0.0):
+    res = xs[1]
+    out = b[..., None] * res
+    for t in range(2):
+        out = res
+    return out.sum()
+""", {"xs": (np.ones((3, 3)), np.array([0.3, -0.7, 1.1])), "b": np.array([0.5, 1.5, -0.2])}),
 }
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
@@ -116,8 +125,57 @@ def test_found_class(name):
     grads = generated.f_grad(**point)
     grads = grads if isinstance(grads, tuple) else (grads,)
     for param, grad in zip(point, grads):
+        if isinstance(grad, tuple):
+            assert len(grad) == len(point[param])
+            for k, part in enumerate(grad):
+                x = lambda v: original.f(**{**point, param: point[param][:k] + (v,) + point[param][k + 1:]})
+                np.testing.assert_allclose(part, central(x, point[param][k]), rtol=1e-6, atol=1e-8)
+            continue
         assert np.shape(grad) == np.shape(point[param]), (param, np.shape(grad))
         np.testing.assert_allclose(grad, central(lambda x: original.f(**{**point, param: x}), point[param]), rtol=1e-6, atol=1e-8, err_msg=param)
+
+
+HVP_PROGRAMS = {
+    # list entries' second-order tangents start as 0.0 and must take their entry's shape
+    "entries_reshaped": ("""
+def f(h):
+    hs = [h.reshape(-1)]
+    return sum(np.sum(item) for item in hs)
+""", {"h": np.array([[0.3, -0.7], [1.1, 0.2]])}),
+    # a pop whose value forward mode does not need still shortens the list (soak seed 2003 #512)
+    "pops_kept": ("""
+def f(layers: list, W):
+    e = W
+    parts = []
+    parts.append(np.tanh(min(np.sum(e @ W.T), 14.079)))
+    parts.append(layers[0][1].reshape(-1))
+    parts.append(e)
+    return np.sum(e) + sum(np.sum(item) for item in parts)
+""", {"layers": [[np.ones((2, 3)), np.array([[0.3, -0.7, 1.1]])]], "W": np.array([[0.2, 0.1, -0.3]] * 3)}),
+}
+
+
+@pytest.mark.parametrize("name", list(HVP_PROGRAMS))
+def test_found_hvp_class(name):
+    """hvp along t is the central difference of the gradient along t."""
+    body, point = HVP_PROGRAMS[name]
+    source = "import numpy as np\n\n" + body
+    generated = load_module(compile_source(source, f"{name}.py", emit_kinds=("grad", "hvp")).text)
+    last = list(point)[-1]
+    t = np.linspace(-0.5, 0.7, np.size(point[last])).reshape(np.shape(point[last]))
+    tangents = {f"d{p}": (t if p == last else _zeros(point[p])) for p in point}
+    product = generated.f_hvp(**point, **tangents)
+    product = product[-1] if isinstance(product, tuple) else product
+    grad_along = lambda s: _last(generated.f_grad(**{**point, last: point[last] + s * t}))
+    np.testing.assert_allclose(product, (grad_along(1e-5) - grad_along(-1e-5)) / 2e-5, rtol=1e-5, atol=1e-7)
+
+
+def _zeros(value):
+    return [_zeros(v) for v in value] if isinstance(value, list) else np.zeros_like(value)
+
+
+def _last(grads):
+    return grads[-1] if isinstance(grads, tuple) else grads
 
 
 def test_an_index_array_into_a_slice_of_a_part():
