@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "benchmarks" / "lotka_volterra_500.py"
 sys.path.insert(0, str(ROOT))
 
-from gradgen import emit, symbolic_plans, verify  # noqa: E402
+from gradgen.codegen import emit
+from gradgen.verify import symbolic_plans, check as verify  # noqa: E402
 from gradgen.api import compile_source  # noqa: E402
 
 RUNS = 3

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from hand_written import BENCHMARKS, REFERENCES, mlp_grad, source  # noqa: E402
 
 from gradgen import compile_source, load_module  # noqa: E402
-from gradgen.static_shapes import shapes_of_point  # noqa: E402
+from gradgen.analysis.stated import shapes_of_point  # noqa: E402
 
 
 def compiled(reference, shapes=None):

@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 EXPORTS = {
     "CompileError": "gradgen.errors",
     "compile_source": "gradgen.api",
-    "compile_file": "gradgen.api",
+    "compile_file": "gradgen.tools.files",
     "load_module": "gradgen.api",
     "custom_vjp": "gradgen.custom",
     "stop_gradient": "gradgen.custom",

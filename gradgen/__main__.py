@@ -1,5 +1,5 @@
 """`python -m gradgen` is the same as the `gradgen` console script."""
 
-from gradgen.cli import main
+from gradgen.tools.cli import main
 
 raise SystemExit(main())

@@ -15,15 +15,19 @@ import os
 import types
 from dataclasses import dataclass, field, replace
 
-from gradgen import (activity, closures, cse, emit, freshness, kinds, lower, parse, reverse, sameshape, shapes, sharing,
-                     static_shapes,
-                     simplify)
-from gradgen import custom_rules, guards
+from gradgen.analysis import activity, sameshape, arrays as shapes, aliasing as sharing, stated as static_shapes
+from gradgen.frontend import closures, lower, parse
+from gradgen.transform import cse
+from gradgen.codegen import emit, freshness, derivatives as kinds
+from gradgen.transform.reverse import backward as reverse
+from gradgen.ir import simplify
+from gradgen.frontend import custom_calls as custom_rules
+from gradgen.codegen import guards
 
 from gradgen.errors import CompileError
-from gradgen.ir import Assign, Call, Const, For, If, IndexAdd, Init, Save, Spelled, Var, While, expressions, variables, walk
-from gradgen.naming import ModuleNamer, identifiers, top_level_identifiers
-from gradgen.structured import NeedsStructure, UsedWhole
+from gradgen.ir.nodes import Assign, Call, Const, For, If, IndexAdd, Init, Save, Spelled, Var, While, expressions, variables, walk
+from gradgen.codegen.naming import ModuleNamer, identifiers, top_level_identifiers
+from gradgen.frontend.structured import NeedsStructure, UsedWhole
 
 HEADER_MARK = freshness.HEADER_MARK
 BACKWARD = "backward pass: upstream gradient times local gradient, last statement first"
@@ -49,29 +53,29 @@ class CompiledModule:
     functions: list = field(default_factory=list)
     module: object = None
     skipped: dict = field(default_factory=dict)  # function -> why it has no gradient
-    backend: str = "numpy"  # "array-api": the text respelled by gradgen/backend.py
-    jit: str = "none"  # "numba": the functions decorated for numba.njit by gradgen/jit.py
+    backend: str = "numpy"  # "array-api": the text respelled by gradgen/codegen/array_api.py
+    jit: str = "none"  # "numba": the functions decorated for numba.njit by gradgen/codegen/numba_jit.py
 
 
 def compile_source(source, filename="<string>", functions=None, wrt=None, emit_kinds=("grad",),
                    backend="numpy", jit="none", shapes=None, shapes_from=None, constants=None) -> CompiledModule:
     """Compile every selected top-level function of `source` (str or bytes) to gradient code
-    (and the other kinds `emit_kinds` names: see gradgen.kinds); `backend="array-api"`
-    respells the NumPy module for any Array API library (gradgen/backend.py); `jit="numba"`
-    decorates its functions for numba.njit (gradgen/jit.py). `shapes` ({parameter: shape},
+    (and the other kinds `emit_kinds` names: see gradgen.codegen.derivatives); `backend="array-api"`
+    respells the NumPy module for any Array API library (gradgen/codegen/array_api.py); `jit="numba"`
+    decorates its functions for numba.njit (gradgen/codegen/numba_jit.py). `shapes` ({parameter: shape},
     from `--shapes FILE:FUNC`, named in the header as `shapes_from`) are the shapes the
-    module assumes, as if each parameter were annotated with them (gradgen.static_shapes).
+    module assumes, as if each parameter were annotated with them (gradgen.analysis.stated).
     `constants` ({name: value}) replace the values the source gives its module constants
     (the Python API compiles again for a notebook that changed one gradgen folds)."""
     try:
         compiled = _compile_source(source, filename, functions, wrt, tuple(emit_kinds), shapes or {}, shapes_from,
                                    guarded=jit == "none", constants=constants)
         if backend != "numpy":
-            from gradgen import backend as backends
+            from gradgen.codegen import array_api as backends
 
             compiled.text, compiled.backend = backends.rewrite(compiled, backend), backend
         if jit != "none":
-            from gradgen import jit as jits
+            from gradgen.codegen import numba_jit as jits
 
             compiled.text, compiled.jit = jits.rewrite(compiled, jit), jit
         return compiled
@@ -84,7 +88,7 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
 
 def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assumed=None, shapes_from=None,
                     guarded=True, constants=None):
-    """`guarded`: constants as keyword arguments and shapes checked on entry (gradgen.guards);
+    """`guarded`: constants as keyword arguments and shapes checked on entry (gradgen.codegen.guards);
     not for --jit numba, which compiles module globals as the constants they are."""
     module = parse.parse_module(source, filename)
     module.constants.update({k: v for k, v in (constants or {}).items() if k in module.constants})
@@ -402,7 +406,7 @@ def _compile_function(module, fn, fnamer, names, wrt, emitter):
 
 
 def _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, array_result):
-    """The functions `--emit` asks for (gradgen.kinds): the gradient pair for a number, and
+    """The functions `--emit` asks for (gradgen.codegen.derivatives): the gradient pair for a number, and
     jvp, hvp, hessian, vjp, jacobian; a kind that needs another writes it too."""
     wanted = set(emit_kinds) | {kinds.NEEDS[k] for k in emit_kinds if k in kinds.NEEDS}
     if array_result:
@@ -521,7 +525,7 @@ def reverse_parts(module, fn, fnamer, wrt, emitter, seed=None):
 
 
 def _shared(fn, forward, backward, fnamer, arrays):
-    """Every forward value computed once (gradgen.cse), in the function the value and the
+    """Every forward value computed once (gradgen.transform.cse), in the function the value and the
     gradient come from; a forward statement in place (`x[i] = e`, `x += e`) keeps every
     statement's own name from standing for its value later."""
     adjoint_names = frozenset(s.target for s in walk(backward) if isinstance(s, (Assign, IndexAdd)))
@@ -620,7 +624,7 @@ def _sigmoid_namespaces(fn):
 
 
 def _calls(expr):
-    from gradgen.ir import Call, Cond
+    from gradgen.ir.nodes import Call, Cond
 
     stack = [expr]
     while stack:
@@ -638,7 +642,3 @@ def load_module(text, name="gradgen_generated"):
     mod.__file__ = f"<{name}>"
     exec(compile(text, mod.__file__, "exec"), mod.__dict__)
     return mod
-
-
-# file handling lives in gradgen/files.py; these names stay importable from here
-from gradgen.files import compile_file, output_path, read_source, write_atomically  # noqa: E402,F401

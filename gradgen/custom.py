@@ -1,5 +1,5 @@
 """`gradgen.custom_vjp` and `gradgen.stop_gradient` as your file runs them: nothing is done
-to the numbers. gradgen reads both from the source (gradgen/custom_rules.py) and writes the
+to the numbers. gradgen reads both from the source (gradgen/frontend/custom_calls.py) and writes the
 rule into the generated backward pass; the generated module never imports gradgen.
 
     @gradgen.custom_vjp                   # or @gradgen.custom_vjp(estimator=True)
@@ -17,7 +17,7 @@ function (unless it is marked an estimator: deliberately not the derivative).
 for NumPy, sympy or black through it.
 """
 
-# Set by `gradgen check` alone (gradgen/custom_check.py): while it runs finite differences
+# Set by `gradgen check` alone (gradgen/verify/custom.py): while it runs finite differences
 # with the values stop_gradient took at the check point held constant. None otherwise.
 _stop_hook = None
 

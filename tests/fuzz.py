@@ -70,9 +70,9 @@ from array_programs import seeded_array_program  # noqa: E402
 from grammar_programs import seeded_grammar_program  # noqa: E402
 from gradgen import CompileError, compile_source, load_module  # noqa: E402
 from gradgen.limits import time_limit  # noqa: E402
-from gradgen.emit import unformatted  # noqa: E402
-from gradgen.static_shapes import shapes_of_point, symbolic_shapes  # noqa: E402
-from gradgen.verify import check_source  # noqa: E402
+from gradgen.codegen.emit import unformatted  # noqa: E402
+from gradgen.analysis.stated import shapes_of_point, symbolic_shapes  # noqa: E402
+from gradgen.verify.check import check_source  # noqa: E402
 from programs import build_program, seeded_control_program, SeededChoices  # noqa: E402
 from rewrite import draws, effects, functions, lists, rewrite  # noqa: E402
 from rewrite_structured import structured  # noqa: E402

@@ -37,9 +37,9 @@ import numpy as np
 
 import fuzz
 from gradgen import CompileError, compile_source, load_module
-from gradgen.emit import unformatted
-from gradgen.static_shapes import shapes_of_point, symbolic_shapes
-from gradgen.verify import check_source
+from gradgen.codegen.emit import unformatted
+from gradgen.analysis.stated import shapes_of_point, symbolic_shapes
+from gradgen.verify.check import check_source
 
 CHECK_EVERY = 3  # `gradgen check` (its sympy reference: 3/4 of the time) on every 3rd program
 STEPS = (1e-6, 1e-5)  # central differences at two steps: where they disagree, no verdict

@@ -169,8 +169,8 @@ def _corpus_points():
         sys.path.insert(0, str(ROOT / "tests" / "stubs"))
     sys.path.insert(0, str(ROOT))
     from gradgen import compile_source
-    from gradgen.finite import sample_points
-    from gradgen.usercode import run_original
+    from gradgen.verify.finite import sample_points
+    from gradgen.verify.usercode import run_original
     import tests.test_arrays as arrays
     import tests.test_control_flow as control
     import tests.test_corpus as scalar
@@ -246,8 +246,8 @@ class _Generic:
 
 def _example_points():
     from gradgen import compile_source
-    from gradgen.finite import sample_points
-    from gradgen.usercode import run_original
+    from gradgen.verify.finite import sample_points
+    from gradgen.verify.usercode import run_original
 
     spec = importlib.util.spec_from_file_location("gradgen_example_inputs", ROOT / "examples" / "inputs.py")
     inputs = importlib.util.module_from_spec(spec)

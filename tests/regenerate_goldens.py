@@ -10,7 +10,7 @@ The golden tests compare byte for byte; this is how a deliberate change to the o
 from pathlib import Path
 
 from gradgen import compile_source
-from gradgen.files import compile_file
+from gradgen.tools.files import compile_file
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = {"decay_model": ("grad", "hessian"), "rosenbrock": ("grad", "jvp", "hvp", "hessian")}

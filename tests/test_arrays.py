@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from gradgen import compile_source, load_module
-from gradgen.verify import check_source
+from gradgen.verify.check import check_source
 
 CORPUS = Path(__file__).parent / "corpus" / "arrays"
 

@@ -24,11 +24,11 @@ import numpy as np
 import pytest
 
 from gradgen import CompileError, compile_source, load_module
-from gradgen.ir import Call, Var
-from gradgen.shapes import may_be_array
-from gradgen.static_shapes import shapes_of_point
-from gradgen.symbolic import sympy_gradient
-from gradgen.verify import check_source
+from gradgen.ir.nodes import Call, Var
+from gradgen.analysis.arrays import may_be_array
+from gradgen.analysis.stated import shapes_of_point
+from gradgen.verify.symbolic import sympy_gradient
+from gradgen.verify.check import check_source
 
 RNG = np.random.default_rng(20)
 A = RNG.normal(size=4)

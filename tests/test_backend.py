@@ -1,4 +1,4 @@
-"""`gradgen compile --backend array-api` (gradgen/backend.py): the generated text, the same
+"""`gradgen compile --backend array-api` (gradgen/codegen/array_api.py): the generated text, the same
 gradients as the NumPy backend on NumPy, Dask (lazily), PyTorch and array-api-strict
 arrays, the refusals, the header and the command.
 
@@ -16,8 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gradgen import cli, compile_source, freshness, load_module
-from gradgen.backend import recorded
+from gradgen import compile_source, load_module
+from gradgen.tools import cli
+from gradgen.codegen import freshness
+from gradgen.codegen.array_api import recorded
 from gradgen.errors import CompileError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,5 +1,5 @@
 """`gradgen check` keeps pace with long loops: sympy differentiates each distinct statement
-once (gradgen/symbolic_plans.py) and evaluates its derivatives in floats at every execution,
+once (gradgen/verify/symbolic_plans.py) and evaluates its derivatives in floats at every execution,
 with the verdicts and numbers of differentiating every execution at 30 digits.
 
 The reference table below was recorded before that change, by the 30-digit trace, on the
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import sympy
 
-from gradgen import finite, symbolic, verify
+from gradgen.verify import finite, trace, check as verify
 from gradgen.api import compile_source
-from gradgen.symbolic import sympy_gradient
+from gradgen.verify.symbolic import sympy_gradient
 
 FIT = (Path(__file__).resolve().parent.parent / "benchmarks" / "lotka_volterra_500.py").read_text()
 
@@ -83,7 +83,7 @@ def test_the_sympy_work_does_not_grow_with_the_loop(monkeypatch):
 
     monkeypatch.setattr(sympy, "diff", counting("diff", sympy.diff))
     monkeypatch.setattr(sympy, "lambdify", counting("lambdify", sympy.lambdify))
-    monkeypatch.setattr(symbolic._Trace, "_exact_partials", counting("30 digits", symbolic._Trace._exact_partials))
+    monkeypatch.setattr(trace._Trace, "_exact_partials", counting("30 digits", trace._Trace._exact_partials))
     seen = []
     for steps in (5, 40):
         counts.clear()

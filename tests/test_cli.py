@@ -87,7 +87,8 @@ def test_seed_example_compile_check(tmp_path):
 
 def test_check_fails_loudly_on_a_wrong_rule(work, monkeypatch, capsys):
     """`check` can fail: with a deliberately wrong rule for sin it names the parameter."""
-    from gradgen import cli, primitives
+    from gradgen.tools import cli
+    from gradgen.rules import table as primitives
 
     broken = primitives.TABLE["sin"].__class__(**{**primitives.TABLE["sin"].__dict__,
                                                   "vjp": (lambda g, out, x: g * primitives.F.sin(x),)})

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gradgen import CompileError, compile_source, load_module
-from gradgen.verify import check_source
+from gradgen.verify.check import check_source
 
 PROGRAMS = {
     "lambda_called": ("""

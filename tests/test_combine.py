@@ -1,4 +1,4 @@
-"""How one statement's contributions are added (gradgen/combine.py, reverse_merge.py) and
+"""How one statement's contributions are added (gradgen/transform/reverse/factoring.py, reverse_merge.py) and
 values only measured are left uncomputed (sameshape.measured_elsewhere): the text a person
 would write, and, on programs built to break each rule, the gradient sympy and finite
 differences give."""
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from gradgen import compile_source, load_module
-from gradgen.verify import check_source
+from gradgen.verify.check import check_source
 
 
 def _function(text, name):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from gradgen import compile_source, load_module
-from gradgen.verify import check_source
+from gradgen.verify.check import check_source
 
 CORPUS = Path(__file__).parent / "corpus" / "scalar"
 

@@ -1,5 +1,5 @@
-"""Every forward value computed once (gradgen/cse.py), shapes read from names
-(gradgen/sameshape.py), and the names of issue 11: the generated text says what it should,
+"""Every forward value computed once (gradgen/transform/cse.py), shapes read from names
+(gradgen/analysis/sameshape.py), and the names of issue 11: the generated text says what it should,
 and a value is never reused where it could mean another number (branches, loop trips,
 overwrites, in-place writes), checked against central differences of the source."""
 
@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from gradgen import compile_source, load_module
-from gradgen.ir import Call, Const, Var
-from gradgen.lower import lower_function, sigmoid_helper_name
-from gradgen.naming import ModuleNamer, identifiers
-from gradgen.parse import parse_module
-from gradgen.sameshape import NUMBER, SameShape
-from gradgen.shapes import array_values
+from gradgen.ir.nodes import Call, Const, Var
+from gradgen.frontend.lower import lower_function, sigmoid_helper_name
+from gradgen.codegen.naming import ModuleNamer, identifiers
+from gradgen.frontend.parse import parse_module
+from gradgen.analysis.sameshape import NUMBER, SameShape
+from gradgen.analysis.arrays import array_values
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -11,9 +11,9 @@ import pytest
 
 import gradgen
 from gradgen import CompileError, compile_source, load_module
-from gradgen.cli import main
-from gradgen.usercode import run_module
-from gradgen.verify import check_source
+from gradgen.tools.cli import main
+from gradgen.verify.usercode import run_module
+from gradgen.verify.check import check_source
 
 SAFE_LOG = '''\
 import numpy as np

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from gradgen import compile_source, load_module
-from gradgen.cli import format_report
-from gradgen import verify
-from gradgen.verify import check_source
+from gradgen.tools.cli import format_report
+from gradgen.verify import check as verify
+from gradgen.verify.check import check_source
 
 ROOT = Path(__file__).resolve().parent.parent
 nan, inf = math.nan, math.inf

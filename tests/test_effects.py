@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from gradgen import compile_source, load_module
-from gradgen.verify import check_source
+from gradgen.verify.check import check_source
 
 VAE = textwrap.dedent('''
     import logging

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from gradgen.finite import Difference, difference, is_kink
-from gradgen.report import judge, rel_error
+from gradgen.verify.finite import Difference, difference, is_kink
+from gradgen.verify.report import judge, rel_error
 
 H = 1e-7  # the one-sided step at a point of scale 1
 

@@ -18,8 +18,10 @@ import pytest
 
 import fuzz
 from conftest import budget
-from gradgen import CompileError, cli, primitives
-from gradgen.report import Row
+from gradgen import CompileError
+from gradgen.tools import cli
+from gradgen.rules import table as primitives
+from gradgen.verify.report import Row
 
 ROOT = Path(__file__).resolve().parent.parent
 CI_PROGRAMS = budget(160, 1000)  # the 20,000-program soak: python -m tests.fuzz --programs 20000
@@ -175,7 +177,7 @@ def primitives_used_by_scalar_programs():
             "arctan2", "power", "square", "maximum", "minimum", "clip", "where", "reciprocal"]
 
 
-# The library's scalar rules (gradgen/rules_special.py; erfc beside erf): sympy.diff checks each
+# The library's scalar rules (gradgen/rules/special.py; erfc beside erf): sympy.diff checks each
 # in tests/test_rules.py and finite differences on arrays in tests/test_library_rules.py; the
 # fuzzer's grammar (math and NumPy only, no SciPy import) does not generate them yet.
 NOT_YET_FUZZED = {"erfc", "logaddexp", "logaddexp2", "gammaln", "digamma", "polygamma", "xlogy", "log_expit",
@@ -429,7 +431,7 @@ def test_soak_1215_a_pair_closures_result_is_not_updated_in_place(index, name):
 ])
 def test_soak_1217_forward_mode_and_generator(index, why):
     """Soak seed 1217 (on 4949e3c): two wrong or failing forward-mode results, fixed as
-    classes in gradgen/forward.py (a new array's tangent is a new array where anything is
+    classes in gradgen/transform/forward.py (a new array's tangent is a new array where anything is
     written in place; a list's zero is a list of zeros), and one generator gap."""
     case = fuzz.generate(1217, index)
     assert fuzz.run(case) == fuzz.Outcome(case, "ok"), why
@@ -439,6 +441,6 @@ def test_soak_1218_two_reductions_that_keep_their_axes_are_not_the_same_shape():
     """Soak seed 1218 #17014 (on 9423280), a silent wrong gradient: `u = np.mean(b, axis=1,
     keepdims=True)` and `y = np.sum(b, keepdims=True)` were taken for the same shape (both
     'b reduced, axes kept'), so `u / y`'s gradient for y was not summed back to y's (1, 1).
-    The shape key of a reduction now holds its axes (gradgen/sameshape.py)."""
+    The shape key of a reduction now holds its axes (gradgen/analysis/sameshape.py)."""
     case = fuzz.generate(1218, 17014, only="classic")
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")

@@ -14,7 +14,7 @@ import pytest
 import fuzz
 import grammar_checks
 from conftest import budget
-from gradgen import primitives
+from gradgen.rules import table as primitives
 from grammar_programs import seeded_grammar_program
 
 GRAMMAR_PROGRAMS = budget(80, 1000)  # unshrunk (a failure is saved as drawn): python -m tests.fuzz --only grammar

@@ -16,8 +16,8 @@ import pytest
 
 from gradgen.api import compile_source, load_module
 from gradgen.errors import CompileError
-from gradgen.graph import MAX_NODES, graph_source
-from gradgen.graph_svg import dot, svg
+from gradgen.tools.graph import MAX_NODES, graph_source
+from gradgen.tools.graph_svg import dot, svg
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "examples" / "seed_net.py"

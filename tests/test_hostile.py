@@ -38,7 +38,9 @@ from pathlib import Path
 import pytest
 
 from conftest import soaking
-from gradgen import cli, limits, parse
+from gradgen import limits
+from gradgen.tools import cli
+from gradgen.frontend import parse
 from gradgen.api import HEADER_MARK, compile_source, load_module
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -840,7 +842,7 @@ def test_source_text_cannot_inject_code(tmp_path, capsys, monkeypatch):
     module = load_module(text)
     assert not (tmp_path / "INJECTED").exists()
     assert module.f_grad.__defaults__ == (0.5, -0.0, math.inf) and math.copysign(1, module.f_grad.__defaults__[1]) == -1
-    # the constants it reads are keyword arguments defaulting to their copies (gradgen.guards)
+    # the constants it reads are keyword arguments defaulting to their copies (gradgen.codegen.guards)
     assert module.f_grad.__kwdefaults__ == {"np_": 1.0, "A": 2.0, "B": -0.0, "C": math.inf, "L" * 300: 3.0}
     assert (module.A, module.C, getattr(module, "L" * 300)) == (2.0, math.inf, 3.0)
     assert math.copysign(1, module.B) == -1
@@ -904,7 +906,7 @@ def test_a_failure_mid_write_keeps_the_old_file_and_leaves_no_temporary(where, p
     target = project / "generated" / "loss_grad.py"
     old = target.read_bytes()
     (project / "loss.py").write_text(SIMPLE.replace("z * z", "z * z * z"))
-    import gradgen.files as files
+    import gradgen.tools.files as files
 
     error = KeyboardInterrupt() if where == "interrupt" else Boom(28, "No space left on device")
     if where == "write":
@@ -1002,7 +1004,7 @@ def test_a_symlink_in_the_way_is_judged_by_what_it_points_to(project, capsys):
 
 
 def test_an_unwritable_output_folder_is_a_clear_error(project, capsys, monkeypatch):
-    import gradgen.files as files
+    import gradgen.tools.files as files
 
     def denied(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
@@ -1021,13 +1023,13 @@ def test_an_unwritable_output_folder_is_a_clear_error(project, capsys, monkeypat
 RACE = '''
 import sys, time
 sys.path.insert(0, {root!r})
-import gradgen.api, gradgen.cli, black  # imported before the start, so that all start together
+import gradgen.api, gradgen.tools.cli, black  # imported before the start, so that all start together
 start, rounds = float(sys.argv[1]), int(sys.argv[2])
 statuses = []
 for r in range(rounds):
     while time.time() < start + r * 0.5:
         time.sleep(0.001)
-    statuses.append(gradgen.cli.main(["compile", "race.py", "--out-dir", "out"]))
+    statuses.append(gradgen.tools.cli.main(["compile", "race.py", "--out-dir", "out"]))
 sys.exit(max(statuses))
 '''
 

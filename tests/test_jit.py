@@ -1,4 +1,4 @@
-"""`gradgen compile --jit numba` (gradgen/jit.py, gradgen/jit_rules.py): the generated text
+"""`gradgen compile --jit numba` (gradgen/codegen/numba_jit.py, gradgen/codegen/numba_check.py): the generated text
 (golden, and the plain text plus only the jit's edits), the same values and gradients as the
 plain module on the seed network and the scalar corpus with loops, the descending ranges,
 the placeholders' types, the exact refusals, the header and the command.
@@ -18,10 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gradgen import api, cli, compile_source, freshness, load_module
+from gradgen import api, compile_source, load_module
+from gradgen.tools import cli
+from gradgen.codegen import freshness
 from gradgen.errors import CompileError
-from gradgen.jit import recorded
-from gradgen.jit_spell import descending
+from gradgen.codegen.numba_jit import recorded
+from gradgen.codegen.numba_spell import descending
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden_jit"

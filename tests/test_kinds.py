@@ -22,7 +22,7 @@ import pytest
 import scipy.optimize
 
 from gradgen import compile_source, load_module
-from gradgen import emit
+from gradgen.codegen import emit
 from gradgen.errors import CompileError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -426,7 +426,7 @@ def sorted_loss(x):
 
 
 def test_a_kind_that_disagrees_is_a_failed_row():
-    from gradgen.check_kinds import KindReport, KindRow, format_kinds
+    from gradgen.verify.derivatives import KindReport, KindRow, format_kinds
 
     report = KindReport("loss", "loss_hvp", "hvp", [KindRow("hvp", "against finite differences of the gradient",
                                                            3e-3, 1)])

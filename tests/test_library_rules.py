@@ -1,4 +1,4 @@
-"""The library rules (gradgen/rules_special.py, rules_linalg.py, rules_shape.py) against
+"""The library rules (gradgen/rules/special.py, rules_linalg.py, rules_shape.py) against
 central finite differences: for each array rule, a small loss `np.sum(W * f(...))` (W a
 fixed random weight, so every element of the result counts differently) is compiled with
 compile_source, and its gradient is compared with central differences of the original
@@ -19,7 +19,7 @@ import pytest
 
 from gradgen import compile_source, load_module
 from gradgen.errors import CompileError
-from gradgen.primitives import TABLE
+from gradgen.rules.table import TABLE
 
 if importlib.util.find_spec("scipy.linalg") is None:
     pytest.skip("needs SciPy (the tests/stubs stand-in has scipy.special.expit only)", allow_module_level=True)

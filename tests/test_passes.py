@@ -2,10 +2,11 @@
 
 import textwrap
 
-from gradgen import activity, reverse
-from gradgen.lower import lower_function, sigmoid_helper_name
-from gradgen.naming import ModuleNamer, identifiers
-from gradgen.parse import parse_module
+from gradgen.analysis import activity
+from gradgen.transform.reverse import backward as reverse
+from gradgen.frontend.lower import lower_function, sigmoid_helper_name
+from gradgen.codegen.naming import ModuleNamer, identifiers
+from gradgen.frontend.parse import parse_module
 
 
 def _lower(source, name="f"):

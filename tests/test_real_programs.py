@@ -30,8 +30,8 @@ import numpy as np
 import pytest
 
 from gradgen import CompileError, compile_source
-from gradgen.cli import main as gradgen_main
-from gradgen.verify import check_source
+from gradgen.tools.cli import main as gradgen_main
+from gradgen.verify.check import check_source
 
 # (file, function) -> the message gradgen refuses it with today. Prune as capabilities land.
 BLOCKED = {

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 import gradgen
-from gradgen import CompileError, compile_source, emit, load_module
+from gradgen import CompileError, compile_source, load_module
+from gradgen.codegen import emit
 
 _RNG = np.random.default_rng(20)
 V = np.array([0.3, 0.6, 1.5, 2.1])

@@ -18,7 +18,8 @@ import copy
 import numpy as np
 import pytest
 
-from gradgen import compile_source, emit, load_module
+from gradgen import compile_source, load_module
+from gradgen.codegen import emit
 from gradgen.errors import CompileError
 
 X5 = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
@@ -413,7 +414,7 @@ def f(x):
 
 
 def test_check_with_forward_kinds_and_no_point_says_so_without_an_internal_error(tmp_path, monkeypatch):
-    from gradgen import cli
+    from gradgen.tools import cli
 
     (tmp_path / "writes.py").write_text("import numpy as np\n" + WRITES["list_variable"][0])
     monkeypatch.chdir(tmp_path)

@@ -5,9 +5,9 @@ import random
 import pytest
 import sympy
 
-from gradgen.ir import Var
-from gradgen.primitives import TABLE, is_scalar_rule
-from gradgen.verify import _Symbolic
+from gradgen.ir.nodes import Var
+from gradgen.rules.table import TABLE, is_scalar_rule
+from gradgen.verify.check import _Symbolic
 
 RULES = [(name, arity) for name, prim in sorted(TABLE.items()) if is_scalar_rule(prim)
          for arity in ((prim.arity,) if prim.arity is not None else (2, 3))]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gradgen import CompileError, compile_source, load_module
-from gradgen.cli import main
+from gradgen.tools.cli import main
 
 SOURCE = '''import numpy as np
 

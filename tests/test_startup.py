@@ -25,7 +25,7 @@ def imported_after(code, cwd=ROOT):
 
 def cli(argv):
     """A gradgen command, run in-process the way the console script runs it."""
-    return (f"import gradgen.cli\ntry:\n    rc = gradgen.cli.main({argv!r})\nexcept SystemExit as exc:\n"
+    return (f"import gradgen.tools.cli\ntry:\n    rc = gradgen.tools.cli.main({argv!r})\nexcept SystemExit as exc:\n"
             f"    rc = exc.code\nprint('status', rc)")
 
 

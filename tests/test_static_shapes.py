@@ -1,4 +1,4 @@
-"""Static shapes (gradgen/static_shapes.py): what annotations, defaults and `--shapes` say,
+"""Static shapes (gradgen/analysis/stated.py): what annotations, defaults and `--shapes` say,
 how it flows, and that a gradient written for known shapes is the gradient.
 
 The corpus sweep compiles every corpus function that has an example point three ways (no
@@ -21,8 +21,8 @@ import pytest
 from differences import central
 from gradgen import compile_source, load_module
 from gradgen.errors import CompileError
-from gradgen.ir import Call, Var
-from gradgen.static_shapes import (StaticShapes, annotated_shape, broadcast, dims_of, shapes_of_point,
+from gradgen.ir.nodes import Call, Var
+from gradgen.analysis.stated import (StaticShapes, annotated_shape, broadcast, dims_of, shapes_of_point,
                                    symbolic_shapes)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -317,7 +317,7 @@ def f(A: Float[np.ndarray, "_ _"], B: Float[np.ndarray, "k m"], C: Float[np.ndar
 def test_a_matmul_whose_gradient_was_stretched(stated):
     """(A @ B) + C with C larger: the gradient reaching A @ B is summed back exactly where
     the shapes are all stated, and by the helper (never by recomputing A @ B) where not."""
-    from gradgen.verify import check_source
+    from gradgen.verify.check import check_source
 
     source = STRETCHED_MATMUL.replace('"_ _"', f'"{stated}"')
     text = compile_source(source, "mm.py").text
@@ -341,7 +341,7 @@ def f(a: Float[np.ndarray, "n"], b: Float[np.ndarray, "m"], W: Float[np.ndarray,
 
 
 def test_a_concatenations_gradient_is_slices():
-    from gradgen.verify import check_source
+    from gradgen.verify.check import check_source
 
     text = compile_source(CONCATENATED, "cat.py").text
     code = " ".join(_grad_function(text, "f_grad").split())

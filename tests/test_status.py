@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gradgen import __version__, cli, freshness
+from gradgen import __version__
+from gradgen.tools import cli
+from gradgen.codegen import freshness
 from gradgen.api import compile_source
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ import pytest
 import sympy
 
 from gradgen import CompileError, compile_source, load_module
-from gradgen.verify import check_source
+from gradgen.verify.check import check_source
 
 HEADER = "import numpy as np\nimport math\n\n"
 

@@ -23,7 +23,8 @@ import fuzz
 import numpy as np
 import pytest
 
-from gradgen import CompileError, compile_source, emit, load_module
+from gradgen import CompileError, compile_source, load_module
+from gradgen.codegen import emit
 
 _RNG = np.random.default_rng(2020)
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from gradgen import compile_source, load_module
-from gradgen import emit
+from gradgen.codegen import emit
 
 A = np.array([[2.0, 0.5, 0.1], [0.3, 1.5, -0.2], [0.1, 0.2, 1.0]])
 HEADER = "import numpy as np\n\nA = np.array([[2.0, 0.5, 0.1], [0.3, 1.5, -0.2], [0.1, 0.2, 1.0]])\n\n"
@@ -489,7 +489,7 @@ def test_no_array_made_where_the_rules_take_the_zero():
 def test_check_takes_a_container_for_a_parameter_the_function_never_reads():
     """`check` refused a dict for an unused parameter ("uses it only as a number or an
     array"); its gradient is now a dict of zeros, checked leaf by leaf."""
-    from gradgen.verify import check_source
+    from gradgen.verify.check import check_source
 
     source = HEADER + "def f(x, p):\n    return np.sum(x ** 2)\n"
     point = {"x": np.array([1.0, 2.0]), "p": {"V": np.ones(2), "c": (1.0, np.ones(3))}}

@@ -1,0 +1,229 @@
+"""Stage 3, analyse: which parameters to differentiate, and which values are active.
+
+As in Tapenade: a value is *varied* if it depends, through differentiable positions, on a
+parameter being differentiated, and *useful* if the result depends on it the same way.
+Only values that are both (active) get adjoints. Differentiable positions are the inputs
+a primitive has a rule for, and both branches of a conditional expression; comparisons,
+piecewise-constant functions (floor, round, ...), branch conditions and integer positions
+(int(), range(), ...) carry no derivative.
+
+Straight-line code is one walk each way. A loop is walked until its sets stop growing
+(values flow from one iteration to the next); the sets only grow, so that ends after at
+most as many rounds as the loop has variables, and in practice after two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gradgen.errors import CompileError
+from gradgen.ir.nodes import Assign, Call, Cond, For, If, Var, While, expressions, is_draw, variables, walk
+from gradgen.rules.table import TABLE
+
+
+@dataclass
+class Activity:
+    wrt: list  # parameter names, in parameter order
+    active: set  # names (parameters and SSA values) that get adjoints
+
+
+def diff_vars(expr, out=None):
+    """Names in differentiable positions of `expr` (the ones a derivative flows to)."""
+    out = set() if out is None else out
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Var):
+            out.add(e.name)
+        elif isinstance(e, Call):
+            prim = TABLE[e.prim]
+            if prim.kind == "smooth":
+                stack.extend(a for i, a in enumerate(e.args) if _has_rule(prim, i))
+        elif isinstance(e, Cond):
+            stack.extend((e.body, e.orelse))
+    return out
+
+
+def _has_rule(prim, i):
+    if prim.vjp is None:
+        return False
+    return prim.vjp[0](i) is not None if prim.arity is None else prim.vjp[i] is not None
+
+
+def choose_wrt(fn, wrt):
+    """The parameters of `fn` to differentiate: those named in `wrt`, or the default.
+
+    Default: every parameter except those used only where no derivative exists, and the
+    keyword-only ones (after `*`: data such as X, y); an unused parameter stays in (its
+    gradient is an exact zero).
+    """
+    left_out = left_out_parameters(fn, wrt)
+    return [p.name for p in fn.params if p.name not in left_out]
+
+
+def left_out_parameters(fn, wrt):
+    """{parameter: why it is not differentiated}, in parameter order: what `compile` prints,
+    so that a surprising default is seen at once."""
+    names = [p.name for p in fn.params]
+    if wrt is not None:  # each name belongs to some selected function (checked by the caller)
+        return {n: "not named in --wrt" for n in names if n not in set(wrt)}
+    used, used_diff, drawn_from = set(), set(), set()
+    for expr, differentiable in _all_expressions(fn):
+        used |= {v.name for v in variables(expr)}
+        if is_draw(expr):
+            drawn_from |= {v.name for v in variables(expr)}
+        if differentiable:
+            diff_vars(expr, used_diff)
+    data = {p.name for p in fn.params if p.keyword_only}
+    functions = {p.name: p.function for p in fn.params if p.function}
+    counts = _integer_parameters(fn, names)
+    why = {}
+    for n in names:
+        if n in functions:
+            why[n] = "a function: the gradient is compiled for its default"
+        elif n in data:
+            why[n] = "keyword-only data"
+        elif n in counts:
+            why[n] = "a count or an index: it reaches range(), int() or an index"
+        elif n in used and n not in used_diff and n in drawn_from:
+            why[n] = "a random state: it draws, and a draw has no derivative"
+        elif n in used and n not in used_diff:
+            why[n] = "used only where no derivative exists (comparisons, floor, ...)"
+    return why
+
+
+def _integer_parameters(fn, names):
+    """Parameters whose values flow into an integer position (a range bound, int(), ...):
+    counts and indices, which the default leaves out rather than refuse."""
+    origins = {n: {n} for n in names}
+
+    def flow(stmts):
+        for stmt in stmts:
+            if isinstance(stmt, Assign):
+                found = set()
+                for v in diff_vars(stmt.expr):
+                    found |= origins.get(v, set())
+                if found - origins.get(stmt.target, set()):
+                    origins[stmt.target] = origins.get(stmt.target, set()) | found
+            elif isinstance(stmt, If):
+                flow(stmt.body)
+                flow(stmt.orelse)
+            elif isinstance(stmt, (For, While)):
+                before = None
+                while before != sum(map(len, origins.values())):
+                    before = sum(map(len, origins.values()))
+                    flow(stmt.body)
+
+    flow(fn.body)
+    counts = set()
+    for stmt in walk(fn.body):
+        for expr in expressions(stmt):
+            for positions in _integer_positions(expr):
+                for arg in positions:
+                    for v in diff_vars(arg):
+                        counts |= origins.get(v, set())
+    return counts
+
+
+# the arguments of a read or write that are its index (`x[i]`, `x[i] = v`, `params[i][j]`)
+_INDEXES = {"getitem": 1, "list_get": 1, "tree_get": 1, "setitem": 2}
+
+
+def _integer_positions(expr):
+    """The arguments in integer positions: of int(), range(), len(), ...; and indices."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Call):
+            if TABLE[e.prim].kind == "integer":
+                yield e.args
+            elif e.prim in _INDEXES:
+                yield e.args[_INDEXES[e.prim]:]
+            stack.extend(e.args)
+        elif isinstance(e, Cond):
+            stack.extend((e.test, e.body, e.orelse))
+
+
+def _all_expressions(fn):
+    """(expression, whether a derivative can flow through it): conditions and ranges cannot."""
+    for stmt in walk(fn.body):
+        for expr in expressions(stmt):
+            yield expr, isinstance(stmt, Assign)
+    yield fn.result, True
+
+
+def analyse(fn, wrt, module) -> Activity:
+    """Varied forward, useful backward, active = both; refuse integer uses of varied values."""
+    origin = {w: w for w in wrt}  # varied name -> the parameter it depends on
+    _varied(fn.body, origin)
+    useful = diff_vars(fn.result)
+    _useful(fn.body, useful)
+    for stmt in walk(fn.body):
+        if isinstance(stmt, Assign) and stmt.target in useful:
+            _refuse_integer_uses(stmt.expr, origin, module)
+        elif isinstance(stmt, (For, While, If)):
+            _refuse_integer_uses(expressions(stmt)[0], origin, module)
+    return Activity(list(wrt), {n for n in useful if n in origin})
+
+
+def _varied(stmts, origin):
+    """Forward: a target is varied if a varied name flows into it (to a fixed point in loops)."""
+    for stmt in stmts:
+        if isinstance(stmt, Assign):
+            for name in sorted(diff_vars(stmt.expr)):
+                if name in origin:
+                    origin.setdefault(stmt.target, origin[name])
+                    break
+        elif isinstance(stmt, If):
+            _varied(stmt.body, origin)
+            _varied(stmt.orelse, origin)
+        elif isinstance(stmt, (For, While)):
+            size = -1
+            while size != len(origin):
+                size = len(origin)
+                _varied(stmt.body, origin)
+
+
+def _useful(stmts, useful):
+    """Backward: what a useful target reads differentiably is useful (fixed point in loops)."""
+    for stmt in reversed(stmts):
+        if isinstance(stmt, Assign):
+            if stmt.target in useful:
+                diff_vars(stmt.expr, useful)
+        elif isinstance(stmt, If):
+            _useful(stmt.body, useful)
+            _useful(stmt.orelse, useful)
+        elif isinstance(stmt, (For, While)):
+            size = -1
+            while size != len(useful):
+                size = len(useful)
+                _useful(stmt.body, useful)
+
+
+def _refuse_integer_uses(expr, origin, module):
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Call):
+            if TABLE[e.prim].kind == "integer":
+                _refuse(e, origin, module)
+            elif e.prim == "getitem":
+                _refuse(Call("index", e.args[1:], loc=e.loc), origin, module)
+            elif e.prim == "setitem":
+                _refuse(Call("index", e.args[2:], loc=e.loc), origin, module)
+            stack.extend(e.args)
+        elif isinstance(e, Cond):
+            stack.extend((e.test, e.body, e.orelse))
+
+
+def _refuse(call, origin, module):
+    reached = set()
+    for arg in call.args:
+        diff_vars(arg, reached)
+    for v in sorted(reached):
+        if v in origin:
+            line, col = call.loc or (None, None)
+            where = {"index": "an index"}.get(call.prim, f"{call.prim}()")
+            raise CompileError(
+                f"'{origin[v]}' is differentiated, but reaches {where}, which has no "
+                f"derivative; leave it out with --wrt", module.filename, line, col, module.line_text(line))

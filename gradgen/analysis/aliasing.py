@@ -1,0 +1,289 @@
+"""Analysis: may an in-place update change an array another name still reads?
+
+`x += e` on a NumPy array changes the array itself, so a copy `y = x`, a view `y = x[1:]`,
+the row of `for row in X` or a helper's argument changes with it. gradgen differentiates
+`x += e` as a new value of x (as JAX does), which is the same program only where no other
+name reads the old array afterwards. This pass finds the names each update may reach (a
+points-to analysis over the lowered function) and refuses, with a located error, where one
+of them is read later; everywhere else the update compiles, in place as you wrote it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import types
+
+from gradgen.analysis import arrays as shapes
+from gradgen.errors import error_at
+from gradgen.ir.nodes import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, expressions, variables, walk
+
+
+# Primitives whose result may be a view of (share memory with) their first argument.
+_VIEWS = {"getitem", "list_get", "tree_get", "reshape", "T", "transpose", "ravel", "squeeze", "expand_dims", "broadcast_to", "flip",
+          "float", "pos", "array", "stop_gradient", "custom_vjp", "custom_estimator"}
+
+
+def refuse_shared_updates(fn, arrays, module, defaults_numbers=False):
+    """`x += e` on an array mutates it in place in your code, so every name sharing x's
+    memory changes too: a copy `y = x`, or a view `y = x[1:]`. gradgen's gradient treats
+    `x += e` as a new value of x, so where another name that may share x's memory there is
+    read after the update, it refuses rather than differentiate something else. A parameter
+    updated in place is fine: the gradient is of the function of its inputs as they were
+    at the call (the generated code updates your array in place exactly where yours does)."""
+    sharers = _Sharing(fn, arrays, shapes.arrays_on_entry(fn, module, defaults_numbers)).at_updates()
+    if not any(sharers.values()):  # no update any other name may see: nothing to place
+        return
+    order, loops = _positions(fn.body)
+    reads = _reads(fn, order)
+    for s in walk(fn.body):
+        if id(s) not in sharers:
+            continue
+        at = order[id(s)]
+        around = [span for span in loops if span[0] <= at < span[1]]
+        if any(_any_in(reads.get(n, []), at + 1, math.inf, around) for n in sharers[id(s)]):
+            op, name = _AUG_OPS.get(s.expr.prim, "+"), fn.display.get(s.target, s.target)  # as you wrote it
+            where = types.SimpleNamespace(lineno=s.line, col_offset=s.col - 1)
+            if s.expr.prim == "setitem":
+                raise error_at(where, f"'{name}[...] = ...' would change an array that may share memory with "
+                                      f"another name (a copy or a view) read later; write into a copy "
+                                      f"('{name} = {name}.copy()' first)", module)
+            raise error_at(where, f"'{name} {op}= ...' would change an array that may share memory "
+                                  f"with another name (a copy or a view); write "
+                                  f"'{name} = {name} {op} ...'", module)
+
+
+def refuse_changes_the_gradient_reads(fn, arrays, module, needed, saved, defaults_numbers=False):
+    """An update that stays in place (`x[i] = e`, `x += e` keeping x's name) changes the
+    array every name that ever held it still holds: where the backward pass reads one of
+    those names (`needed`: its reads and the values it pops back), it would read the new
+    numbers, not the ones the forward pass computed with (seed 1210 #366: `inputs = z`, a
+    loop from it, then `z[1, -2] = 0.5`). Refused, with what to write. `saved`: updates the
+    forward pass no longer does in place (it keeps the old value instead)."""
+    sharing = _Sharing(fn, arrays, shapes.arrays_on_entry(fn, module, defaults_numbers), generated=True)
+    sharing.at_updates()
+    for s in walk(fn.body):
+        if id(s) not in sharing.held or (id(s) in saved and s.expr.prim != "setitem"):
+            continue
+        if sharing.held[id(s)] & needed:
+            op, name = _AUG_OPS.get(s.expr.prim, "+"), fn.display.get(s.target, s.target)
+            what = f"'{name}[...] = ...'" if s.expr.prim == "setitem" else f"'{name} {op}= ...'"
+            fix = f"'{name} = {name}.copy()' first" if s.expr.prim == "setitem" else f"'{name} = {name} {op} ...'"
+            where = types.SimpleNamespace(lineno=s.line, col_offset=s.col - 1)
+            raise error_at(where, f"{what} would change an array another name held before (a copy or a view), "
+                                  f"whose old numbers the gradient needs; write {fix}", module)
+
+
+# arguments the backward pass reads only for their shape (never their numbers)
+_SHAPE_ONLY = {"zeros_like": (0,), "ones_like": (0,), "shape": (0,), "len": (0,), "ndim": (0,), "size": (0,),
+               "unbroadcast": (1,), "scatter": (1,), "list_zeros": (0,), "zeros_like_tree": (0,),
+               "concatenate_grad": (1,), "stack_part_grad": (1,), "unconcatenate": (1,), "unjoin": (1,),
+               "broadcast": tuple(range(32))}
+
+
+def numbers_read(stmts):
+    """The names whose numbers `stmts` read (a name read only for its shape is left out:
+    `np.zeros_like(x)`, `unbroadcast(g, x)`)."""
+    found = set()
+
+    def visit(e):
+        if isinstance(e, Var):
+            found.add(e.name)
+        elif isinstance(e, Cond):
+            visit(e.test), visit(e.body), visit(e.orelse)
+        elif isinstance(e, Call):
+            skip = _SHAPE_ONLY.get(e.prim, ())
+            for i, arg in enumerate(e.args):
+                if i not in skip:
+                    visit(arg)
+
+    for t in walk(stmts):
+        for e in expressions(t):
+            visit(e)
+        for attr in ("name", "target"):  # a value popped back or added into
+            if not hasattr(t, "expr") and isinstance(getattr(t, attr, None), str):
+                found.add(getattr(t, attr))
+    return found
+
+
+class _Sharing:
+    """Which names may hold the same array, statement by statement (a points-to analysis:
+    an array is named by the statement that made it, or by the parameter it came in as).
+
+    `y = x` and `y = x[1:]` make y point where x does; any other array value is a new
+    object; `x += e` changes x's object in place. Branches join, loops run to a fixed point,
+    and `break`/`continue` carry their state to the loop's exit and head."""
+
+    def __init__(self, fn, arrays, on_entry, generated=False):
+        self.fn, self.arrays, self.on_entry, self.found = fn, arrays, on_entry, {}
+        self.generated = generated  # the generated code's arrays: `x_1 = x + e` under a new name is a new one
+        self.ever = {}  # array -> every name that held it at some point (a saved old value may still)
+        self.held = {}  # id(in-place update) -> every other name that ever held the array it changes
+
+    def at_updates(self):
+        """id(`x += e` statement) -> the other names that may share the array it changes."""
+        env = {name: frozenset([("outside", name)]) for name in self.on_entry}  # parameters, constants
+        self.block(self.fn.body, env, [])
+        return self.found
+
+    def block(self, stmts, env, exits):
+        for s in stmts:
+            if isinstance(s, Assign):
+                self.assign(s, env)
+            elif isinstance(s, If):
+                other = dict(env)
+                self.block(s.body, env, exits)
+                self.block(s.orelse, other, exits)
+                _join(env, other)
+            elif isinstance(s, (For, While)):
+                self.loop(s, env, exits)
+            elif isinstance(s, (Break, Continue)):
+                exits.append(dict(env))
+
+    def loop(self, s, env, exits):
+        while True:
+            before, inner = dict(env), []
+            body = self.iteration(s, env, inner)
+            for state in [body] + inner:
+                _join(env, state)
+            if env == before:
+                break
+        if _runs_at_least_once(s):  # `for i in range(2)`: what held before is not what holds after
+            inner = []
+            after = self.iteration(s, env, inner)
+            for state in inner:
+                _join(after, state)
+            env.clear()
+            env.update(after)
+
+    def iteration(self, s, head, exits):
+        """The state after one pass of the loop body, from the state at its head."""
+        body = dict(head)
+        if isinstance(s, For):  # a loop counter (`for row in X` reads `row = X[i]`, a view)
+            body.pop(s.target, None)
+        self.block(s.body, body, exits)
+        return body
+
+    def assign(self, s, env):
+        e = s.expr
+        if isinstance(e, Call) and e.prim in ("list", "append"):
+            # a list holds its elements: reading one back (`x = hs[i]`) shares it, and an
+            # append changes no element, so it is no update another name would see
+            held = env.get(s.target, frozenset()) if e.prim == "append" else frozenset([("made", id(s))])
+            for item in e.args[1:] if e.prim == "append" else e.args:
+                held |= _points_to(item, env) | ({("made", id(s))} if _new_array(item, self.arrays) else set())
+            env[s.target] = frozenset(held)
+            return
+        if s.augmented and isinstance(e, Call) and e.args and isinstance(e.args[0], Var) \
+                and e.args[0].name in env and (_in_place(s) or not self.generated):
+            objects = env[e.args[0].name]
+            others = {n for n, o in env.items() if o & objects and n != s.target}
+            if _in_place(s):  # every name that held the array before (`inputs = z`, then rebound)
+                self.held[id(s)] = self.held.get(id(s), set()) | (
+                    {n for o in objects for n in self.ever.get(o, ())} - {s.target})
+            self.found[id(s)] = self.found.get(id(s), set()) | others
+            env[s.target] = objects  # the same array, changed
+            return
+        if s.number:  # `u: float = ...`: a number, which nothing shares
+            env.pop(s.target, None)
+            return
+        objects = _points_to(e, env)
+        if _new_array(e, self.arrays):
+            # a new array, unlike any the statement made before (on an earlier iteration):
+            # those are "older" (the recency abstraction), so `u_new = u.copy()` in a loop
+            # that ends `u = u_new` never shares with last iteration's u
+            made, older = ("made", id(s)), ("older", id(s))
+            for name, held in env.items():
+                if made in held:
+                    env[name] = (held - {made}) | {older}
+            self.ever.setdefault(older, set()).update(self.ever.pop(made, set()))
+            objects = {older if o == made else o for o in objects} | {made}
+        if objects:
+            env[s.target] = frozenset(objects)
+            for o in objects:
+                self.ever.setdefault(o, set()).add(s.target)
+        else:
+            env.pop(s.target, None)  # a number: nothing to share
+
+
+def _in_place(s):
+    """`x += e` or `x[i] = e` that keeps x's name: the generated code changes x's array."""
+    return bool(s.expr.args) and s.expr.args[0] == Var(s.target)
+
+
+def _runs_at_least_once(s):
+    """A `for` over `range(...)` of numbers written in the source, not empty."""
+    if not (isinstance(s, For) and isinstance(s.iter, Call) and s.iter.prim == "range"):
+        return False
+    bounds = [a.value for a in s.iter.args if isinstance(a, Const) and type(a.value) is int]
+    return len(bounds) == len(s.iter.args) and len(range(*bounds)) > 0
+
+
+def _points_to(e, env):
+    """The arrays `e` may be as a reference to (or a view of) a name's."""
+    while isinstance(e, Call) and e.prim in _VIEWS and e.args:
+        e = e.args[0]
+    if isinstance(e, Var):
+        return set(env.get(e.name, ()))
+    if isinstance(e, Cond):  # `x if c else y`: either
+        return _points_to(e.body, env) | _points_to(e.orelse, env)
+    return set()
+
+
+def _new_array(e, arrays):
+    """Whether `e` may make a new array: arithmetic on arrays, or a 0-d array `_ZERO_D`
+    makes of numbers (not a reference to a name's, not a number)."""
+    if isinstance(e, Cond):
+        return _new_array(e.body, arrays) or _new_array(e.orelse, arrays)
+    if not isinstance(e, Call):
+        return False
+    if e.prim in _ZERO_D:
+        return True
+    if e.prim in _VIEWS and e.prim not in ("float", "pos") and e.args:
+        return _new_array(e.args[0], arrays)
+    return shapes.may_be_array(e, arrays)
+
+
+def _join(env, other):
+    """Into `env`, the state where control may come from `env` or from `other`."""
+    for name, objects in other.items():
+        env[name] = env.get(name, frozenset()) | objects
+
+
+# NumPy functions that make a 0-d array of a number: a mutable object, unlike the number
+# `np.sin(x)` gives (np.where(c, 1.0, 2.0) += 1 changes it in place)
+_ZERO_D = {"where", "ones_like", "zeros_like", "array", "squeeze", "transpose", "ravel"}
+
+
+def _positions(stmts):
+    """Each statement's place in source order, and the (start, end) places of each loop."""
+    order, loops = {}, []
+    for s in walk(stmts):
+        order[id(s)] = len(order)
+    for s in walk(stmts):
+        if isinstance(s, (For, While)):
+            inside = [order[id(t)] for t in walk(s.body)]
+            loops.append((order[id(s)], max(inside, default=order[id(s)]) + 1))
+    return order, loops
+
+
+def _reads(fn, order):
+    """Name -> the sorted places of the statements that read it (the result: at infinity)."""
+    reads = {}
+    for t in walk(fn.body):
+        for name in {v.name for e in expressions(t) for v in variables(e)}:
+            reads.setdefault(name, []).append(order[id(t)])
+    for v in variables(fn.result):
+        reads.setdefault(v.name, []).append(math.inf)
+    return reads
+
+
+def _any_in(places, lo, hi, spans):
+    """Is one of the sorted `places` in [lo, hi], or inside one of the loop `spans` (there,
+    every place comes again on the next iteration)?"""
+    ranges = [(lo, hi)] + [(a, b - 1) for a, b in spans]
+    return any(bisect.bisect_left(places, a) < len(places) and places[bisect.bisect_left(places, a)] <= b
+               for a, b in ranges)
+
+
+_AUG_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@"}

@@ -1,0 +1,582 @@
+"""Stage 6, emit: IR -> Python source, black-formatted.
+
+Each statement becomes a Python AST and is printed with `ast.unparse` (which places
+parentheses by precedence); comments and layout are written around them as text, and
+black formats the whole module. Calls keep the library the user called (`math.cos` for
+the derivative of `math.sin`); the generated module imports `math` and `numpy as np` only
+if it uses them, and never imports gradgen.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import math
+import textwrap
+
+from gradgen.ir.nodes import (Assign, Break, Call, Comment, Cond, Const, Continue, Effect, For, If, IndexAdd, Init,
+                        Restore, Save, Spelled, Var, While)
+from gradgen.codegen import guards
+from gradgen.rules.table import LIBRARY_HELPERS, TABLE
+from gradgen.ir.simplify import is_zero
+
+_MODULE_ALIAS = {"math": "math", "numpy": "np"}
+
+
+class Emitter:
+    """Turns IR expressions into Python AST, noting which imports they need."""
+
+    def __init__(self, default_ns, helpers):
+        self.default_ns = default_ns
+        self.helpers = helpers  # primitive name -> helper function name in the generated module
+        self.imports = set()
+        self.used_helpers = set()
+        # what every function written for the current user function adds (gradgen.codegen.guards):
+        # keyword-only parameters for the constants it reads, and the shapes it checks on entry
+        self.constant_params, self.stated, self.user_params = [], {}, set()
+
+    def signature(self, name, params):
+        """`params` with the constant parameters after them, and the entry check's line (or None)."""
+        line = guards.check_line(name, self.stated)
+        if line is not None:
+            self.used_helpers.add(guards.CHECK)
+            self.imports.add("numpy")
+        params = list(params)  # the constants after the user's parameters, before tangents or a cotangent
+        at = max((i + 1 for i, p in enumerate(params) if p.name in self.user_params), default=0)
+        return params[:at] + self.constant_params + params[at:], line
+
+    def expr(self, e) -> ast.expr:
+        if isinstance(e, Var):
+            return ast.Name(e.name)
+        if isinstance(e, Const):
+            return self._const(e.value)
+        if isinstance(e, Cond):
+            return ast.IfExp(self.expr(e.test), self.expr(e.body), self.expr(e.orelse))
+        if isinstance(e, Call):
+            return self._call(e)
+        raise TypeError(f"cannot emit {e!r}")
+
+    def _const(self, value):
+        if hasattr(value, "tolist"):  # an array constant: np.array([...]) with its dtype
+            # spelled as every NumPy the package supports spells it: `bool` (np.bool is NumPy 2's
+            # alone), np.int64, np.uint64; float64 is np.array's own default
+            kind = value.dtype.kind
+            dtype = ast.Name("bool") if kind == "b" else None if kind == "f" else self._attr("numpy", value.dtype.name)
+            keywords = [] if dtype is None else [ast.keyword("dtype", dtype)]
+            return ast.Call(self._attr("numpy", "array"), [ast.parse(repr(value.tolist()), mode="eval").body],
+                            keywords)
+        if isinstance(value, tuple):
+            return ast.Tuple([self._const(v) for v in value])
+        if isinstance(value, float) and not math.isfinite(value):
+            if math.isnan(value):
+                return self._attr("math", "nan")
+            node = self._attr("math", "inf")
+            return node if value > 0 else ast.UnaryOp(ast.USub(), node)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            return ast.UnaryOp(ast.USub(), ast.Constant(-value))
+        return ast.Constant(value)  # (also a string: a dict's key, a loop over ["W", "b"])
+
+    def _attr(self, module, name):
+        """`np.exp`, `np.linalg.det`, `scipy.stats.norm.logpdf`: a name in an imported module."""
+        self.imports.add(module)
+        node = ast.Name(_MODULE_ALIAS.get(module, module.split(".")[0]))
+        for part in (module.split(".")[1:] if module not in _MODULE_ALIAS else []) + name.split("."):
+            node = ast.Attribute(node, part)
+        return node
+
+    def _call(self, e):
+        if e.prim == "draw":  # a random draw, as the source wrote it (gradgen/frontend/effects.py)
+            params = dict(e.params)
+            self.imports.update(params["modules"])
+            return ast.parse(params["text"], mode="eval").body
+        prim = TABLE[e.prim]
+        if e.prim == "neg" and isinstance(e.args[0], Call) and e.args[0].prim in ("mul", "div"):
+            return self._negated_product(e.args[0])
+        if e.prim in ("getitem", "scatter", "zero_at", "last_writes"):
+            return self._indexing(e)
+        assert e.prim != "setitem", "a write is a statement of its own"
+        args = [self.expr(a) for a in e.args]
+        keywords = [ast.keyword(k, self._static(v)) for k, v in e.params]
+        if e.ns == "op" or (prim.operator is not None and not prim.names):
+            return _operator(prim, args)
+        if e.prim in self.helpers or prim.kind == "helper":
+            if prim.kind == "helper":
+                self.used_helpers.add(e.prim)
+            return ast.Call(ast.Name(self.helpers.get(e.prim, e.prim)), args, keywords)
+        if e.prim in _SPECIAL:
+            return _SPECIAL[e.prim](self, args, keywords)
+        ns = e.ns if e.ns in prim.names else self._fallback(prim, e.ns)
+        if ns is None:
+            return self.expr(prim.expand(*e.args))
+        if ns == "builtins":
+            return ast.Call(ast.Name(prim.names[ns]), args, keywords)
+        target = self._attr(ns, prim.names[ns])
+        return target if prim.kind == "attribute" else ast.Call(target, args, keywords)
+
+    def _indexing(self, e):
+        """`x[index]`, or (a scattered gradient) `scatter(g, x, index)`."""
+        layout = dict(e.params)["index"]
+        if e.prim == "getitem":
+            return ast.Subscript(self.expr(e.args[0]), self.index(layout, e.args[1:]))
+        if e.prim in ("zero_at", "last_writes"):
+            self.used_helpers.add(e.prim)
+            return ast.Call(ast.Name(e.prim), [self.expr(e.args[0]), self.index(layout, e.args[1:], as_value=True)],
+                            [])
+        self.used_helpers.add("scatter")
+        g, like = (self.expr(a) for a in e.args[:2])
+        return ast.Call(ast.Name("scatter"), [g, like, self.index(layout, e.args[2:], as_value=True)], [])
+
+    def index(self, layout, exprs, as_value=False):
+        """The index expression of `layout` (see lower._subscript), from `exprs` in order.
+
+        `as_value`: written as a value (`slice(1, None)`) rather than inside brackets."""
+        exprs = list(exprs)
+        items = []
+        for kind in layout:
+            if kind == "i":
+                items.append(self.expr(exprs.pop(0)))
+            elif kind == "n":
+                items.append(ast.Constant(None))
+            elif kind == "e":
+                items.append(ast.Constant(Ellipsis))
+            else:
+                parts = [self.expr(exprs.pop(0)) if bit == "1" else None for bit in kind[1:]]
+                if as_value:
+                    items.append(ast.Call(ast.Name("slice"), [p or ast.Constant(None) for p in parts], []))
+                else:
+                    items.append(ast.Slice(*parts))
+        return items[0] if len(items) == 1 else ast.Tuple(items)
+
+    def _static(self, value):
+        if isinstance(value, Spelled):
+            return ast.Name(value.text)
+        if value is None:
+            return ast.Constant(None)
+        return self._const(value)
+
+    def _numpy_call(self, name, args, keywords):
+        return ast.Call(self._attr("numpy", name), args, keywords)
+
+    def _negated_product(self, product):
+        """`-(a * b)` reads better as `-a * b`: the same number, the sign moved to the front."""
+        first, rest = product.args
+        negated = Call("neg", (first,), "op")
+        return self.expr(Call(product.prim, (negated, rest), "op"))
+
+    def _fallback(self, prim, ns):
+        """A namespace that spells `prim`: the caller's, else the module's default, else any.
+
+        None means: write the primitive's expansion instead (scalar `sign` as a conditional),
+        so a module that never imported numpy does not start to need it.
+        """
+        order = [ns] if ns in ("math", "numpy") else []
+        order.append(self.default_ns)
+        for candidate in order:
+            if candidate in prim.names:
+                return candidate
+        if prim.expand is not None:
+            return None
+        # a SciPy function a rule calls (digamma for gammaln): the module the user's call came from
+        return next((c for c in ("math", "numpy") if c in prim.names), next(iter(prim.names)))
+
+    def statement(self, s) -> str:
+        """Source text of one IR statement (several lines for a compound one)."""
+        if isinstance(s, Comment):
+            return f"# {s.text}"
+        if isinstance(s, Assign):
+            return self._assign(s)
+        if isinstance(s, Effect):
+            self.imports.update(s.modules)
+            return s.text
+        if isinstance(s, If):
+            text = f"if {self._text(s.test)}:\n{self.block(s.body)}"
+            if len(s.orelse) == 1 and isinstance(s.orelse[0], If):  # else: if -> elif
+                return text + "\nel" + self.statement(s.orelse[0])
+            return text + (f"\nelse:\n{self.block(s.orelse)}" if s.orelse else "")
+        if isinstance(s, For):
+            return f"for {s.target} in {self._iteration(s)}:\n{self.block(s.body)}"
+        if isinstance(s, While):
+            return f"while {self._text(s.test)}:\n{self.block(s.body)}"
+        if isinstance(s, Save):
+            if s.copy:
+                return f"{s.stack}.append({ast.unparse(self._attr('numpy', 'copy'))}({s.name}))"
+            return f"{s.stack}.append({s.name})"
+        if isinstance(s, Restore):
+            return f"{s.name} = {s.stack}.pop()"
+        if isinstance(s, Init):
+            return f"{s.name} = {s.value}"
+        if isinstance(s, IndexAdd):
+            if s.at and s.chained:  # a path with an index array in it (gradgen.rules.trees)
+                self.used_helpers.add("add_at_path")
+                path = ast.Tuple([self.expr(k) for k in s.index])
+                return f"add_at_path({s.target}, {ast.unparse(path)}, {self._text(s.value)})"
+            index = self.index(s.layout, s.index, as_value=s.at)
+            if s.at:  # an index array may repeat an element: add.at adds every occurrence
+                return f"np.add.at({s.target}, {ast.unparse(index)}, {self._text(s.value)})"
+            sub = ast.Subscript(ast.Name(s.target), index)
+            if s.chained:  # a path into a structured parameter's gradient: dparams[i][0]
+                sub = _path(ast.Name(s.target), [self.expr(k) for k in s.index])
+            if s.assign:
+                return ast.unparse(ast.Assign([sub], self.expr(s.value), lineno=0))
+            if _negative(s.value) is not None:  # `d[i] -= g`, not `d[i] += -g`
+                return ast.unparse(ast.AugAssign(sub, ast.Sub(), self.expr(_negative(s.value))))
+            return ast.unparse(ast.AugAssign(sub, ast.Add(), self.expr(s.value)))
+        return {Break: "break", Continue: "continue"}[type(s)]
+
+    def block(self, stmts):
+        lines = [self.statement(s) for s in stmts] or ["pass"]
+        return _indent("\n".join(lines))
+
+    def _text(self, e):
+        return ast.unparse(self.expr(e))
+
+    def _assign(self, s):
+        target = ast.Name(s.target)
+        expr = s.expr
+        if s.accumulate and isinstance(expr, Cond) and is_zero(expr.orelse):
+            # a guarded accumulation reads best as the `if` it is
+            body = ast.unparse(ast.AugAssign(target, ast.Add(), self.expr(expr.body)))
+            return f"if {self._text(expr.test)}:\n    {body}"
+        if s.accumulate and _negative(expr) is not None:
+            return ast.unparse(ast.AugAssign(target, ast.Sub(), self.expr(_negative(expr))))
+        if s.accumulate:
+            return ast.unparse(ast.AugAssign(target, ast.Add(), self.expr(expr)))
+        if isinstance(expr, Call) and expr.prim == "setitem":
+            return self._write(s)
+        if isinstance(expr, Call) and expr.prim == "append":  # the user's `hs.append(v)`, in place
+            assert expr.args[0] == Var(s.target), "a list grows under its own name"
+            return f"{s.target}.append({self._text(expr.args[1])})"
+        if s.augmented and isinstance(expr, Call) and expr.args and expr.args[0] == Var(s.target):
+            # the user's `x += e`, where x keeps its name
+            op = TABLE[expr.prim].operator
+            return ast.unparse(ast.AugAssign(target, op(), self.expr(expr.args[1])))
+        return ast.unparse(ast.Assign([target], self.expr(expr), lineno=0))
+
+    def _write(self, s):
+        """The user's `x[index] = v`: into x's own array where x keeps its name and its old
+        value is not kept for the backward pass; else into a copy (`x_2 = np.copy(x)`)."""
+        x, v, *index = s.expr.args
+        sub = ast.Subscript(ast.Name(s.target), self.index(dict(s.expr.params)["index"], index), ctx=ast.Store())
+        write = ast.unparse(ast.Assign([sub], self.expr(v), lineno=0))
+        if s.augmented and x == Var(s.target):
+            return write
+        copy = ast.unparse(ast.Assign([ast.Name(s.target)], ast.Call(self._attr("numpy", "copy"), [self.expr(x)], []),
+                                      lineno=0))
+        return f"{copy}\n{write}"
+
+    def _iteration(self, loop):
+        """What a loop runs over: as written forward; reversed (or counted) backward."""
+        it = loop.iter
+        if loop.direction == "times":
+            return f"range({self._text(it)})"
+        if isinstance(it, Call) and it.prim == "range":
+            text = f"range({', '.join(self._text(a) for a in it.args)})"
+        else:
+            text = self._text(it)
+        if loop.direction == "reversed":
+            return f"reversed({text}[:{loop.count}])" if loop.count else f"reversed({text})"
+        return text
+
+
+def _negative(e):
+    """p where e is `-p` or a product led by a negative number, so `+= e` reads `-= p`."""
+    from gradgen.ir.simplify import negative_part
+
+    return negative_part(e)
+
+
+# primitives written in a shape of their own: `x.T`, a tuple, NumPy functions taking a list
+_SPECIAL = {
+    "T": lambda em, args, kw: ast.Attribute(args[0], "T"),
+    "tuple": lambda em, args, kw: ast.Tuple(args),
+    "sum_list": lambda em, args, kw: em._numpy_call("sum", [ast.List(args)], kw),
+    "concatenate": lambda em, args, kw: em._numpy_call("concatenate", [ast.List(args)], kw),
+    "stack": lambda em, args, kw: em._numpy_call("stack", [ast.List(args)], kw),
+    "hstack": lambda em, args, kw: em._numpy_call("hstack", [ast.List(args)], kw),
+    "vstack": lambda em, args, kw: em._numpy_call("vstack", [ast.List(args)], kw),
+    "column_stack": lambda em, args, kw: em._numpy_call("column_stack", [ast.List(args)], kw),
+    "astype": lambda em, args, kw: ast.Call(ast.Attribute(args[0], "astype"), [kw[0].value] if kw else [], []),
+    # Python lists (gradgen.rules.lists): made, read, stacked; their gradients unstacked and popped
+    "list": lambda em, args, kw: ast.List(args),
+    "list_get": lambda em, args, kw: ast.Subscript(args[0], args[1]),
+    "stack_list": lambda em, args, kw: em._numpy_call("stack", args, kw),
+    "concatenate_list": lambda em, args, kw: em._numpy_call("concatenate", args, kw),
+    "vstack_list": lambda em, args, kw: em._numpy_call("vstack", args, kw),
+    "hstack_list": lambda em, args, kw: em._numpy_call("hstack", args, kw),
+    "array_list": lambda em, args, kw: em._numpy_call("array", args, []),
+    "unstack": lambda em, args, kw: ast.Call(ast.Name("list"), [_rows(em, args[0], kw)], []),
+    "pop": lambda em, args, kw: ast.Call(ast.Attribute(args[0], "pop"), [], []),
+    "list_zeros": lambda em, args, kw: ast.BinOp(ast.List([ast.Constant(0.0)]), ast.Mult(),
+                                                 ast.Call(ast.Name("len"), args, [])),
+    # structured parameters (gradgen.rules.trees): a part read by its path, its length, its keys
+    "tree_get": lambda em, args, kw: _path(args[0], args[1:]),
+    "tree_len": lambda em, args, kw: ast.Call(ast.Name("len"), [_path(args[0], args[1:])], []),
+    "tree_keys": lambda em, args, kw: ast.Call(ast.Name("list"), [_path(args[0], args[1:])], []),
+    "range": lambda em, args, kw: ast.Call(ast.Name("range"), args, []),
+    "einsum": lambda em, args, kw: em._numpy_call("einsum", [kw[0].value] + args, []),
+    "range_slice": lambda em, args, kw: ast.Subscript(ast.Call(ast.Name("range"), [args[0]], []),
+                                                      ast.Slice(*[None if _is_none(a) else a for a in args[1:]])),
+    # gradgen.stop_gradient(x) and a custom_vjp call (gradgen/frontend/custom_calls.py): just the value
+    "stop_gradient": lambda em, args, kw: args[0],
+    "custom_vjp": lambda em, args, kw: args[0],
+    "custom_estimator": lambda em, args, kw: args[0],
+}
+
+
+def _path(root, steps):
+    """`root[k1][k2]...`: one subscript per step of the path."""
+    for step in steps:
+        root = ast.Subscript(root, step)
+    return root
+
+
+def _is_none(node):
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _rows(em, g, kw):
+    """g's rows along the stacked axis: g itself for axis 0, else g with that axis moved first."""
+    axis = next((k.value for k in kw if k.arg == "axis"), ast.Constant(0))
+    if isinstance(axis, ast.Constant) and axis.value == 0:
+        return g
+    return em._numpy_call("moveaxis", [g, axis, ast.Constant(0)], [])
+
+# Helpers the backward pass may call, written into the generated module only when used.
+HELPERS = {
+    "unbroadcast": ((), '''def unbroadcast(g, like):
+    """Sum g over the axes NumPy broadcasting stretched, back to the shape of `like`."""
+    shape = np.shape(like)
+    if np.shape(g) == shape:
+        return g
+    if np.ndim(g) < len(shape):  # 0.0 (no gradient yet) or a product of it: stretch
+        g = g + np.zeros(shape)
+    g = np.sum(g, axis=tuple(range(np.ndim(g) - len(shape))))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and np.shape(g)[i] != 1)
+    return np.sum(g, axis=axes, keepdims=True) if axes else g
+'''),
+    "matmul_shape": ((), '''def matmul_shape(a, b):
+    """The shape of a @ b, from the shapes alone (vectors, matrices, stacks)."""
+    sa, sb = np.shape(a), np.shape(b)
+    a2 = sa if len(sa) > 1 else (1,) + sa
+    b2 = sb if len(sb) > 1 else sb + (1,)
+    shape = np.broadcast_shapes(a2[:-2], b2[:-2]) + (a2[-2], b2[-1])
+    if len(sb) == 1:
+        shape = shape[:-1]
+    if len(sa) == 1:
+        shape = shape[:-2] + shape[-1:] if len(sb) > 1 else shape[:-1]
+    return shape
+'''),
+    "matmul_grad_a": (("unbroadcast", "matmul_shape"), '''def matmul_grad_a(g, a, b):
+    """Gradient of a @ b with respect to a, given g, the gradient of the product."""
+    if np.ndim(b) == 2 and np.ndim(a) <= 2 and np.shape(g) == np.shape(a)[:-1] + np.shape(b)[1:]:
+        return g @ b.T  # (g has the product's shape, nothing broadcast: the matrix case)
+    g = unbroadcast(g, np.broadcast_to(0.0, matmul_shape(a, b)))
+    if np.ndim(b) == 1:
+        return unbroadcast(np.multiply.outer(g, b), a)
+    if np.ndim(a) == 1:
+        return unbroadcast((b @ np.expand_dims(g, -1))[..., 0], a)
+    return unbroadcast(g @ np.swapaxes(b, -1, -2), a)
+'''),
+    "matmul_grad_b": (("unbroadcast", "matmul_shape"), '''def matmul_grad_b(g, a, b):
+    """Gradient of a @ b with respect to b, given g, the gradient of the product."""
+    if np.ndim(a) == 2 and np.ndim(b) <= 2 and np.shape(g) == np.shape(a)[:1] + np.shape(b)[1:]:
+        return a.T @ g  # (g has the product's shape, nothing broadcast: the matrix case)
+    g = unbroadcast(g, np.broadcast_to(0.0, matmul_shape(a, b)))
+    if np.ndim(a) == 1 and np.ndim(b) == 1:
+        return g * a
+    if np.ndim(a) == 1:
+        return unbroadcast(np.expand_dims(a, -1) * np.expand_dims(g, -2), b)
+    if np.ndim(b) == 1:
+        return unbroadcast((np.swapaxes(a, -1, -2) @ np.expand_dims(g, -1))[..., 0], b)
+    return unbroadcast(np.swapaxes(a, -1, -2) @ g, b)
+'''),
+    "zero_at": ((), '''def zero_at(g, index):
+    """A copy of g with zeros at `index`: the gradient of what `x[index] = v` overwrote."""
+    if np.ndim(g) == 0:  # 0.0: no gradient has reached x yet, and zeros stay zeros
+        return g
+    g = np.array(g, dtype=float)
+    g[index] = 0.0
+    return g
+'''),
+    "last_writes": ((), '''def last_writes(g, index):
+    """g[index] for the value v of `x[index] = v`, zero at each element of v that a later one
+    overwrote: NumPy keeps the last write to a repeated index (`x[[0, 1, 1]] = v` keeps v[2]),
+    so only that element reaches the result. Which one survives is NumPy's own answer: the
+    elements' numbers written with the same index and read back."""
+    order = np.full(np.shape(g), -1)
+    picked = np.shape(order[index])
+    numbers = np.arange(np.prod(picked, dtype=int)).reshape(picked)
+    order[index] = numbers
+    return np.where(order[index] == numbers, g[index], 0.0)
+'''),
+    "scatter": ((), '''def scatter(g, like, index):
+    """Zeros shaped like `like` with g added at `index` (a repeated index adds up)."""
+    out = np.zeros(np.shape(like))
+    np.add.at(out, index, g)
+    return out
+'''),
+    "prod_grad": ((), '''def prod_grad(g, x, axis=None, keepdims=False):
+    """Gradient of np.prod(x, axis) given g, the gradient of the product: g times the
+    product of the other elements (exact where x holds zeros, unlike prod / x)."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 0:  # (np.prod of a number along axis 0, which NumPy allows: the number itself)
+        return g * np.ones_like(x)
+    axes = range(x.ndim) if axis is None else np.atleast_1d(axis)
+    axes = [int(a) % x.ndim for a in axes]
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, tuple(axes))
+    order = [i for i in range(x.ndim) if i not in axes] + axes  # the reduced axes last
+    moved = np.transpose(x, order)
+    rows = moved.reshape(moved.shape[: x.ndim - len(axes)] + (-1,))
+    ones = np.ones(rows.shape[:-1] + (1,))
+    before = np.cumprod(np.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.concatenate([ones, rows[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    others = (before * after).reshape(moved.shape)
+    return g * np.transpose(others, np.argsort(order))
+'''),
+    "concatenate_grad": ((), '''def concatenate_grad(g, parts, i, axis):
+    """The piece of g that part i of np.concatenate(parts, axis) became."""
+    sizes = [np.shape(part)[axis] for part in parts]
+    start = sum(sizes[:i])
+    return np.take(g, range(start, start + sizes[i]), axis=axis)
+'''),
+}
+
+HELPERS[guards.CHECK] = ((), guards.HELPER)
+HELPERS.update(LIBRARY_HELPERS)  # those of the library rules (gradgen.rules_*)
+
+
+def helper_sources(used):
+    """The definitions of the helpers in `used` and those they call, in a fixed order."""
+    needed = set(used)
+    for name in used:
+        needed |= set(HELPERS[name][0])
+    return [HELPERS[name][1] for name in HELPERS if name in needed]
+
+
+def _operator(prim, args):
+    op = prim.operator
+    if issubclass(op, ast.unaryop):
+        return ast.UnaryOp(op(), args[0])
+    if issubclass(op, ast.boolop):
+        return ast.BoolOp(op(), args)
+    if issubclass(op, ast.cmpop):
+        return ast.Compare(args[0], [op()], [args[1]])
+    return ast.BinOp(args[0], op(), args[1])
+
+
+def function_text(name, params, docstring, sections, returns, emitter):
+    """`def name(params): docstring; sections...; return returns`, black-formatted."""
+    params, check = emitter.signature(name, params)
+    head = f"def {name}({signature_text(params)}):\n{_indent(_docstring(docstring))}\n"
+    units = []
+    for header, stmts in sections:
+        if header:
+            units.append(f"    # {header}")
+        units += [_indent(emitter.statement(s)) for s in stmts]
+    units.append(f"    return {returns}")
+    return format_function(head, units, check)
+
+
+def signature_text(params):
+    """`a, b=0.5, *, X, SCALE=SCALE`: the parameters as a `def` spells them."""
+    parts = [f"{p.name}={p.function or _literal(p.default)}" if p.has_default else p.name for p in params]
+    first_keyword = next((i for i, p in enumerate(params) if p.keyword_only), None)
+    if first_keyword is not None:
+        parts.insert(first_keyword, "*")
+    return ", ".join(parts)
+
+
+CHUNK = 200  # statements black formats at a time
+
+
+def format_function(head, units, check=None):
+    """black on a function, a few hundred statements at a time; `check`, the entry check
+    (gradgen.codegen.guards), goes in after the docstring as one line, however long.
+
+    black's own cost grows faster than the file; a body statement's layout depends only on
+    the statement and its indentation, so formatting the body in slices (each inside a
+    stand-in `def`) gives the same text in time linear in the function's length."""
+    pieces = [format_source(head + "\n".join(units[:CHUNK]) + "\n")]
+    for start in range(CHUNK, len(units), CHUNK):
+        piece = format_source("def _():\n" + "\n".join(units[start:start + CHUNK]) + "\n")
+        pieces.append(piece.split("\n", 1)[1])
+    text = "".join(pieces)
+    if check is not None:
+        end = text.index('"""', text.index('"""') + 3) + 4
+        text = f"{text[:end]}    {check}\n{text[end:]}"
+    return text
+
+
+def expr_text(e, emitter):
+    return ast.unparse(emitter.expr(e))
+
+
+def _literal(value):
+    return ast.unparse(Emitter("math", {})._const(value))
+
+
+def _docstring(text):
+    text = "\n".join(textwrap.fill(p, 84, break_long_words=False) for p in text.split("\n"))
+    return '"""' + text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"') + '\n"""'
+
+
+def _indent(text):
+    return "\n".join("    " + line if line else line for line in text.split("\n"))
+
+
+def module_text(header, docstring, constants, helpers, functions, imports):
+    """The whole generated module, black-formatted; `header(body)` gives its first comment
+    lines, which may describe the text after them (gradgen.codegen.freshness)."""
+    parts = [_docstring(docstring).replace('\n"""', '"""'), ""]
+    parts += ["import numpy as np" if m == "numpy" else f"import {m}" for m in sorted(imports)]
+    if constants:
+        parts.append("")
+        parts += [f"{name} = {_literal(value)}" for name, value in constants]
+    pieces = [format_source("\n".join(parts) + "\n")]
+    pieces += [format_source(helper) for helper in helpers]
+    pieces += list(functions)  # formatted already, piece by piece
+    body = "\n\n".join(pieces)
+    return "".join(f"# {line}\n" for line in header(body)) + body
+
+
+FORMAT = True  # black on every piece; the fuzzer turns it off (see unformatted)
+
+
+@contextlib.contextmanager
+def unformatted():
+    """Inside, generated text is not passed through black: the fuzzer's way to spend its
+    time on gradients (black is most of a compile's time, and checks by itself that its
+    output's syntax tree is its input's)."""
+    global FORMAT
+    saved, FORMAT = FORMAT, False
+    try:
+        yield
+    finally:
+        FORMAT = saved
+
+
+def format_source(text):
+    """black's text of `text`, or `text` itself where formatting is off (see FORMAT)."""
+    return _black(text) if FORMAT else text
+
+
+@functools.lru_cache(maxsize=1024)
+def _black(text):
+    """black, with its default style: the output is the same bytes for the same input (so
+    it is remembered: `check` compiles what `compile` just did, and the generated helpers
+    are the same text in every module; black is most of a compile's time)."""
+    import black  # here, not at the top: only a compile that formats pays its import
+
+    return black.format_str(text, mode=black.Mode())
+
+
+def sigmoid_helper(name, ns, source_name, param="x"):
+    """The logistic function, written into the generated module (which never imports
+    gradgen), with the parameter name of the user's own helper."""
+    exp = "np.exp" if ns == "numpy" else "math.exp"
+    return (f"def {name}({param}):\n"
+            f'    """The logistic sigmoid 1 / (1 + exp(-{param})), as defined in {source_name}."""\n'
+            f"    return 1 / (1 + {exp}(-{param}))\n")
+

@@ -1,0 +1,297 @@
+"""What numba compiles of a generated function: the list gradgen/codegen/numba_jit.py checks it against.
+
+`Checker` walks a generated function against a list of what numba compiles in nopython
+mode (numbers, tuples, `if`/`for`/`while`, `math.*` and NumPy's functions of numbers, the
+module's own functions, stacks that are appended to and popped) and raises `Refusal`,
+naming the first construct outside it. A list of what is allowed, not of what is not: a
+construct nobody thought of is refused at compile time instead of failing inside numba at
+the first call.
+
+The respellings are gradgen/codegen/numba_spell.py's.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from gradgen.codegen import emit
+
+MATH = frozenset("""sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh exp expm1 exp2 log log1p
+    log10 log2 sqrt pow fabs floor ceil trunc erf erfc gamma lgamma hypot copysign isnan isinf isfinite degrees
+    radians ldexp pi e inf nan tau""".split())
+NUMPY = frozenset("""sin cos tan arcsin arccos arctan arctan2 sinh cosh tanh arcsinh arccosh arctanh exp expm1 exp2
+    log log1p log10 log2 sqrt cbrt square abs absolute fabs sign floor ceil trunc rint reciprocal hypot power
+    maximum minimum fmax fmin logaddexp logaddexp2 copysign deg2rad rad2deg isnan isinf isfinite pi e inf nan
+    euler_gamma logical_and logical_or logical_not round around clip where""".split())  # (np.clip and np.where of numbers respelled: see Respell)
+DRAWS = frozenset(n for n in dir(np.random.Generator) + dir(np.random.RandomState) if not n.startswith("_"))
+BUILTINS = frozenset({"abs", "min", "max", "float", "int", "bool", "round", "pow", "range", "len"})
+_STATEMENTS = {ast.With: "a with statement", ast.Try: "a try statement", ast.Raise: "a raise statement",
+               ast.Assert: "an assert statement", ast.Delete: "a del statement", ast.Global: "a global declaration",
+               ast.Nonlocal: "a nonlocal declaration", ast.Import: "an import inside a function",
+               ast.ImportFrom: "an import inside a function", ast.ClassDef: "a class"}
+_DISPLAYS = {ast.List: "a list", ast.ListComp: "a list", ast.Dict: "a dict", ast.DictComp: "a dict",
+             ast.Set: "a set", ast.SetComp: "a set", ast.GeneratorExp: "a generator", ast.JoinedStr: "a string",
+             ast.Lambda: "a lambda (a closure)", ast.NamedExpr: "an assignment expression (:=)",
+             ast.Starred: "unpacking with *", ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield"}
+
+
+class Refusal(Exception):
+    """What numba cannot compile: `what` names it, `node` is where the generated code has
+    it, `match` finds it in the user's file; `advice` replaces the usual closing words."""
+
+    def __init__(self, what, node, match=None, advice=None):
+        super().__init__(what)
+        self.what, self.node, self.match, self.advice = what, node, match, advice
+
+
+def _spelled(call_func):
+    def match(node):
+        return isinstance(node, ast.Call) and ast.unparse(node.func) == call_func
+    return match
+
+
+def _of_type(kind):
+    return lambda node: isinstance(node, kind)
+
+
+class Checker:
+    """Raises Refusal at the first construct of a function numba cannot compile."""
+
+    def __init__(self, constants, functions, refused=(), unknown=lambda fdef: set()):
+        self.constants = constants  # module-level name -> value (None: not a literal)
+        self.functions = functions  # the names of the module's functions
+        self.refused = refused  # those of them numba cannot compile (gradgen's helpers for arrays)
+        self.unknown = unknown  # fdef -> its parameters nothing says are numbers
+        self.stacks = set()
+        self.params = set()
+
+    def function(self, fdef):
+        args = fdef.args
+        self.params = self.unknown(fdef)
+        for extra in (args.vararg, args.kwarg):
+            if extra is not None:
+                raise Refusal(f"the parameter {'*' if extra is args.vararg else '**'}{extra.arg}", extra,
+                              _parameter(extra.arg))
+        for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+            if default is not None:
+                raise Refusal(f"the keyword-only parameter '{arg.arg}' has a default, which numba does not fill in",
+                              arg, _parameter(arg.arg), advice="make it a positional parameter, or compile this file without --jit")
+        for default in args.defaults:
+            self.expr(default)
+        body = fdef.body[1:] if _is_docstring(fdef.body[0]) else fdef.body
+        self.stacks = {t.id for s in ast.walk(fdef) if isinstance(s, ast.Assign) and _is_empty_list(s.value)
+                       for t in s.targets if isinstance(t, ast.Name)}
+        self.statements(body)
+
+    def statements(self, stmts):
+        for stmt in stmts:
+            self.statement(stmt)
+
+    def statement(self, stmt):
+        if isinstance(stmt, (ast.Break, ast.Continue, ast.Pass)):
+            return
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                self.target(target)
+            if not (_is_empty_list(stmt.value) or is_none(stmt.value)):  # a stack; a placeholder
+                self.expr(stmt.value)
+        elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+            self.target(stmt.target)
+            if stmt.value is not None:
+                self.expr(stmt.value)
+        elif isinstance(stmt, ast.Expr):
+            self._dropped(stmt.value)
+        elif isinstance(stmt, ast.Return):
+            if stmt.value is not None:
+                self.expr(stmt.value)
+        elif isinstance(stmt, (ast.If, ast.While)):
+            self.expr(stmt.test)
+            self.statements(stmt.body)
+            self.statements(stmt.orelse)
+        elif isinstance(stmt, ast.For):
+            self.target(stmt.target)
+            self.iterable(stmt.iter)
+            self.statements(stmt.body)
+            self.statements(stmt.orelse)
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            raise Refusal(f"the nested function {stmt.name} (a closure)", stmt, _of_type(ast.FunctionDef))
+        else:
+            what = _STATEMENTS.get(type(stmt), f"the statement {type(stmt).__name__}")
+            raise Refusal(what, stmt, _of_type(type(stmt)))
+
+    def _dropped(self, value):
+        """A call whose value is dropped: a push onto a stack (or a docstring's string)."""
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "append" \
+                and isinstance(value.func.value, ast.Name) and value.func.value.id in self.stacks \
+                and len(value.args) == 1 and not value.keywords:
+            self.expr(value.args[0])
+        else:
+            self.expr(value)
+
+    def target(self, node):
+        if isinstance(node, ast.Name):
+            return
+        if isinstance(node, ast.Tuple):
+            for elt in node.elts:
+                self.target(elt)
+            return
+        if isinstance(node, ast.Subscript):
+            raise Refusal(f"writing into {ast.unparse(node)} (an array or a list)", node, _of_type(ast.Subscript))
+        self.expr(node)
+
+    def iterable(self, node):
+        """What a loop runs over: a range, a module-level tuple of numbers, or either reversed
+        (with the count of iterations a loop that stopped early made: `[:iterations]`)."""
+        inner = node.args[0] if call_to(node, "reversed") and len(node.args) == 1 else node
+        if inner is not node and isinstance(inner, ast.Subscript) and is_head(inner.slice):
+            self.expr(inner.slice.upper)
+            inner = inner.value
+        if call_to(inner, "range"):
+            self.expr(inner)
+        elif isinstance(inner, ast.Name) and inner.id in self.constants:
+            self.tuple_constant(inner)
+        else:
+            raise Refusal(f"a loop over {ast.unparse(node)} (a sequence or an array)", node)
+
+    def tuple_constant(self, node):
+        value = self.constants.get(node.id)
+        if not isinstance(value, tuple):
+            raise Refusal(f"the module-level value {node.id} (not a tuple of numbers)", node, _assigns(node.id))
+        if len({kind_of(v) for v in value}) > 1 or any(kind_of(v) is None for v in value):
+            raise Refusal(f"the module-level tuple {node.id} mixes ints and floats, and numba runs over a tuple of "
+                          "one type", node, _assigns(node.id),
+                          advice="write each of its numbers as a float (1.0), or compile this file without --jit")
+
+    def expr(self, node):
+        if isinstance(node, ast.Constant):
+            return self._constant(node)
+        if isinstance(node, ast.Name):
+            return None
+        if isinstance(node, ast.Call):
+            return self._call(node)
+        if isinstance(node, ast.Attribute):
+            return self._attribute(node)
+        if isinstance(node, ast.Subscript):
+            return self._subscript(node)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            raise Refusal("a matrix product (@)", node, lambda n: isinstance(n, ast.BinOp)
+                          and isinstance(n.op, ast.MatMult))
+        if isinstance(node, ast.Compare):
+            for op in node.ops:
+                if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+                    what = "an 'is' comparison" if isinstance(op, (ast.Is, ast.IsNot)) else "a membership test (in)"
+                    raise Refusal(what, node, _of_type(ast.Compare))
+        if type(node) in _DISPLAYS:
+            raise Refusal(_DISPLAYS[type(node)], node, _of_type(type(node)))
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Tuple)):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.expr(child)
+            return None
+        raise Refusal(f"the expression {ast.unparse(node)}", node)
+
+    def _constant(self, node):
+        if isinstance(node.value, (bool, int, float)):
+            return None
+        what = {str: "a string", bytes: "a bytes string", complex: "a complex number"}.get(type(node.value),
+                                                                                         f"the value {node.value!r}")
+        raise Refusal(what, node)
+
+    def _call(self, node):
+        spelled = ast.unparse(node.func)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "pop" and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id in self.stacks and not node.args and not node.keywords:
+            return None
+        if "random" in spelled.split(".") or (isinstance(node.func, ast.Attribute) and node.func.attr in DRAWS
+                                              and ast.unparse(node.func.value) not in ("np", "math")):
+            raise Refusal(f"a random draw ({spelled}(...))", node, _spelled(spelled))
+        if spelled in emit.HELPERS or spelled in self.refused:
+            raise Refusal(f"array code (the helper {spelled} gradgen writes for arrays)", node)
+        if not self._callable(node.func):
+            first = node.args[0] if node.args else None
+            if spelled.startswith("np.") and isinstance(first, ast.Name) and first.id in self.params:
+                shown = f"{spelled}({first.id}{', ...' if len(node.args) > 1 or node.keywords else ''})"
+                raise Refusal(f"the array function {shown}, as gradgen cannot tell that "
+                              f"'{first.id}' is a number", first, _parameter(first.id),
+                              advice=f"annotate it '{first.id}: float' or give it a float default, or compile "
+                                     "this file without --jit")
+            what = f"the array function {spelled}" if spelled.startswith("np.") else f"the call {spelled}"
+            raise Refusal(what, node, _spelled(spelled))
+        if node.keywords:
+            raise Refusal(f"the call {spelled} with keyword arguments", node, _spelled(spelled))
+        if spelled == "len" and not (len(node.args) == 1 and isinstance(node.args[0], ast.Name)
+                                     and isinstance(self.constants.get(node.args[0].id), tuple)):
+            raise Refusal(f"{ast.unparse(node)} (the length of a sequence or an array)", node, _spelled("len"))
+        for arg in node.args:
+            self.expr(arg)
+        return None
+
+    def _callable(self, func):
+        if isinstance(func, ast.Name):
+            return func.id in BUILTINS or func.id in self.functions
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            return (func.value.id, func.attr) in {("math", f) for f in MATH} | {("np", f) for f in NUMPY}
+        return False
+
+    def _attribute(self, node):
+        if isinstance(node.value, ast.Name) and (node.value.id, node.attr) in {("math", f) for f in MATH} | {
+                ("np", f) for f in NUMPY}:
+            return None
+        if isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy"):
+            raise Refusal(f"{ast.unparse(node)} (array code)", node)
+        raise Refusal(f"the attribute {ast.unparse(node)} (of an array or a Python object)", node,
+                      lambda n: isinstance(n, ast.Attribute) and n.attr == node.attr)
+
+    def _subscript(self, node):
+        if isinstance(node.value, ast.Name) and isinstance(self.constants.get(node.value.id), tuple) \
+                and not isinstance(node.slice, ast.Slice):
+            self.tuple_constant(node.value)
+            return self.expr(node.slice)
+        raise Refusal(f"indexing {ast.unparse(node)} (an array or a list)", node, _of_type(ast.Subscript))
+
+
+def _parameter(name):
+    return lambda node: isinstance(node, ast.arg) and node.arg == name
+
+
+def _assigns(name):
+    def match(node):
+        return isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+    return match
+
+
+# --- small predicates -----------------------------------------------------------------------------
+
+def call_to(node, name):
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name \
+        and not node.keywords
+
+
+def is_head(s):
+    """`[:count]`."""
+    return isinstance(s, ast.Slice) and s.lower is None and s.step is None and s.upper is not None
+
+
+def _is_empty_list(value):
+    return isinstance(value, ast.List) and not value.elts
+
+
+def is_none(value):
+    return isinstance(value, ast.Constant) and value.value is None
+
+
+def _is_docstring(stmt):
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def kind_of(value):
+    """The type of a number the code shows: "bool", "int" or "float" (None: not a number)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    return None

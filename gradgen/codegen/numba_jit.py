@@ -1,0 +1,262 @@
+"""Stage 7 (optional), jit: the generated NumPy module, made for numba.njit.
+
+`gradgen compile --jit numba` writes the module the NumPy backend writes, with each function
+decorated `@numba.njit(cache=False)` and the few spellings numba cannot compile respelled:
+
+* a backward loop `for i in reversed(range(n))` runs over the explicit descending range
+  `range(n - 1, -1, -1)` (numba has no `reversed`); a loop that stopped early,
+  `reversed(range(n)[:iterations])`, over `range(iterations - 1, -1, -1)`; a module-level
+  tuple backwards over `COEFFS[::-1]`;
+* a name the forward pass binds before its loop as `x = None` (so that its stack can save
+  the value the first iteration overwrites) starts at a zero of its own type, `0.0`, `0` or
+  `False`: numba types a variable once, and a list of one type. The stacks themselves stay
+  `[]`: numba types an empty list by what is appended to it.
+
+The scalar code gradgen writes is otherwise what numba compiles as it is: numbers, `if`,
+`for` over ranges and tuples, `while`, `math.*` and NumPy's functions of numbers, tuples.
+Whatever else a module holds (arrays and the helpers that undo broadcasting, lists,
+closures, Python objects, random draws) is refused, located at the line of the user's file
+it came from: `--jit numba` covers scalar code. Like gradgen/codegen/array_api.py it works on the
+generated text, so the comments stay where they were, and black formats each piece again.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from gradgen.codegen import emit, freshness
+from gradgen.errors import CompileError
+from gradgen.codegen.numba_check import Checker, Refusal
+from gradgen.codegen.numba_spell import defaults, loops, placeholders, respellings
+
+JITS = ("none", "numba")
+NUMBA = "numba"
+JIT_LINE = "Jit: numba (each function is compiled by numba.njit on its first call; needs numba)."
+DECORATOR = "@numba.njit(cache=False)"
+_RECORDED = re.compile(rb"# Jit: (?P<name>[\w-]+)")
+_CITED = re.compile(r"\s*# line (?P<line>\d+):")
+_SECTION = re.compile(r"\s*# (forward pass|backward pass)")
+TAIL = "--jit numba covers scalar code (numbers, if/for/while, math calls): compile this file without --jit"
+
+def rewrite(compiled, jit):
+    """The text of `compiled` (a gradgen.api.CompiledModule) for `jit` ("none": as it is)."""
+    if jit == "none":
+        return compiled.text
+    if jit != NUMBA:
+        raise CompileError(f"unknown jit '{jit}'; the choices are: {', '.join(JITS)}", compiled.filename)
+    if compiled.backend != "numpy":
+        raise CompileError(f"--jit numba compiles the NumPy backend's module, not --backend {compiled.backend}'s; "
+                           "choose one of them (--jit none, or --backend numpy)", compiled.filename)
+    head, body = freshness.split_header(compiled.text)
+    body = _Module(body, compiled).text()
+    return "".join(f"{line}\n" for line in freshness.respelled_header(head, body, "--jit numba", JIT_LINE)) + body
+
+
+def recorded(path):
+    """The jit the module at `path` was generated with: "numba" when its header says so,
+    "none" for any other module gradgen wrote, None when there is none to read."""
+    return freshness.recorded_option(path, _RECORDED, "none")
+
+
+class _Module:
+    """The module body, with its functions decorated and respelled for numba."""
+
+    def __init__(self, body, compiled):
+        self.body = body
+        self.data = body.encode("utf-8")
+        self.tree = ast.parse(body)
+        self.starts = [0]
+        for line in self.data.split(b"\n"):
+            self.starts.append(self.starts[-1] + len(line) + 1)
+        self.lines = body.split("\n")
+        self.compiled = compiled
+        self.user = compiled.module
+        self.edits = []  # (start, end, text), replacing bytes of the body
+        self.defs = [s for s in self.tree.body if isinstance(s, ast.FunctionDef)]
+        self.constants = _constants(self.tree)
+        self.names = {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name)}
+        self.users = {}  # generated function -> the user's function it came from
+        self.kinds = {}  # generated function -> the kind --emit asked for
+        for f in compiled.functions:
+            for name, kind in [(f.grad_name, "grad"), (f.value_and_grad_name, "grad")] + [(m.name, m.kind)
+                                                                                         for m in f.made]:
+                if name:
+                    self.users[name], self.kinds[name] = f.name, kind
+
+    def text(self):
+        self._refuse_reserved()
+        for fdef in self.defs:
+            if self.kinds.get(fdef.name) in ("hessian", "jacobian"):
+                kind = self.kinds[fdef.name]
+                raise self._refused(Refusal(f"--emit {kind} writes an array ({fdef.name})", fdef, advice=f"leave "
+                                            f"{kind} out of --emit, or compile this file without --jit"), fdef)
+        # the module's helpers first, to know which of them numba cannot compile (gradgen's for
+        # arrays); then value-and-gradient functions: their forward pass holds the user's own
+        # code, so a refusal names what the user wrote before anything its derivative makes
+        helpers = [d for d in self.defs if d.name not in self.users]
+        refused = {}
+        for fdef in helpers:
+            try:
+                self._checker(set()).function(fdef)
+            except Refusal as refusal:
+                refused[fdef.name] = (refusal, fdef)
+        for fdef in sorted(self.defs, key=lambda d: not d.name.endswith("value_and_grad")):
+            if fdef.name not in refused:
+                self._function(fdef, set(refused))
+        if refused:  # a helper none of the functions calls
+            raise self._refused(*next(iter(refused.values())))
+        self._docstring()
+        self._import()
+        return "\n\n".join(self._pieces())
+
+    # --- the module's parts -----------------------------------------------------------
+
+    def _checker(self, refused):
+        return Checker(self.constants, {d.name for d in self.defs}, refused, self._unknown_numbers)
+
+    def _unknown_numbers(self, fdef):
+        """The parameters of the user's function behind `fdef` that nothing says are numbers
+        (no annotation, no default): gradgen writes array code for them."""
+        user_def = self.user.functions.get(self.users.get(fdef.name, fdef.name))
+        if user_def is None:
+            return set()
+        args = user_def.args
+        positional = args.posonlyargs + args.args
+        defaulted = {a.arg for a in positional[len(positional) - len(args.defaults):]}
+        defaulted |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None}
+        return {a.arg for a in positional + args.kwonlyargs if a.annotation is None and a.arg not in defaulted}
+
+    def _function(self, fdef, refused):
+        try:
+            self._checker(refused).function(fdef)
+        except Refusal as refusal:
+            raise self._refused(refusal, fdef) from None
+        start = self.starts[(fdef.decorator_list[0] if fdef.decorator_list else fdef).lineno - 1]
+        self.edits.append((start, start, f"{DECORATOR}\n"))
+        edits = loops(fdef, self.constants, set(self.names)) + placeholders(fdef, self.constants) + respellings(fdef)
+        edits += defaults(fdef)
+        for node, text in edits:
+            self._edit(node, text)
+
+    def _docstring(self):
+        doc = self.tree.body[0]
+        if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str):
+            text = doc.value.value.rstrip(".") + "; each function is compiled by numba.njit on its first call."
+            self._edit(doc, emit._docstring(text).replace('\n"""', '"""'))
+
+    def _import(self):
+        """`import numba` among the imports, in their sorted order."""
+        imports = [s for s in self.tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+        after = [s for s in imports if isinstance(s, ast.Import) and s.names[0].name < "numba"]
+        if after:
+            end = self._span(after[-1])[1]
+            self.edits.append((end, end, "\nimport numba"))
+        elif imports:
+            start = self._span(imports[0])[0]
+            self.edits.append((start, start, "import numba\n"))
+        else:
+            end = self._span(self.tree.body[0])[1]
+            self.edits.append((end, end, "\n\nimport numba"))
+
+    def _pieces(self):
+        """The module, formatted a top-level piece at a time (as gradgen/codegen/emit.py does): its
+        docstring, imports and constants, then each function."""
+        body = self._apply()
+        tree = ast.parse(body)
+        data = body.encode("utf-8")
+        starts = [0]
+        for line in data.split(b"\n"):
+            starts.append(starts[-1] + len(line) + 1)
+        functions = [s for s in tree.body if isinstance(s, ast.FunctionDef)]
+        first = functions[0].decorator_list[0].lineno if functions else None
+        head_end = starts[first - 1] if first is not None else len(data)
+        pieces = [emit.format_source(data[:head_end].decode("utf-8").rstrip("\n") + "\n")]
+        for f in functions:
+            start, end = starts[f.decorator_list[0].lineno - 1], starts[f.end_lineno]
+            pieces.append(emit.format_source(data[start:end].decode("utf-8")))
+        return pieces
+
+    def _apply(self):
+        out, pos = [], 0
+        for start, end, text in sorted(self.edits, key=lambda e: (e[0], e[1])):
+            out += [self.data[pos:start], text.encode("utf-8")]
+            pos = end
+        out.append(self.data[pos:])
+        return b"".join(out).decode("utf-8")
+
+    def _refuse_reserved(self):
+        if "numba" in self.names:
+            node = next((n for n in ast.walk(self.user.tree) if _binds(n, "numba")), None)
+            message = "--jit numba: the name 'numba' would hide the numba module the generated code imports; rename it"
+            raise self.user.error(node, message) if node is not None else CompileError(message, self.user.filename)
+
+    # --- where a refusal points -------------------------------------------------------
+
+    def _refused(self, refusal, fdef):
+        """A CompileError at the user's code a refusal came from: the first place its `match`
+        accepts on the line the generated line cites (`# line 14: ...`), else in the user's
+        function, else in the file; else the cited line; else the user's def."""
+        message = f"--jit numba: {refusal.what}; {refusal.advice or TAIL}"
+        user_def = self.user.functions.get(self.users.get(fdef.name, fdef.name))
+        cited = None if isinstance(refusal.node, ast.arg) else self._cited(refusal.node.lineno, fdef)
+        if refusal.match is not None:
+            everywhere = [n for n in ast.walk(self.user.tree) if hasattr(n, "lineno") and refusal.match(n)]
+            own = [n for n in ast.walk(user_def) if refusal.match(n)] if user_def is not None else []
+            hits = [n for n in everywhere if n.lineno == cited] or own or everywhere
+            if hits:
+                return self.user.error(min(hits, key=_position), message)
+        if cited is not None:
+            text = self.user.line_text(cited) or ""
+            return self.user.error(ast.Pass(lineno=cited, col_offset=len(text) - len(text.lstrip())), message)
+        return self.user.error(user_def, message) if user_def is not None else CompileError(message,
+                                                                                           self.user.filename)
+
+    def _cited(self, generated_line, fdef):
+        """The line of the user's file the backward block holding `generated_line` cites."""
+        for i in range(generated_line - 1, fdef.lineno - 1, -1):
+            found = _CITED.match(self.lines[i])
+            if found or _SECTION.match(self.lines[i]):
+                return int(found["line"]) if found else None
+        return None
+
+    # --- text positions -----------------------------------------------------------------
+
+    def _span(self, node):
+        return (self.starts[node.lineno - 1] + node.col_offset, self.starts[node.end_lineno - 1] + node.end_col_offset)
+
+    def _edit(self, node, text):
+        if isinstance(node, tuple) and node[0] == "cut":  # ("cut", a parameter, its default): `=<default>` goes
+            self.edits.append((self._span(node[1])[1], self._span(node[2])[1], text))
+        elif isinstance(node, tuple):  # ("insert", a statement): a line of its own before it
+            start = self.starts[node[1].lineno - 1]
+            self.edits.append((start, start, f"{' ' * node[1].col_offset}{text}\n"))
+        else:
+            self.edits.append((*self._span(node), text))
+
+
+def _constants(tree):
+    """The module-level constants of the generated module: name -> value."""
+    found = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            try:
+                found[stmt.targets[0].id] = ast.literal_eval(stmt.value)
+            except ValueError:
+                found[stmt.targets[0].id] = None  # not a literal: an array, say
+    return found
+
+
+def _position(node):
+    return node.lineno, node.col_offset
+
+
+def _binds(node, name):
+    if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+        return True
+    if isinstance(node, ast.arg) and node.arg == name:
+        return True
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return any((a.asname or a.name.split(".")[0]) == name for a in node.names)
+    return isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name
+

@@ -1,0 +1,353 @@
+"""The respellings gradgen/codegen/numba_jit.py makes in a generated function, each an edit of its text.
+
+* `loops`: a backward loop over an explicit descending range (`descending`), or over a
+  module-level tuple backwards (`COEFFS[::-1]`, or by index after a loop that stopped early);
+* `placeholders`: `x = None` (bound before a loop so that its stack can save what the first
+  iteration overwrites) started at a zero of the type x holds (`Kinds`): `0.0`, `0`, `False`;
+* `respellings`: calls numba has no version of for numbers, written as the same arithmetic;
+* `defaults`: the defaults beside keyword-only parameters, which numba would misapply.
+
+An edit is (a node of the generated module, its new text), or (("insert", statement), a
+line before it), or (("cut", parameter, default), "") for the `=<default>` between them.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gradgen.codegen.numba_check import call_to, is_head, is_none, kind_of
+
+INTEGRAL = frozenset({"len", "int", "round", "math.floor", "math.ceil", "math.trunc"})
+
+
+def defaults(fdef):
+    """[((start, end) of `=<default>`, "")]: beside keyword-only parameters (the tangents of
+    --emit jvp and hvp) numba applies a function's defaults to its last parameters, whatever
+    their names (`f(a=0.5, *, da)` called as f(da=1.0) would get a missing, f(2.0) a da of
+    0.5): there the defaults go, and every argument is passed."""
+    args = fdef.args
+    if not args.kwonlyargs:
+        return []
+    positional = args.posonlyargs + args.args
+    return [(("cut", arg, default), "") for arg, default in zip(positional[len(positional) - len(args.defaults):],
+                                                                  args.defaults)]
+
+
+def loops(fdef, constants, taken):
+    """The edits that make each backward loop (`reversed(...)`) run over an explicit range or a
+    module-level tuple backwards."""
+    edits = []
+    for loop in ast.walk(fdef):
+        if not (isinstance(loop, ast.For) and call_to(loop.iter, "reversed")):
+            continue
+        inner, count = loop.iter.args[0], None
+        if isinstance(inner, ast.Subscript) and is_head(inner.slice):
+            inner, count = inner.value, inner.slice.upper
+        if call_to(inner, "range"):
+            edits.append((loop.iter, ast.unparse(descending(inner.args, count))))
+        elif count is None:
+            edits.append((loop.iter, f"{inner.id}[::-1]"))  # a module-level tuple
+        else:  # the first `count` numbers of a module-level tuple, last first: by index
+            index = _fresh(f"{loop.target.id}_index", taken)
+            taken.add(index)
+            edits.append((loop.iter, ast.unparse(descending([count], None))))
+            edits.append((loop.target, index))
+            edits.append((("insert", loop.body[0]), f"{loop.target.id} = {inner.id}[{index}]"))
+    return edits
+
+
+def descending(args, count=None):
+    """The range `reversed(range(*args)[:count])` runs over, written as a range."""
+    start, stop, step = _range_parts(args)
+    if count is not None:  # the first `count` of them: start + (count - 1) * step down to start
+        return _range(_add(start, _mul(_add(count, _int(-1)), step)), _add(start, _neg(step)), _neg(step))
+    k = step.value if isinstance(step, ast.Constant) else None
+    if k == 1:
+        return _range(_add(stop, _int(-1)), _add(start, _int(-1)), _int(-1))
+    if k == -1:
+        return _range(_add(stop, _int(1)), _add(start, _int(1)), _int(1))
+    if isinstance(k, int) and k > 0:  # the last is start + (stop - start - 1) // k * k
+        last = _add(start, _mul(_floordiv(_add(_add(stop, _neg(start)), _int(-1)), step), step))
+        return _range(last, _add(start, _neg(step)), _neg(step))
+    if isinstance(k, int) and k < 0:  # the last is start - (start - stop - 1) // -k * -k
+        size = _neg(step)
+        last = _add(start, _neg(_mul(_floordiv(_add(_add(start, _neg(stop)), _int(-1)), size), size)))
+        return _range(last, _add(start, size), size)
+    length = ast.Call(ast.Name("len"), [ast.Call(ast.Name("range"), list(args), [])], [])
+    return _range(_add(start, _mul(_add(length, _int(-1)), step)), _add(start, _neg(step)), _neg(step))
+
+
+def _range_parts(args):
+    args = list(args)
+    if len(args) == 1:
+        return _int(0), args[0], _int(1)
+    if len(args) == 2:
+        return args[0], args[1], _int(1)
+    step = args[2]
+    if isinstance(step, ast.UnaryOp) and isinstance(step.op, ast.USub) and _is_int(step.operand):
+        step = _int(-step.operand.value)
+    return args[0], args[1], step
+
+
+def _range(*parts):
+    if _is_int(parts[2]) and parts[2].value == 1:
+        parts = parts[:2]  # range(a, b, 1) is range(a, b)
+    if len(parts) == 2 and _is_int(parts[0]) and parts[0].value == 0:
+        parts = parts[1:]
+    return ast.Call(ast.Name("range"), list(parts), [])
+
+
+def respellings(fdef):
+    """[(statement or expression, its new text)]: the calls numba has no version of for numbers,
+    respelled as the same arithmetic (see Respell)."""
+    edits = []
+    for stmt in ast.walk(fdef):
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)):
+            node = stmt
+        elif isinstance(stmt, (ast.If, ast.While)):
+            node = stmt.test
+        else:
+            continue
+        respell = Respell()
+        new = respell.visit(_copy(node))
+        if respell.changed:
+            edits.append((node, ast.unparse(new)))
+    return edits
+
+
+class Respell(ast.NodeTransformer):
+    """`math.log(x, b)` is `math.log(x) / math.log(b)` (CPython computes it so); `math.hypot(a,
+    b, c)` `math.hypot(math.hypot(a, b), c)` (to an ulp or so); `np.clip(a,
+    lo, hi)` of numbers `np.minimum(np.maximum(a, lo), hi)` (NaN passes, as in clip); `np.where(c,
+    a, b)` of numbers `a if c else b`."""
+
+    changed = False
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        spelled = ast.unparse(node.func)
+        args = node.args
+        if node.keywords or any(isinstance(a, ast.Starred) for a in args):
+            return node
+        if spelled == "math.log" and len(args) == 2:
+            new = ast.BinOp(_call("math.log", args[:1]), ast.Div(), _call("math.log", args[1:]))
+        elif spelled == "math.hypot" and len(args) > 2:
+            new = _call("math.hypot", [_call("math.hypot", args[:2]), *args[2:]]) if len(args) == 3 else \
+                _call("math.hypot", [self.visit_Call(_call("math.hypot", args[:-1])), args[-1]])
+        elif spelled == "np.clip" and len(args) == 3:
+            new = _call("np.minimum", [_call("np.maximum", args[:2]), args[2]])
+        elif spelled == "np.where" and len(args) == 3:
+            new = ast.IfExp(args[0], args[1], args[2])
+        else:
+            return node
+        self.changed = True
+        return new
+
+
+def _call(spelled, args):
+    module, name = spelled.split(".")
+    return ast.Call(ast.Attribute(ast.Name(module), name), list(args), [])
+
+
+def _copy(node):
+    return ast.parse(ast.unparse(node), mode="exec").body[0] if isinstance(node, ast.stmt) else \
+        ast.parse(ast.unparse(node), mode="eval").body
+
+
+# --- integer arithmetic on syntax trees, folding constants (`n - 1`, not `n + -1`) -----------------
+
+def _int(k):
+    return ast.Constant(k)
+
+
+def _is_int(node):
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _neg(node):
+    if _is_int(node):
+        return _int(-node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return node.operand
+    return ast.UnaryOp(ast.USub(), node)
+
+
+def _add(a, b):
+    """a + b, folded: constants summed, `x + (-1)` written `x - 1`, `x - 1 + 1` as x."""
+    if _is_int(a) and _is_int(b):
+        return _int(a.value + b.value)
+    if _is_int(a):
+        a, b = b, a
+    if _is_int(b) and b.value == 0:
+        return a
+    if _is_int(b) and isinstance(a, ast.BinOp) and isinstance(a.op, (ast.Add, ast.Sub)) and _is_int(a.right):
+        inner = a.right.value if isinstance(a.op, ast.Add) else -a.right.value
+        return _add(a.left, _int(inner + b.value))
+    if _is_int(b) and b.value < 0:
+        return ast.BinOp(a, ast.Sub(), _int(-b.value))
+    if isinstance(b, ast.UnaryOp) and isinstance(b.op, ast.USub):
+        return ast.BinOp(a, ast.Sub(), b.operand)
+    return ast.BinOp(a, ast.Add(), b)
+
+
+def _mul(a, b):
+    if _is_int(a) and _is_int(b):
+        return _int(a.value * b.value)
+    if _is_int(b) and b.value == 1:
+        return a
+    if _is_int(a) and a.value == 1:
+        return b
+    if (_is_int(a) and a.value == 0) or (_is_int(b) and b.value == 0):
+        return _int(0)
+    return ast.BinOp(a, ast.Mult(), b)
+
+
+def _floordiv(a, b):
+    if _is_int(a) and _is_int(b) and b.value:
+        return _int(a.value // b.value)
+    return ast.BinOp(a, ast.FloorDiv(), b)
+
+
+# --- placeholders -------------------------------------------------------------------------------
+
+def placeholders(fdef, constants):
+    """[(the None of `x = None`, a zero of the type x holds)]."""
+    kinds = Kinds(fdef, constants)
+    edits = []
+    for stmt in ast.walk(fdef):
+        if isinstance(stmt, ast.Assign) and is_none(stmt.value) and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], ast.Name):
+            edits.append((stmt.value, _zero(kinds.of_name(stmt.targets[0].id))))
+    return edits
+
+
+def _zero(kind):
+    if isinstance(kind, tuple):
+        return "(" + ", ".join(_zero(k) for k in kind) + ("," if len(kind) == 1 else "") + ")"
+    return {"bool": "False", "int": "0"}.get(kind, "0.0")
+
+
+_ORDER = {"bool": 0, "int": 1, "float": 2}
+
+
+def _join(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+            return tuple(_join(x, y) for x, y in zip(a, b))
+        return "float"
+    return a if _ORDER[a] >= _ORDER[b] else b
+
+
+class Kinds:
+    """The type each local of a generated function holds: bool, int, float or a tuple of
+    them (a number the code does not show is a float), from every value it is given."""
+
+    def __init__(self, fdef, constants):
+        self.values = {}  # name -> [value expressions]
+        self.known = {name: _constant_kind(v) for name, v in constants.items() if _constant_kind(v)}
+        args = fdef.args
+        positional = args.posonlyargs + args.args
+        defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        for arg, default in list(zip(positional, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults)):
+            kind = kind_of(default.value) if isinstance(default, ast.Constant) else None
+            self.known[arg.arg] = kind or "float"
+        for node in ast.walk(fdef):
+            self._collect(node)
+        for _ in range(len(self.values) + 1):  # to the fixed point: kinds only widen
+            changed = False
+            for name, values in self.values.items():
+                kind = None
+                for value in values:
+                    kind = _join(kind, self.of(value))
+                if kind is not None and kind != self.known.get(name):
+                    self.known[name], changed = _join(self.known.get(name), kind), True
+            if not changed:
+                break
+
+    def _collect(self, node):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                self._bind(target, node.value)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            self._bind(node.target, ast.BinOp(ast.Name(node.target.id), node.op, node.value))
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            self._bind(node.target, ast.Subscript(node.iter, ast.Constant(0)) if not call_to(node.iter, "range")
+                       and not call_to(node.iter, "reversed") else ast.Constant(0))
+
+    def _bind(self, target, value):
+        if isinstance(target, ast.Name):
+            self.values.setdefault(target.id, []).append(value)
+        elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(value.elts) == len(target.elts):
+            for t, v in zip(target.elts, value.elts):
+                self._bind(t, v)
+
+    def of_name(self, name):
+        return self.known.get(name) or "float"
+
+    def of(self, node):  # noqa: C901 - one case per kind of expression
+        if isinstance(node, ast.Constant):
+            return kind_of(node.value)
+        if isinstance(node, ast.Name):
+            return self.known.get(node.id)
+        if isinstance(node, (ast.Compare, ast.BoolOp)) or (isinstance(node, ast.UnaryOp)
+                                                           and isinstance(node.op, ast.Not)):
+            if isinstance(node, ast.BoolOp):
+                return _join_all(self.of(v) for v in node.values)
+            return "bool"
+        if isinstance(node, ast.UnaryOp):
+            return _join(self.of(node.operand), "int")
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Div):
+                return "float"
+            return _join(_join(self.of(node.left), self.of(node.right)), "int")
+        if isinstance(node, ast.IfExp):
+            return _join(self.of(node.body), self.of(node.orelse))
+        if isinstance(node, ast.Tuple):
+            kinds = tuple(self.of(e) for e in node.elts)
+            return None if None in kinds else kinds
+        if isinstance(node, ast.Call):
+            return self._call(node)
+        if isinstance(node, ast.Subscript):  # a module-level tuple's number (or a loop over one)
+            kind = self.of(node.value)
+            return _join_all(kind) if isinstance(kind, tuple) else None
+        return "float"
+
+    def _call(self, node):
+        spelled = ast.unparse(node.func)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "pop":
+            return None  # a value saved on a stack: of the kinds pushed
+        if spelled in INTEGRAL and len(node.args) == 1:
+            return "int"
+        if spelled == "bool":
+            return "bool"
+        if spelled in ("abs", "min", "max"):
+            return _join_all(self.of(a) for a in node.args)
+        return "float"
+
+
+def _constant_kind(value):
+    if isinstance(value, tuple):
+        kinds = tuple(_constant_kind(v) for v in value)
+        return None if None in kinds else kinds
+    return kind_of(value)
+
+
+def _join_all(kinds):
+    out = None
+    for kind in kinds:
+        if kind is None:
+            return None
+        out = _join(out, kind)
+    return out
+
+
+def _fresh(base, taken):
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    return name

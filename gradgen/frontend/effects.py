@@ -1,0 +1,155 @@
+"""Lowering what runs for its effect: `print`, `logging` and `warnings` calls, `assert`,
+and random draws.
+
+Such code does nothing to the derivative, yet the author wrote it to run: a print reports
+progress, an assert guards an assumption, and a draw (`rs.randn(n)`, `np.random.normal()`)
+advances a random state, so that the next draw differs. The generated forward pass keeps
+each of them as the source wrote it, in its place, with the function's variables renamed
+to the generated ones; the backward pass never runs them again. A draw is data: no
+derivative flows into it, and it is always kept, even where its value is not needed, so
+the generated code makes exactly the original's draws, in the same order.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+from gradgen.frontend.closures import FUNCTION_VALUES
+from gradgen.ir import nodes as ir
+from gradgen.ir.nodes import Const, Var
+from gradgen.rules.table import primitive
+from gradgen.frontend.structured import TreeRef
+
+# A draw in the rule table: piecewise (no derivative flows into it, its result is data); the
+# emitter writes it as its text (`params`: text=, modules=).
+primitive("draw", None, kind="piecewise", min_args=0)
+
+# methods of np.random.RandomState / np.random.Generator (and functions of np.random) that draw
+RANDOM_DRAWS = {"randn", "rand", "normal", "uniform", "standard_normal", "random", "random_sample", "choice",
+                "permutation", "shuffle", "integers", "randint", "binomial", "poisson", "exponential", "gamma",
+                "beta", "multivariate_normal", "laplace", "logistic", "lognormal", "standard_t", "dirichlet",
+                "multinomial", "standard_gamma", "standard_exponential", "chisquare", "geometric", "ranf",
+                "sample", "bytes", "seed"}
+_LOGGING = ("logging.", "warnings.warn")
+_STATEMENT_CALLS = {"print"}
+_CANONICAL = {"numpy": "np", "math": "math"}  # how the generated module spells these imports
+
+
+def random_states(fn) -> set:
+    """The parameters of lowered `fn` a draw calls a method of (`rs` of `rs.randn(n)`):
+    random states, which `check` samples as fresh seeded `np.random.RandomState`s."""
+    params = {p.name for p in fn.params}
+    found = set()
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign) and ir.is_draw(s.expr):
+            call = ast.parse(dict(s.expr.params)["text"], mode="eval").body
+            receiver = getattr(call.func, "value", None)
+            if isinstance(receiver, ast.Name) and receiver.id in params:
+                found.add(receiver.id)
+    return found
+
+
+def is_effect_call(module, node) -> bool:
+    """`print(...)`, `logging.info(...)`, `warnings.warn(...)`: run for what they show."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name) and func.id in _STATEMENT_CALLS and func.id not in module.functions \
+            and func.id not in module.imports:
+        return True
+    qualified = module.qualified(func)
+    return qualified is not None and qualified.startswith(_LOGGING)
+
+
+def is_draw(module, node, lookup) -> bool:
+    """A random draw: `np.random.<draw>(...)`, or `<name>.<draw>(...)` on a random state the
+    function was given (a parameter or variable: never a number it differentiates)."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return False
+    qualified = module.qualified(node.func)
+    if qualified is not None:
+        return qualified.startswith("numpy.random.") and node.func.attr in RANDOM_DRAWS
+    receiver = node.func.value
+    return node.func.attr in RANDOM_DRAWS and isinstance(receiver, ast.Name) and isinstance(lookup(receiver.id), Var)
+
+
+class Renamed:
+    """A source fragment written with the generated names: its text, the variables it reads
+    (kept alive and computed before it), and the library modules it needs imported."""
+
+    def __init__(self, text, reads, modules):
+        self.text, self.reads, self.modules = text, reads, modules
+
+
+def rename(module, node, lookup, refuse, what):
+    """`node` with each of the function's names replaced by the variable that holds its value
+    now (`lookup(name)`: the value the function's scopes bind it to, or None), library names
+    spelled as the generated module imports them. `refuse(node, message)`
+    makes the located error for a name the generated code cannot see (a helper, a loop
+    variable read after its loop)."""
+    reads, modules = [], set()
+
+    class _Renamer(ast.NodeTransformer):
+        def visit_Attribute(self, node):
+            qualified = module.qualified(node)
+            if qualified is not None:
+                return _library_name(qualified, modules)
+            return self.generic_visit(node)
+
+        def visit_Name(self, node):
+            name = node.id
+            value = lookup(name)
+            if isinstance(value, Var):
+                reads.append(value)
+                return ast.Name(value.name, ast.Load())
+            if isinstance(value, Const):
+                return ast.Constant(value.value)
+            if isinstance(value, TreeRef):  # (a part of) a structured parameter: read by its path
+                if value.leaf is not None:
+                    reads.append(value.leaf)
+                    return ast.Name(value.leaf.name, ast.Load())
+                if not all(isinstance(step, (Var, Const)) for step in value.path):
+                    raise refuse(node, f"a slice of the structured parameter '{value.root.name}' in {what} is not "
+                                       "supported: name the parts you print")
+                reads.extend([value.root] + [step for step in value.path if isinstance(step, Var)])
+                return ast.parse(value.text(), mode="eval").body
+            if value is not None and not isinstance(value, FUNCTION_VALUES):  # a loop variable after its loop
+                raise refuse(node, f"'{name}' is read after its loop; gradgen does not support that")
+            if name in module.constants and not isinstance(module.constants[name], (tuple, dict)):
+                reads.append(Var(name))
+                return node
+            qualified = module.qualified(node)
+            if qualified is not None:
+                return _library_name(qualified, modules)
+            if name in _BUILTINS:
+                return node
+            raise refuse(node, f"{what} may use the function's variables, module constants and library "
+                               f"functions; '{name}' is none of these here")
+
+        def visit_Lambda(self, node):
+            raise refuse(node, f"a lambda inside {what} is not supported")
+
+    renamed = _Renamer().visit(copy.deepcopy(node))
+    unique = list(dict.fromkeys(reads))
+    return Renamed(ast.unparse(renamed), tuple(unique), modules)
+
+
+def spelling(qualified):
+    """(text, module to import): `np.random.normal` and numpy for numpy.random.normal (as the
+    generated module imports numpy), `logging.info` and logging for logging.info."""
+    top, _, rest = qualified.partition(".")
+    if top in _CANONICAL:
+        return _CANONICAL[top] + ("." + rest if rest else ""), top
+    return qualified, qualified.rpartition(".")[0] or top
+
+
+def _library_name(qualified, modules):
+    text, module = spelling(qualified)
+    modules.add(module)
+    return ast.parse(text, mode="eval").body
+
+
+_BUILTINS = {"print", "len", "float", "int", "str", "repr", "round", "abs", "min", "max", "sum", "range", "format",
+             "isinstance", "bool", "tuple", "list", "True", "False", "None", "ValueError", "AssertionError",
+             "RuntimeError", "enumerate", "zip", "all", "any"}

@@ -1,0 +1,156 @@
+"""Derivative rules for linear algebra (np.linalg, scipy.linalg, trace, diag, tril/triu),
+registered into the one rule table of gradgen.rules.table.
+
+A module of its own because the table passed 600 lines, and because these rules are of one
+kind: matrix results, from the standard collection (M. B. Giles, "An extended collection of
+matrix derivative results for forward and reverse mode algorithmic differentiation", 2008;
+I. Murray, "Differentiation of the Cholesky decomposition", 2016). Each is checked against
+finite differences in tests/test_library_rules.py. Rules for 2-D matrices (and vectors
+where NumPy takes them); the longer ones are NumPy helpers written into the generated
+module when used.
+
+Where a function reads only one triangle of its matrix (np.linalg.cholesky and SciPy's
+multivariate normal read the lower one, solve_triangular the one `lower=` names), the
+gradient is given there: it is the derivative of the function as it runs, and along any
+symmetric change of a symmetric matrix it equals the symmetric gradient other libraries
+give.
+"""
+
+from __future__ import annotations
+
+from gradgen.ir.nodes import Call, Const
+from gradgen.rules.table import ARRAY_RULES, F, helper, primitive
+
+
+def _matmul(a, b):
+    return Call("matmul", (a, b), "op")
+
+
+def component(g, k):
+    """Gradient of item k of a tuple-valued result, given g, the gradient of the tuple: the
+    gradient scattered into item k when the program read `f(...)[k]`, else g[k]."""
+    if isinstance(g, Call) and g.prim == "scatter" and dict(g.params)["index"] == ("i",) and len(g.args) == 3:
+        index = g.args[2]
+        if isinstance(index, Const) and isinstance(index.value, int):
+            return g.args[0] if index.value in (k, k - 2) else Const(0)
+    return Call("getitem", (g, Const(k)), "op", params=(("index", ("i",)),))
+
+
+# --- solving and inverting ----------------------------------------------------------------
+helper("solve_grad_a", '''def solve_grad_a(g, a, x):
+    """Gradient of x = np.linalg.solve(a, b) with respect to a, given g, the gradient of x:
+    -(a^-T g) x^T (an outer product where b and x are vectors)."""
+    gb = np.linalg.solve(np.swapaxes(a, -1, -2), g)
+    if np.ndim(x) == 1:
+        return -np.outer(gb, x)
+    return -gb @ np.swapaxes(x, -1, -2)
+''')
+primitive("solve", 2, spellings=["numpy.linalg.solve", "scipy.linalg.solve"], elementwise=False,
+          vjp=(lambda g, out, a, b: F.solve_grad_a(g, a, out), lambda g, out, a, b: F.solve(F.T(a), g)))
+primitive("inv", spellings=["numpy.linalg.inv", "scipy.linalg.inv"], elementwise=False,
+          vjp=lambda g, out, a: -_matmul(_matmul(F.T(out), g), F.T(out)))
+primitive("det", spellings=["numpy.linalg.det", "scipy.linalg.det"], elementwise=False, result="number",
+          vjp=lambda g, out, a: g * out * F.T(F.inv(a)))
+# (sign, logdet): only logdet has a derivative, g * a^-T
+primitive("slogdet", spellings=["numpy.linalg.slogdet"], elementwise=False, result="tuple",
+          vjp=lambda g, out, a: component(g, 1) * F.T(F.inv(a)))
+
+# --- triangular factors and solves ---------------------------------------------------------------
+helper("cholesky_grad", '''def cholesky_grad(g, L):
+    """Gradient of L = np.linalg.cholesky(a) with respect to a, given g, the gradient of L
+    (Murray 2016): S = L^-T Phi(L^T g) L^-1, Phi the lower triangle with half its diagonal.
+    np.linalg.cholesky reads only the lower triangle of a, so that is where the gradient
+    goes: tril(S + S^T) - diag(S)."""
+    phi = np.tril(L.T @ g)
+    phi[np.diag_indices_from(phi)] *= 0.5
+    s = np.linalg.solve(L.T, np.linalg.solve(L.T, phi).T).T
+    return np.tril(s + s.T) - np.diag(np.diag(s))
+''')
+primitive("cholesky", spellings=["numpy.linalg.cholesky"], elementwise=False,
+          vjp=lambda g, out, a: F.cholesky_grad(g, out))
+
+helper("solve_triangular_grad_a", '''def solve_triangular_grad_a(g, a, x, trans=0, lower=False):
+    """Gradient of x = scipy.linalg.solve_triangular(a, b, trans, lower) with respect to a,
+    given g, the gradient of x: -(op(a)^-T g) x^T for op(a) = a or a^T, transposed back for
+    trans, and kept on the triangle of a that is read."""
+    t = np.tril(a) if lower else np.triu(a)
+    op = t if trans in (0, "N") else t.T
+    gb = np.linalg.solve(op.T, g)
+    d = -np.outer(gb, x) if np.ndim(x) == 1 else -gb @ x.T
+    d = d if trans in (0, "N") else d.T
+    return np.tril(d) if lower else np.triu(d)
+''')
+
+
+_TRANS = {"N": 0, "T": 1, "C": 1}
+
+
+def _transposed(p):
+    """solve_triangular's static parameters for the transposed system."""
+    params = dict(p)
+    params["trans"] = 0 if p.get("trans", 0) not in (0, "N") else 1
+    if params["trans"] == 0:
+        del params["trans"]
+    return params
+
+
+primitive("solve_triangular", 2, spellings=["scipy.linalg.solve_triangular"], keywords=("trans", "lower"),
+          elementwise=False,
+          vjp=(lambda g, out, a, b, **p: F.solve_triangular_grad_a(g, a, out, Const(_TRANS.get(p.get("trans"), p.get("trans")) or 0),
+                                                                   Const(bool(p.get("lower", False)))),
+               lambda g, out, a, b, **p: F.solve_triangular(a, g, **_transposed(p))))
+
+# --- trace, diagonal, triangles -------------------------------------------------------------------
+def _offset(p, name):
+    """The diagonal's offset as a helper's last argument, when it is not the main diagonal."""
+    return (Const(p[name]),) if p.get(name) else ()
+
+
+helper("trace_grad", '''def trace_grad(g, a, offset=0):
+    """Gradient of np.trace(a, offset) with respect to a: g on that diagonal."""
+    return g * np.eye(np.shape(a)[0], np.shape(a)[1], k=offset)
+''')
+primitive("trace", spellings=["numpy.trace"], keywords=("offset",), method=True, elementwise=False,
+          result="number", vjp=lambda g, out, a, **p: F.trace_grad(g, a, *_offset(p, "offset")))
+
+helper("diag_grad", '''def diag_grad(g, v, k=0):
+    """Gradient of np.diag(v, k): a vector's makes a matrix (its gradient is g's diagonal k);
+    a matrix's diagonal k is read (its gradient is g placed there, zeros elsewhere)."""
+    if np.ndim(v) == 1:
+        return np.diag(g, k)
+    out = np.zeros(np.shape(v))
+    n = len(g)
+    out[np.arange(n) + max(-k, 0), np.arange(n) + max(k, 0)] = g
+    return out
+''')
+primitive("diag", spellings=["numpy.diag"], keywords=("k",), elementwise=False,
+          vjp=lambda g, out, v, **p: F.diag_grad(g, v, *_offset(p, "k")))
+primitive("tril", spellings=["numpy.tril"], keywords=("k",), elementwise=False,
+          vjp=lambda g, out, a, **p: F.tril(g, **p))
+primitive("triu", spellings=["numpy.triu"], keywords=("k",), elementwise=False,
+          vjp=lambda g, out, a, **p: F.triu(g, **p))
+
+# np.einsum(subscripts, *operands), no index repeated within one operand, no `...`: the
+# gradient of operand i is the output's gradient contracted with the other operands back to
+# operand i's indices (and spread over the indices only operand i has)
+helper("einsum_grad", '''def einsum_grad(g, operands, i, subscripts):
+    """Gradient of np.einsum(subscripts, *operands) with respect to operand i."""
+    inputs, output = subscripts.split("->")
+    parts = inputs.split(",")
+    others = [p for k, p in enumerate(parts) if k != i]
+    seen = output + "".join(others)
+    kept = "".join(c for c in parts[i] if c in seen)
+    own = "".join(c for c in parts[i] if c not in seen)
+    rest = [x for k, x in enumerate(operands) if k != i]
+    piece = np.einsum(",".join([output] + others) + "->" + kept, g, *rest)
+    if own:  # summed in operand i alone: every element there gets the same gradient
+        sizes = [np.shape(operands[i])[parts[i].index(c)] for c in own]
+        piece = np.einsum(kept + "," + own + "->" + parts[i], piece, np.ones(sizes))
+    return piece
+''')
+primitive("einsum", None, spellings=["numpy.einsum"], keywords=("subscripts",), min_args=1, elementwise=False,
+          vjp=(lambda i: lambda g, out, *xs, **p: Call("einsum_grad", (g, Call("tuple", xs, "builtins"), Const(i),
+                                                                      Const(p["subscripts"])), None),))
+
+ARRAY_RULES.update({"einsum", "solve", "inv", "det", "slogdet", "cholesky", "solve_triangular", "trace", "diag", "tril",
+                    "triu"})

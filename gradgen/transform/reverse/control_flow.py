@@ -1,0 +1,326 @@
+"""Stage 4, reverse: control flow replayed backwards.
+
+An `if` takes the branch the forward pass took (its condition recomputed, or recorded
+when the branch overwrites what it reads: record_decisions); a loop runs its iterations
+backwards, carrying the adjoints it touches across iterations and starting its own
+temporaries afresh in each; a `while` runs as often as the forward one did. The part of a
+loop body after an `if` that can leave the iteration runs only when it did not leave.
+"""
+
+from __future__ import annotations
+
+from gradgen.transform.reverse import factoring as combine
+from gradgen.ir import simplify
+from gradgen.ir.nodes import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, Restore, Var, While, assigned,
+                        expressions, variables, walk)
+from gradgen.transform.reverse.expression import _allocates, as_float, bare
+
+TRUE, FALSE = Const(True), Const(False)
+
+
+class ControlFlow:
+    # ---- control flow ----------------------------------------------------------------------
+    def branches(self, test, body, orelse, stmt):
+        """An `if` replayed: each branch reversed; adjoints made to agree where they join."""
+        entry, owned, zeroed = dict(self.state), set(self.owned), set(self.zeroed)
+        self.cited = None
+        then_code = self.block(body)
+        then_state, self.state = self.state, dict(entry)
+        then_owned, self.owned = self.owned, owned
+        then_zeroed, self.zeroed = self.zeroed, zeroed
+        self.cited = None
+        else_code = self.block(orelse)
+        self.owned &= then_owned
+        else_zeroed = self.zeroed
+        for v in sorted(set(then_state) | set(self.state)):
+            a, b = then_state.get(v), self.state.get(v)
+            if a == b:
+                continue
+            name = Var(self.adj_name(v))
+            for code, st, zeroed in ((then_code, a, then_zeroed), (else_code, b, else_zeroed)):
+                if st != name:
+                    if isinstance(st, Var) and st.name in self.mutable:
+                        self.mutable.add(name.name)
+                    value = st if st is not None else self.zero(v)
+                    code.append(Assign(name.name, value))
+                    if bare(value, zeroed):  # (a 0.0 there: a rule that reads it first makes it an array)
+                        zeroed.add(name.name)
+                    else:
+                        zeroed.discard(name.name)
+                    if not _allocates(value):  # (a 0.0, or another adjoint's array: never written into)
+                        self.owned.discard(name.name)
+            self.state[v] = name
+        self.zeroed = then_zeroed | else_zeroed
+        self.cited = None
+        if not then_code and not else_code:
+            return []
+        return [If(test, then_code, else_code, stmt.line if stmt else None, stmt.source if stmt else None)]
+
+    def loop(self, stmt, restarted=frozenset()):
+        """A loop replayed backwards; adjoints it touches are variables across iterations,
+        except those of its own temporaries, which start afresh in every iteration. An
+        adjoint array made fresh before the loop stays writable in it when the loop only
+        scatters into it (`dWs[i] += dW` for `W = Ws[i]`). `restarted`: the adjoints an
+        iteration may end with at 0.0, which the next one (backward) then starts with."""
+        before = dict(self.state)
+        kept = set(self.owned), set(self.mutable), set(self.zeroed)
+        pre = []
+        local = self.locals.get(id(stmt), set())
+        made = {s.target for s in walk(stmt.body) if _makes_list(s)}  # new in every iteration: never carried
+        for v in _touched(stmt.body, self.active):
+            if v in local or v in made or (isinstance(self.state.get(v), Const) and _accumulates(stmt.body, v)):
+                continue  # (an accumulator's constant adjoint, `total += e`, is the same on every trip)
+            name = Var(self.adj_name(v))
+            if self.state.get(v) != name:
+                current = self.state.get(v)
+                if isinstance(current, Var) and current.name in self.mutable:
+                    self.mutable.add(name.name)
+                pre += self.define(name.name, as_float(current) if current is not None else self.zero(v))
+                self.state[v] = name
+        entry = dict(self.state)
+        self.zeroed |= restarted
+        at_start = set(self.zeroed)
+        self.cited = None
+        scattered = {self.adj_name(v) for v in _touched(stmt.body, self.active) if _only_indexed(stmt.body, v)}
+        self.owned -= {self.adj_name(v) for v in _touched(stmt.body, self.active)} - scattered
+        for v in _touched(stmt.body, self.active):  # written into in place: an array before the loop, once
+            adj = self.adj_name(v)
+            if adj in scattered and adj in self.zeroed and self.state.get(v) == Var(adj) and v in self.arrays:
+                pre += self.shaped(Var(v), Var(adj))
+                self.zeroed.discard(adj)
+        body = self.block(stmt.body)
+        for v, st in entry.items():
+            if isinstance(st, Var) and self.state.get(v) != st:
+                current = self.state.get(v)
+                body.append(Assign(st.name, as_float(current) if current is not None else self.zero(v)))
+                self.note_zeroed(st.name, body[-1].expr)
+        ends = {st.name for st in entry.values() if isinstance(st, Var) and st.name in self.zeroed}
+        carried = any(self.state.get(v) is not None for v in local)
+        if carried or not ends <= at_start:
+            # a temporary was read before its assignment after all: carry every adjoint instead;
+            # or an iteration ends with an adjoint at 0.0 the one before it reads: again, knowing it
+            if carried:
+                self.locals[id(stmt)] = set()
+            self.state = before
+            self.owned, self.mutable, self.zeroed = kept
+            return self.loop(stmt, restarted | ends)
+        self.zeroed |= at_start  # (a loop that ran no trip leaves them as they were)
+        self.state = entry
+        self.cited = None
+        if not body:
+            self.state = before
+            return []
+        if isinstance(stmt, While):
+            loop = For(self.namer.underscore(), Var(stmt.count), body, stmt.line, stmt.source,
+                       stmt.count, direction="times")
+        else:
+            loop = For(stmt.target, stmt.iter, body, stmt.line, stmt.source, stmt.count, direction="reversed")
+        return pre + [loop]
+
+
+def _makes_list(stmt):
+    return isinstance(stmt, Assign) and isinstance(stmt.expr, Call) and stmt.expr.prim == "list"
+
+
+def _accumulates(body, v):
+    """Whether the loop `body` reads v only to add to it (`v = v + e`, `v = v - e`, e free of
+    v): the gradient of v then passes through every trip unchanged."""
+    for stmt in walk(body):
+        for expr in expressions(stmt):
+            if v not in _reads_of(expr):
+                continue
+            if not (isinstance(stmt, Assign) and stmt.target == v and expr is stmt.expr and not stmt.accumulate):
+                return False
+            terms = combine.terms(expr)
+            if [t for t in terms if v in _reads_of(t[1])] != [(1, Var(v))]:
+                return False
+        if isinstance(stmt, Assign) and stmt.target == v and v not in _reads_of(stmt.expr):
+            return False  # (set afresh: the gradient of its old value is zero from here)
+    return True
+
+
+def _only_indexed(body, v):
+    """Whether the loop `body` reads `v` only as `v[...]` and assigns it only by writing
+    into it (`v[...] = e`): then every contribution to v's adjoint in the loop is a scatter
+    into it or zeros written into it."""
+    for stmt in walk(body):
+        if isinstance(stmt, Assign) and stmt.target == v:
+            e = stmt.expr
+            if not (isinstance(e, Call) and e.prim == "setitem" and e.args[0] == Var(v)):
+                return False
+            stmt = Assign(v, Call("tuple", e.args[1:]))  # (what the write reads besides v itself)
+        for expr in expressions(stmt):
+            stack = [expr]
+            while stack:
+                e = stack.pop()
+                if isinstance(e, Var) and e.name == v:
+                    return False
+                if isinstance(e, Call):
+                    args = e.args[1:] if e.prim == "getitem" and e.args[0] == Var(v) else e.args
+                    stack.extend(args)
+                elif isinstance(e, Cond):
+                    stack.extend((e.test, e.body, e.orelse))
+    return True
+
+
+def _reads_of(expr):
+    return {v.name for v in variables(expr)}
+
+
+def loop_temporaries(stmts, bound, after, out):
+    """For each loop, the variables that live only inside one iteration: first assigned at
+    the top of its body, unbound before the loop, and read nowhere after it (nor, for an
+    inner loop, anywhere else in the enclosing loop). Their adjoints need no carrying.
+    `bound`: names bound before `stmts`; `after`: names read after them.
+
+    The sets of names read after each statement are built in one backward sweep, and kept
+    only where a loop needs them, so straight-line code costs one pass."""
+    needed = [i for i, s in enumerate(stmts) if isinstance(s, (For, While, If)) and _has_loop(s)]
+    if not needed:
+        return
+    later_of, later = {}, set(after)
+    for i in range(len(stmts) - 1, -1, -1):
+        if i in needed:
+            later_of[i] = set(later)
+        later |= simplify.names_read([stmts[i]])
+    bound = set(bound)
+    for i, s in enumerate(stmts):
+        if i in later_of:
+            _temporaries_of(s, bound, later_of[i], out)
+        bound |= assigned([s])
+
+
+def _has_loop(stmt):
+    return any(isinstance(s, (For, While)) for s in walk([stmt]))
+
+
+def _temporaries_of(s, bound, later, out):
+    if isinstance(s, If):
+        loop_temporaries(s.body, bound, later, out)
+        loop_temporaries(s.orelse, bound, later, out)
+        return
+    inside = simplify.names_read(s.body) | later
+    firsts, seen = [], set()
+    for t in s.body:
+        for x in walk([t]):
+            for n in ([x.target] if isinstance(x, (Assign, For)) else []):
+                if n not in seen and t is x and isinstance(t, Assign):
+                    firsts.append(n)
+                seen.add(n)
+    out[id(s)] = {n for n in firsts if n not in bound and n not in later}
+    loop_temporaries(s.body, bound, inside, out)
+
+
+def _touched(body, active):
+    """Active variables a loop body reads differentiably or assigns, in order of appearance."""
+    from gradgen.analysis.activity import diff_vars
+
+    seen = []
+    for stmt in walk(body):
+        names = []
+        if isinstance(stmt, Assign):
+            names = [stmt.target] + sorted(diff_vars(stmt.expr))
+        for n in names:
+            if n in active and n not in seen:
+                seen.append(n)
+    return seen
+
+
+def exits(stmt):
+    """Whether an `if` can end its loop iteration (a `break`/`continue` in it)."""
+    return any(isinstance(s, (Break, Continue)) for s in walk(stmt.body + stmt.orelse)
+               if not _in_inner_loop(stmt, s))
+
+
+def _in_inner_loop(stmt, target):
+    for s in walk(stmt.body + stmt.orelse):
+        if isinstance(s, (For, While)) and any(t is target for t in walk(s.body)):
+            return True
+    return False
+
+
+def exit_condition(stmt):
+    """An expression true exactly when `if` statement `stmt` ended its iteration."""
+    return _or(_and(stmt.test, _exit_of(stmt.body)), _and(simplify.negate(stmt.test), _exit_of(stmt.orelse)))
+
+
+def _exit_of(stmts):
+    terms = []
+    for s in stmts:
+        if isinstance(s, (Break, Continue)):
+            terms.append(TRUE)
+            break
+        if isinstance(s, If) and exits(s):
+            terms.append(exit_condition(s))
+    return _or(*terms) if terms else FALSE
+
+
+def _and(a, b):
+    if a == FALSE or b == FALSE:
+        return FALSE
+    if a == TRUE:
+        return b
+    if b == TRUE:
+        return a
+    return Call("and", (a, b), "op")
+
+
+def _or(*terms):
+    terms = [t for t in terms if t != FALSE]
+    if any(t == TRUE for t in terms):
+        return TRUE
+    if not terms:
+        return FALSE
+    return terms[0] if len(terms) == 1 else Call("or", tuple(terms), "op")
+
+
+def record_decisions(stmts, namer, later=frozenset(), in_loop=False):
+    """Save an `if`'s decision in a variable when the backward pass could not recompute it:
+    its branches overwrite what its condition reads, or (for an `if` that can leave a loop
+    iteration) the rest of the iteration does. Returns the new statement list."""
+    out = []
+    for i, stmt in enumerate(stmts):
+        if isinstance(stmt, If):
+            leaves = in_loop and exits(stmt)
+            after = assigned(stmts[i + 1:]) | later if leaves or _has_if(stmt) else frozenset()
+            reads = {v.name for v in variables(stmt.test)}
+            stmt.body = record_decisions(stmt.body, namer, after, in_loop)
+            stmt.orelse = record_decisions(stmt.orelse, namer, after, in_loop)
+            own = assigned(stmt.body) | assigned(stmt.orelse)
+            if reads & own or (leaves and reads & after):
+                name = namer.define("branch")
+                out.append(Assign(name, stmt.test, stmt.line, stmt.source, overwrites=in_loop))
+                stmt.test, stmt.record = Var(name), name
+        elif isinstance(stmt, (For, While)):
+            stmt.body = record_decisions(stmt.body, namer, frozenset(), True)
+        out.append(stmt)
+    return out
+
+
+def _has_if(stmt):
+    return any(isinstance(s, If) for s in walk(stmt.body + stmt.orelse))
+
+
+def _prune(stmts, saved):
+    """Drop restores of values that are not saved, and blocks left empty."""
+    out = []
+    for s in stmts:
+        if isinstance(s, Restore):
+            if s.origin in saved:
+                out.append(s)
+        elif isinstance(s, If):
+            body, orelse = _prune(s.body, saved), _prune(s.orelse, saved)
+            if _has_code(body) or _has_code(orelse):
+                s.body, s.orelse = body, orelse
+                out.append(s)
+        elif isinstance(s, For):
+            s.body = _prune(s.body, saved)
+            if _has_code(s.body):
+                out.append(s)
+        else:
+            out.append(s)
+    return out
+
+
+def _has_code(stmts):
+    return any(not isinstance(s, Comment) for s in stmts)
