@@ -166,6 +166,16 @@ def analyse(fn, wrt, module) -> Activity:
     return Activity(list(wrt), {n for n in useful if n in origin})
 
 
+def add_named(act, named):
+    """The activity after gradgen.transform.cse named parts of loop statements (`(name, value,
+    target)` each; `h = np.tanh(z)` split out of `hs.append(np.tanh(z))`), without analysing
+    the function again: a part is active where its statement's target is and it reads an
+    active name where a derivative flows."""
+    for name, value, target in named:
+        if target in act.active and not act.active.isdisjoint(diff_vars(value)):
+            act.active.add(name)
+
+
 def _varied(stmts, origin):
     """Forward: a target is varied if a varied name flows into it (to a fixed point in loops)."""
     for stmt in stmts:

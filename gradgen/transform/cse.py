@@ -313,27 +313,29 @@ def name_loop_values(fn, namer, active, arrays):
     name's value for each trip on its list (Tapenade's "to be recorded") instead of
     recomputing the call in the backward sweep. A number (`math.sin(x)`) is recomputed, as
     by hand: that costs less than keeping it. `active`: names that carry a gradient; only
-    statements reading one are split. Returns whether it named anything."""
-    before = sum(1 for _ in walk(fn.body))
-    fn.body = _split_block(fn.body, False, namer, (active, arrays))
-    return sum(1 for _ in walk(fn.body)) != before
+    statements reading one are split; `arrays` (names that may be arrays) gains each name
+    that is one. Returns what it named: (name, value, the statement's target) each."""
+    named = []
+    fn.body = _split_block(fn.body, False, namer, (active, arrays), named)
+    return named
 
 
-def _split_block(stmts, in_loop, namer, facts):
+def _split_block(stmts, in_loop, namer, facts, named):
     active, arrays = facts
     out = []
     for stmt in stmts:
         if isinstance(stmt, (For, While)):
-            stmt.body = _split_block(stmt.body, True, namer, facts)
+            stmt.body = _split_block(stmt.body, True, namer, facts, named)
         elif isinstance(stmt, If):
-            stmt.body = _split_block(stmt.body, in_loop, namer, facts)
-            stmt.orelse = _split_block(stmt.orelse, in_loop, namer, facts)
+            stmt.body = _split_block(stmt.body, in_loop, namer, facts, named)
+            stmt.orelse = _split_block(stmt.orelse, in_loop, namer, facts, named)
         elif in_loop and isinstance(stmt, Assign) and not active.isdisjoint(_names(stmt.expr)) \
                 and isinstance(stmt.expr, Call) and _hashable(stmt.expr):
             pieces = []
             expr = _split_root(stmt.expr, pieces, (namer, arrays, active), stmt.target)
             out += [Assign(name, value, stmt.line, stmt.source, col=stmt.col, overwrites=True)
                     for name, value in pieces]
+            named += [(name, value, stmt.target) for name, value in pieces]
             stmt.expr = expr
         out.append(stmt)
     return out
