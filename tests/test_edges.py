@@ -5,8 +5,8 @@ Each edge compiles a tiny function and asserts the exact value gradgen gives the
 what JAX and PyTorch give for the same function, as literal numbers. Those were measured
 once (JAX 0.10.2 with jax_enable_x64, `jax.grad`; PyTorch 2.13.0+cpu, float64, `.backward()`);
 neither is a dependency of gradgen or of this test. Where JAX and PyTorch agree gradgen gives
-their value; where they disagree the entry says which one gradgen follows and why. The README
-section "Numerical conventions" is this table, and the last test here keeps it so.
+their value; where they disagree the entry says which one gradgen follows and why. The guide's
+page docs/numerics.md ("Numerical conventions") is this table, and the last test here keeps it so.
 """
 
 import math
@@ -39,8 +39,8 @@ def value_and_grad(body, point, params=None, wrt=None):
 
 @dataclass
 class Edge:
-    construct: str  # the README's first column
-    point: str  # the README's second column
+    construct: str  # the table's first column (docs/numerics.md)
+    point: str  # its second column
     body: str  # the function's return expression
     at: dict  # the point (np.float64 numbers: NumPy's arithmetic, inf and nan, not Python's exceptions)
     gradgen: object  # the gradient, in parameter order
@@ -390,7 +390,7 @@ def test_check_command_prints_the_table_and_the_line_and_exits_one(tmp_path):
     assert result.stderr == "MISMATCH in f: parameter(s) x\n"
 
 
-# ---- the README table is this table ------------------------------------------------------------
+# ---- the guide's table (docs/numerics.md) is this table -----------------------------------------
 
 def _fmt(value):
     if isinstance(value, tuple):
@@ -401,15 +401,14 @@ def _fmt(value):
     return "nan" if math.isnan(value) else ("inf" if value == inf else f"{value:g}")
 
 
-def readme_row(edge):
+def table_row(edge):
     return f"| {edge.construct} | {edge.point} | {_fmt(edge.gradgen)} | {_fmt(edge.jax)} | {_fmt(edge.torch)} |"
 
 
-def test_readme_numerical_conventions_table_is_this_table():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Numerical conventions\n", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("| `") or line.startswith("| builtin")]
-    assert rows[:len(EDGES)] == [readme_row(e) for e in EDGES]
+def test_the_guide_numerical_conventions_table_is_this_table():
+    text = (ROOT / "docs" / "numerics.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| `") or line.startswith("| builtin")]
+    assert rows == [table_row(e) for e in EDGES]
 
 
 @pytest.mark.parametrize("k", [100, 200, 300])

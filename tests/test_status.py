@@ -245,11 +245,11 @@ def test_the_hooks_regenerate_and_then_pass_on_a_copy_of_the_seed_example(tmp_pa
     assert hook("gradgen-status", [], tmp_path).returncode == 0
 
 
-def test_the_readme_configures_the_hooks_the_manifest_offers():
+def test_the_guide_configures_the_hooks_the_manifest_offers():
     import yaml
 
-    readme = (ROOT / "README.md").read_text()
-    block = readme.split("### pre-commit")[1].split("```yaml\n")[1].split("```")[0]
+    page = (ROOT / "docs" / "workflow.md").read_text(encoding="utf-8")
+    block = page.split("\n## pre-commit\n")[1].split("```yaml\n")[1].split("```")[0]
     config = yaml.safe_load(block)
     [repo] = config["repos"]
     assert set(repo) == {"repo", "rev", "hooks"}
