@@ -25,7 +25,7 @@ from gradgen.frontend import closures, lower, parse
 from gradgen.frontend import custom_calls as custom_rules
 from gradgen.frontend.structured import NeedsStructure, UsedWhole
 from gradgen.ir import simplify
-from gradgen.ir.nodes import Call, Cond, Var, expressions, variables, walk
+from gradgen.ir.nodes import Call, Cond, Var, assigned, expressions, variables, walk
 from gradgen.transform.reverse.driver import reverse_parts
 
 HEADER_MARK = freshness.HEADER_MARK
@@ -466,8 +466,11 @@ def _nonempty(sections):
 
 
 def _constants_read(fn, module):
+    """The module constants `fn` reads: not a name its parameter or its own assignment
+    shadows (`def f(w=0.5)` beside a constant `w` reads its parameter)."""
     read = simplify.names_read(fn.body) | {v.name for v in variables(fn.result)}
-    return {name for name in read if name in module.constants}
+    own = {p.name for p in fn.params} | assigned(fn.body)
+    return {name for name in read if name in module.constants and name not in own}
 
 
 def _sigmoid_namespaces(fn):

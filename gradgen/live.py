@@ -334,7 +334,8 @@ def _fingerprint():
     """gradgen's version and its own files (size, time): a changed compiler misses the disk cache."""
     if not _FINGERPRINT:
         package = Path(gradgen.__file__).parent
-        stamps = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in package.glob("*.py"))
+        stamps = sorted((str(p.relative_to(package)), p.stat().st_size, p.stat().st_mtime_ns)
+                        for p in package.rglob("*.py"))  # (the stage subpackages too)
         _FINGERPRINT.append(hashlib.sha256(json.dumps([gradgen.__version__, stamps]).encode()).hexdigest())
     return _FINGERPRINT[0]
 

@@ -434,10 +434,14 @@ class GrammarBuilder(ExprGrammar):
                               self.seed)
 
     def source(self, specs, chosen, body, ret: str) -> str:
-        """The module: constants, the helpers f calls, f, and sometimes an unrelated function
-        whose parameters are named like f's generated functions."""
+        """The module: constants (sometimes one named like a parameter of f, which shadows
+        it), the helpers f calls, f, and sometimes an unrelated function whose parameters are
+        named like f's generated functions."""
         lines = ["import numpy as np", ""]
         lines += [f"{name} = {old!r}" for name, old, _ in chosen] + ([""] if chosen else [])
+        if self.chance(0.15):  # a module name f's parameter shadows: f never reads it (a number or an array)
+            shadowed = self.choice([name for name, _, _ in specs])
+            lines += [f"{shadowed} = " + self.choice(["0.75", "np.array([1.0, 2.0])"]), ""]
         text = "\n".join(t for t, _ in body) + "\n" + ret
         for name in sorted(_helpers_in(text)):
             lines += ["", *HELPERS[name], ""]

@@ -46,7 +46,7 @@ def result_is_array(fn, module) -> bool:
     `len(x)`) is one, and so is what it computes elementwise from one. Such a function (a
     centring, a log-softmax, a layer) has no gradient of its own: a gradient needs one number.
     A parameter it only indexes with integers (`x[0]`) gives numbers."""
-    evident = {c for c, v in module.constants.items() if _is_array_constant(v)} | _evident(fn)
+    evident = _array_constants(fn, module) | _evident(fn)
     size = -1
     while size != len(evident):
         size = len(evident)
@@ -181,7 +181,7 @@ def arrays_on_entry(fn, module, defaults_numbers=False) -> set:
     called with `b=np.zeros(3)`, so only the code (evident_numbers) or an annotation makes b
     a number."""
     uses_numpy = any(q.split(".")[0] == "numpy" for q in module.imports.values())
-    arrays = {c for c, v in module.constants.items() if _is_array_constant(v)}
+    arrays = _array_constants(fn, module)
     for p in fn.params:
         if defaults_numbers and number_default(p):  # (the sharing analysis's fallback: checked on entry)
             continue
@@ -194,6 +194,12 @@ def number_default(p):
     """Whether parameter `p` has a default that is a number (`b=0.0`), which proves nothing of
     what a caller passes."""
     return p.has_default and p.function is None and type(p.default) in (int, float)
+
+
+def _array_constants(fn, module):
+    """The module's array constants `fn` can read: not those its parameters shadow."""
+    own = {p.name for p in fn.params}
+    return {c for c, v in module.constants.items() if _is_array_constant(v) and c not in own}
 
 
 def _is_array_constant(value):

@@ -118,12 +118,21 @@ def folded_line(module, carried, selected):
     """The header line naming the constants the compiled functions read that were folded
     into the code (a loop bound unrolled, a list of sizes), which no argument can change."""
     copied = {name for name, _ in carried}
-    read = {n.id for f in selected for n in ast.walk(module.functions[f]) if isinstance(n, ast.Name)}
+    read = {name for f in selected for name in _globals_read(module.functions[f])}
     for f in selected:  # and what the helpers they call read
-        read |= {n.id for g in module.functions if g in read for n in ast.walk(module.functions[g])
-                 if isinstance(n, ast.Name)}
+        read |= {name for g in module.functions if g in read for name in _globals_read(module.functions[g])}
     folded = [c for c in module.constants if c in read and c not in copied]
     if not folded:
         return None
     listed = ", ".join(f"{c} = {module.constants[c]!r}" for c in folded)
     return f"Folded into the code when compiling (compile again after changing one): {listed}."
+
+
+def _globals_read(fdef):
+    """The names function `fdef` reads from its module: not its parameters, nor names it
+    assigns (which are its own throughout, as Python scopes them)."""
+    args = fdef.args
+    own = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    own |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    own |= {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - own
