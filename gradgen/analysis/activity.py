@@ -10,6 +10,12 @@ piecewise-constant functions (floor, round, ...), branch conditions and integer 
 Straight-line code is one walk each way. A loop is walked until its sets stop growing
 (values flow from one iteration to the next); the sets only grow, so that ends after at
 most as many rounds as the loop has variables, and in practice after two.
+
+Forward mode asks the same question of other statements (`varied`): which names depend on
+a seed, the parameters a jvp or hvp differentiates, over a function's statements or over a
+gradient's own (forward and backward pass, where values also travel through Save/Restore
+stacks and additions into arrays). A value gets a tangent there if any argument of a
+primitive that has one carries it (gradgen.rules.tangents decides what it is).
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gradgen.errors import CompileError
-from gradgen.ir.nodes import Assign, Call, Cond, For, If, Var, While, expressions, is_draw, variables, walk
+from gradgen.ir.nodes import (Assign, Call, Cond, For, If, IndexAdd, Restore, Save, Var, While, expressions, is_draw,
+                              variables, walk)
 from gradgen.rules.table import TABLE
+from gradgen.rules.tangents import no_tangent
 
 
 @dataclass
@@ -226,7 +234,51 @@ def _refuse_integer_uses(expr, origin, module):
             stack.extend((e.test, e.body, e.orelse))
 
 
+def varied(stmts, seeds):
+    """Names whose value depends on a seed (a differentiated parameter) in `stmts`, for forward
+    mode: the ones that get a tangent. One fixed point over every statement at once, loops and
+    both sweeps of a gradient alike: a stack holds what was saved into it, a restore takes it."""
+    out = set(seeds)
+    changed = True
+    while changed:
+        changed = False
+        for s in walk(stmts):
+            new = _varied_target(s, out)
+            if new is not None and new not in out:
+                out.add(new)
+                changed = True
+    return out
+
+
+def _varied_target(s, out):
+    """The name statement `s` makes varied, given the varied names `out` (None: none)."""
+    if isinstance(s, Assign) and carries(s.expr, out):
+        return s.target
+    if isinstance(s, For) and carries(s.iter, out):
+        return s.target
+    if isinstance(s, Save) and s.name in out:
+        return s.stack
+    if isinstance(s, Restore) and s.stack in out:
+        return s.name
+    if isinstance(s, IndexAdd) and carries(s.value, out):
+        return s.target
+    return None
+
+
+def carries(expr, active):
+    """Whether `expr` can carry a derivative from an active name (not through a comparison,
+    floor, len, np.zeros_like: their results have none; nor a draw)."""
+    if isinstance(expr, Var):
+        return expr.name in active
+    if isinstance(expr, Cond):
+        return carries(expr.body, active) or carries(expr.orelse, active)
+    if isinstance(expr, Call) and not is_draw(expr) and not no_tangent(expr.prim):
+        return any(carries(a, active) for a in expr.args)
+    return False
+
+
 def _refuse(call, origin, module):
+
     reached = set()
     for arg in call.args:
         diff_vars(arg, reached)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from gradgen.transform import cse, forward
 from gradgen.codegen import emit
+from gradgen.analysis import activity
 from gradgen.analysis import arrays as shapes
 from gradgen.ir import simplify
 from gradgen.errors import CompileError
@@ -95,7 +96,7 @@ def jvp(fn, body, chosen, fnamer, name, emitter, where, display, arrays=frozense
     """`f_jvp(<params>, *, d<p>...)` -> (value, derivative along the d<p>)."""
     tangents, params = tangent_params(fn, chosen, fnamer)
     lists = list_names(body) | {p.name for p in fn.params if p.structured}
-    active = forward.varied(body, chosen)
+    active = activity.varied(body, chosen)
     fwd = forward.Forward(active, fnamer.tangent, lists, where, arrays)
     fwd.params = {p.name for p in fn.params}
     fwd.writes = forward.in_place(body)
@@ -131,7 +132,7 @@ def hvp(fn, parts, chosen, fnamer, name, emitter, where, display, arrays=frozens
     lists = list_names(stmts) | {p.name for p in fn.params if p.structured}
     lists |= {s.target for s in walk(stmts) if isinstance(s, Assign) and getattr(s.expr, "prim", None) in
               ("zeros_like_tree", "list_zeros", "unstack", "unconcatenate", "unjoin", "add_lists")}
-    active = forward.varied(stmts, chosen)
+    active = activity.varied(stmts, chosen)
     arrays = shapes.through(stmts, arrays)
     fwd = forward.Forward(active, fnamer.tangent, lists, where, arrays)
     fwd.params = {p.name for p in fn.params}

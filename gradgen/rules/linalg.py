@@ -45,15 +45,17 @@ helper("solve_grad_a", '''def solve_grad_a(g, a, x):
         return -np.outer(gb, x)
     return -gb @ np.swapaxes(x, -1, -2)
 ''')
-primitive("solve", 2, spellings=["numpy.linalg.solve", "scipy.linalg.solve"], elementwise=False,
+# tangent="explicit": forward mode's rule is written out (gradgen.rules.tangents.EXPLICIT); the
+# helpers that compute these gradients declare no class, so a second derivative is refused by name
+primitive("solve", 2, spellings=["numpy.linalg.solve", "scipy.linalg.solve"], elementwise=False, tangent="explicit",
           vjp=(lambda g, out, a, b: F.solve_grad_a(g, a, out), lambda g, out, a, b: F.solve(F.T(a), g)))
-primitive("inv", spellings=["numpy.linalg.inv", "scipy.linalg.inv"], elementwise=False,
+primitive("inv", spellings=["numpy.linalg.inv", "scipy.linalg.inv"], elementwise=False, tangent="explicit",
           vjp=lambda g, out, a: -_matmul(_matmul(F.T(out), g), F.T(out)))
 primitive("det", spellings=["numpy.linalg.det", "scipy.linalg.det"], elementwise=False, result="number",
-          vjp=lambda g, out, a: g * out * F.T(F.inv(a)))
+          vjp=lambda g, out, a: g * out * F.T(F.inv(a)), tangent="explicit")
 # (sign, logdet): only logdet has a derivative, g * a^-T
 primitive("slogdet", spellings=["numpy.linalg.slogdet"], elementwise=False, result="tuple",
-          vjp=lambda g, out, a: component(g, 1) * F.T(F.inv(a)))
+          vjp=lambda g, out, a: component(g, 1) * F.T(F.inv(a)), tangent="explicit")
 
 # --- triangular factors and solves ---------------------------------------------------------------
 helper("cholesky_grad", '''def cholesky_grad(g, L):
@@ -66,7 +68,7 @@ helper("cholesky_grad", '''def cholesky_grad(g, L):
     s = np.linalg.solve(L.T, np.linalg.solve(L.T, phi).T).T
     return np.tril(s + s.T) - np.diag(np.diag(s))
 ''')
-primitive("cholesky", spellings=["numpy.linalg.cholesky"], elementwise=False,
+primitive("cholesky", spellings=["numpy.linalg.cholesky"], elementwise=False, tangent="explicit",
           vjp=lambda g, out, a: F.cholesky_grad(g, out))
 
 helper("solve_triangular_grad_a", '''def solve_triangular_grad_a(g, a, x, trans=0, lower=False):
@@ -109,8 +111,8 @@ def _offset(p, name):
 helper("trace_grad", '''def trace_grad(g, a, offset=0):
     """Gradient of np.trace(a, offset) with respect to a: g on that diagonal."""
     return g * np.eye(np.shape(a)[0], np.shape(a)[1], k=offset)
-''')
-primitive("trace", spellings=["numpy.trace"], keywords=("offset",), method=True, elementwise=False,
+''', tangent="linear_in_first")
+primitive("trace", spellings=["numpy.trace"], keywords=("offset",), method=True, elementwise=False, tangent="linear",
           result="number", vjp=lambda g, out, a, **p: F.trace_grad(g, a, *_offset(p, "offset")))
 
 helper("diag_grad", '''def diag_grad(g, v, k=0):
@@ -122,12 +124,12 @@ helper("diag_grad", '''def diag_grad(g, v, k=0):
     n = len(g)
     out[np.arange(n) + max(-k, 0), np.arange(n) + max(k, 0)] = g
     return out
-''')
-primitive("diag", spellings=["numpy.diag"], keywords=("k",), elementwise=False,
+''', tangent="linear_in_first")
+primitive("diag", spellings=["numpy.diag"], keywords=("k",), elementwise=False, tangent="linear",
           vjp=lambda g, out, v, **p: F.diag_grad(g, v, *_offset(p, "k")))
-primitive("tril", spellings=["numpy.tril"], keywords=("k",), elementwise=False,
+primitive("tril", spellings=["numpy.tril"], keywords=("k",), elementwise=False, tangent="linear",
           vjp=lambda g, out, a, **p: F.tril(g, **p))
-primitive("triu", spellings=["numpy.triu"], keywords=("k",), elementwise=False,
+primitive("triu", spellings=["numpy.triu"], keywords=("k",), elementwise=False, tangent="linear",
           vjp=lambda g, out, a, **p: F.triu(g, **p))
 
 # np.einsum(subscripts, *operands), no index repeated within one operand, no `...`: the
@@ -149,6 +151,8 @@ helper("einsum_grad", '''def einsum_grad(g, operands, i, subscripts):
     return piece
 ''')
 primitive("einsum", None, spellings=["numpy.einsum"], keywords=("subscripts",), min_args=1, elementwise=False,
+          tangent="multilinear",
+
           vjp=(lambda i: lambda g, out, *xs, **p: Call("einsum_grad", (g, Call("tuple", xs, "builtins"), Const(i),
                                                                       Const(p["subscripts"])), None),))
 

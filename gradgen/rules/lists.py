@@ -28,31 +28,31 @@ def _element(g, i):
 
 
 # `[e0, e1, ...]`: element i's gradient is the gradient list's entry i
-primitive("list", None, min_args=0, elementwise=False,
+primitive("list", None, min_args=0, elementwise=False, tangent="linear",
           vjp=(lambda i: lambda g, out, *xs, **p: _element(g, i),))
 # `hs.append(v)`: the list's gradient passes on; v's is popped from it (gradgen.transform.reverse.backward)
-primitive("append", 2, elementwise=False,
+primitive("append", 2, elementwise=False, tangent="linear",
           vjp=(lambda g, out, xs, v: g, lambda g, out, xs, v: Call("pop", (g,), None)))
 # `hs[i]` (one index): the gradient added at entry i of the gradient list
-primitive("list_get", 2, elementwise=False,
+primitive("list_get", 2, elementwise=False, tangent="linear",
           vjp=(lambda g, out, xs, i: Call("list_add_at", (g, xs, i), None), None))
 # `np.stack(hs, axis)` / `np.array(hs)` of a list variable: its rows, as a list
 for _name in ("stack_list", "array_list"):
-    primitive(_name, 1, keywords=("axis",), elementwise=False,
+    primitive(_name, 1, keywords=("axis",), elementwise=False, tangent="linear",
               vjp=(lambda g, out, xs, **p: Call("unstack", (g,), None, params=(("axis", p.get("axis", 0)),)),))
 
 # `np.concatenate(parts, axis)` of a list variable (`[np.ravel(p) for p in params]`): its pieces, as a list
-primitive("concatenate_list", 1, keywords=("axis",), elementwise=False,
+primitive("concatenate_list", 1, keywords=("axis",), elementwise=False, tangent="linear",
           vjp=(lambda g, out, xs, **p: Call("unconcatenate", (g, xs), None, params=(("axis", p.get("axis", 0)),)),))
 helper("unconcatenate", '''def unconcatenate(g, parts, axis=0):
     """The pieces of g that the parts of np.concatenate(parts, axis) became, as a list."""
     ends = np.cumsum([np.shape(part)[axis] for part in parts])
     return np.split(g, ends[:-1], axis=axis)
-''')
+''', tangent="linear_in_first")
 
 # `np.vstack(parts)` / `np.hstack(parts)` of a list variable: its pieces, each in its part's shape
 for _name in ("vstack_list", "hstack_list"):
-    primitive(_name, 1, elementwise=False,
+    primitive(_name, 1, elementwise=False, tangent="linear",
               vjp=(lambda how: lambda g, out, xs: Call("unjoin", (g, xs, Const(how)), None))(_name[0]))
 helper("unjoin", '''def unjoin(g, parts, how):
     """The pieces of g that the parts of np.vstack ("v") or np.hstack ("h") became."""
@@ -64,16 +64,21 @@ helper("unjoin", '''def unjoin(g, parts, how):
     ends = np.cumsum([np.shape(p)[axis] for p in shaped])
     pieces = np.split(g, ends[:-1], axis=axis)
     return [np.reshape(piece, np.shape(p)) for piece, p in zip(pieces, parts)]
-''')
+''', tangent="linear_in_first")
 
-# Backward-only pieces (no derivative of their own): gradient lists made, grown and read.
-for _name, _arity in (("list_add_at", 3), ("unstack", 1), ("pop", 1), ("list_zeros", 1)):
-    primitive(_name, _arity, kind="piecewise", keywords=("axis",) if _name == "unstack" else ())
+# Backward-only pieces (no derivative of their own): gradient lists made, grown and read; in
+# forward mode (a Hessian-vector product) unstack and pop carry their list's tangent, a made
+# list of zeros has none, and list_add_at is refused.
+for _name, _arity, _tangent in (("list_add_at", 3, None), ("unstack", 1, "linear"), ("pop", 1, "linear"),
+                                ("list_zeros", 1, "zero")):
+    primitive(_name, _arity, kind="piecewise", keywords=("axis",) if _name == "unstack" else (), tangent=_tangent,
+              value_slots=(0,) if _tangent == "linear" else None)
 
 helper("add_lists", '''def add_lists(a, b):
     """Two gradients of one list, entry by entry."""
     return [x + y for x, y in zip(a, b)]
-''')
+''', tangent="linear")
+
 
 ARRAY_RULES.update({"list", "append", "list_get", "stack_list", "array_list", "concatenate_list", "vstack_list", "hstack_list"})
 LIST_MAKERS = {"list", "append"}  # the primitives whose value is a list

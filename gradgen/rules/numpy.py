@@ -135,34 +135,35 @@ primitive("max", None, spellings=["max"], sympy=twin("Max"), vjp=_maxlike("ge"))
 primitive("min", None, spellings=["min"], sympy=twin("Min"), vjp=_maxlike("le"))
 
 # --- named constants --------------------------------------------------------------------
-primitive("pi", 0, spellings=["math.pi", "numpy.pi"], sympy=lambda: sympy.pi, kind="attribute")
-primitive("e", 0, spellings=["math.e", "numpy.e"], sympy=lambda: sympy.E, kind="attribute")
-primitive("tau", 0, spellings=["math.tau"], sympy=lambda: 2 * sympy.pi, kind="attribute")
+primitive("pi", 0, spellings=["math.pi", "numpy.pi"], sympy=lambda: sympy.pi, kind="attribute", tangent="none")
+primitive("e", 0, spellings=["math.e", "numpy.e"], sympy=lambda: sympy.E, kind="attribute", tangent="none")
+primitive("tau", 0, spellings=["math.tau"], sympy=lambda: 2 * sympy.pi, kind="attribute", tangent="none")
 
 # --- piecewise constant: zero gradient almost everywhere (as JAX and PyTorch) -----------
-primitive("sign", spellings=["numpy.sign"], sympy=twin("sign"), kind="piecewise", expand=_sign_scalar)
-primitive("floor", spellings=["math.floor", "numpy.floor"], sympy=twin("floor"), kind="piecewise")
-primitive("ceil", spellings=["math.ceil", "numpy.ceil"], sympy=twin("ceiling"), kind="piecewise")
+# (tangent="none": the result carries no derivative, in forward mode either)
+primitive("sign", spellings=["numpy.sign"], sympy=twin("sign"), kind="piecewise", expand=_sign_scalar, tangent="none")
+primitive("floor", spellings=["math.floor", "numpy.floor"], sympy=twin("floor"), kind="piecewise", tangent="none")
+primitive("ceil", spellings=["math.ceil", "numpy.ceil"], sympy=twin("ceiling"), kind="piecewise", tangent="none")
 primitive("trunc", spellings=["math.trunc", "numpy.trunc"], sympy=lambda x: sympy.sign(x) * sympy.floor(abs(x)),
-          kind="piecewise")
+          kind="piecewise", tangent="none")
 primitive("round", spellings=["round", "numpy.round"], sympy=lambda x: sympy.floor(x + sympy.Rational(1, 2)),
-          kind="piecewise")
-primitive("floordiv", 2, sympy=lambda x, y: sympy.floor(x / y), kind="piecewise", op=ast.FloorDiv)
+          kind="piecewise", tangent="none")
+primitive("floordiv", 2, sympy=lambda x, y: sympy.floor(x / y), kind="piecewise", op=ast.FloorDiv, tangent="none")
 for _name, _op, _fn in [("lt", ast.Lt, operator.lt), ("le", ast.LtE, operator.le), ("gt", ast.Gt, operator.gt),
                         ("ge", ast.GtE, operator.ge), ("eq", ast.Eq, operator.eq), ("ne", ast.NotEq, operator.ne)]:
-    primitive(_name, 2, sympy=_fn, kind="piecewise", op=_op)
-primitive("ge_strict", 2, sympy=operator.gt, kind="piecewise", op=ast.Gt)  # max's tie-break
-primitive("le_strict", 2, sympy=operator.lt, kind="piecewise", op=ast.Lt)  # min's tie-break
-primitive("and", None, sympy=lambda *xs: all(xs), kind="piecewise", op=ast.And)
-primitive("or", None, sympy=lambda *xs: any(xs), kind="piecewise", op=ast.Or)
-primitive("not", 1, sympy=operator.not_, kind="piecewise", op=ast.Not)
+    primitive(_name, 2, sympy=_fn, kind="piecewise", op=_op, tangent="none")
+primitive("ge_strict", 2, sympy=operator.gt, kind="piecewise", op=ast.Gt, tangent="none")  # max's tie-break
+primitive("le_strict", 2, sympy=operator.lt, kind="piecewise", op=ast.Lt, tangent="none")  # min's tie-break
+primitive("and", None, sympy=lambda *xs: all(xs), kind="piecewise", op=ast.And, tangent="none")
+primitive("or", None, sympy=lambda *xs: any(xs), kind="piecewise", op=ast.Or, tangent="none")
+primitive("not", 1, sympy=operator.not_, kind="piecewise", op=ast.Not, tangent="none")
 
 # --- integer positions: a differentiated value may not flow here ------------------------
-primitive("int", spellings=["int"], sympy=lambda x: sympy.Integer(int(x)), kind="integer")
-primitive("factorial", spellings=["math.factorial"], sympy=twin("factorial"), kind="integer")
-primitive("len", spellings=["len"], sympy=len, kind="piecewise")
-primitive("invert", 1, sympy=operator.invert, kind="piecewise", op=ast.Invert)  # ~mask
-primitive("range", None, sympy=range, kind="integer", min_args=1)  # a loop's range (1 to 3 arguments)
+primitive("int", spellings=["int"], sympy=lambda x: sympy.Integer(int(x)), kind="integer", tangent="none")
+primitive("factorial", spellings=["math.factorial"], sympy=twin("factorial"), kind="integer", tangent="none")
+primitive("len", spellings=["len"], sympy=len, kind="piecewise", tangent="none")
+primitive("invert", 1, sympy=operator.invert, kind="piecewise", op=ast.Invert, tangent="none")  # ~mask
+primitive("range", None, sympy=range, kind="integer", min_args=1, tangent="none")  # a loop's range (1 to 3 arguments)
 
 # --- conversions that do nothing to a derivative ----------------------------------------
 primitive("float", spellings=["float", "numpy.float64"], sympy=lambda x: x, vjp=lambda g, out, x: g)
@@ -185,7 +186,8 @@ primitive("clip", 3, spellings=["numpy.clip"], sympy=lambda x, lo, hi: sympy.Min
                lambda g, out, x, lo, hi: g * Call("gt", (F.maximum(x, lo), hi), "op")))
 primitive("square", spellings=["numpy.square"], sympy=lambda x: x**2, vjp=lambda g, out, x: g * 2 * x)
 primitive("reciprocal", spellings=["numpy.reciprocal"], sympy=lambda x: 1 / x, vjp=lambda g, out, x: -g * out**2)
-primitive("logical_and", 2, spellings=["numpy.logical_and"], sympy=lambda a, b: a and b, kind="piecewise")
+primitive("logical_and", 2, spellings=["numpy.logical_and"], sympy=lambda a, b: a and b, kind="piecewise",
+          tangent="none")
 
 
 # --- NumPy: reductions (axis=, keepdims=) -----------------------------------------------
@@ -260,63 +262,70 @@ def _reversed_cumsum(g, out, x, axis=None):
     return F.flip(F.cumsum(F.flip(g, axis=axis), axis=axis), axis=axis)
 
 
+# tangent="linear": linear in its differentiated inputs jointly, so the tangent is the call on
+# the tangents; "reduction": each result reads its own slice; "multilinear": the product rule
 REDUCE = ("axis", "keepdims")
 primitive("sum", spellings=["numpy.sum"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
-          vjp=lambda g, out, x, **p: _spread(kept(g, p), x))
+          vjp=lambda g, out, x, **p: _spread(kept(g, p), x), tangent="linear")
 primitive("mean", spellings=["numpy.mean"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
-          vjp=lambda g, out, x, **p: _spread(kept(g, p), x) / _count(x, p))
+          vjp=lambda g, out, x, **p: _spread(kept(g, p), x) / _count(x, p), tangent="linear")
 primitive("prod", spellings=["numpy.prod"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
-          vjp=lambda g, out, x, **p: F.prod_grad(g, x, **p))  # not out / x: nan where x holds a 0
+          vjp=lambda g, out, x, **p: F.prod_grad(g, x, **p), tangent="reduction")  # not out / x: nan where x holds a 0
 primitive("amax", spellings=["numpy.max", "numpy.amax"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
-          vjp=lambda g, out, x, **p: _extreme(g, out, x, p))
+          vjp=lambda g, out, x, **p: _extreme(g, out, x, p), tangent="reduction")
 primitive("amin", spellings=["numpy.min", "numpy.amin"], keywords=REDUCE, method=True, sympy=lambda x, **p: x,
-          vjp=lambda g, out, x, **p: _extreme(g, out, x, p))
+          vjp=lambda g, out, x, **p: _extreme(g, out, x, p), tangent="reduction")
 primitive("cumsum", spellings=["numpy.cumsum"], keywords=("axis",), method=True, sympy=lambda x, **p: x,
-          vjp=lambda g, out, x, **p: _reversed_cumsum(g, out, x, p.get("axis")))
+          vjp=lambda g, out, x, **p: _reversed_cumsum(g, out, x, p.get("axis")), tangent="linear")
 primitive("norm", spellings=["numpy.linalg.norm"], sympy=lambda x: abs(x), vjp=lambda g, out, x: _over_norm(g, x, out),
-          elementwise=False)
+          elementwise=False, tangent="reduction")
 primitive("sum_list", None, spellings=[], sympy=lambda *xs: sum(xs), min_args=1,
-          vjp=lambda i: lambda g, out, *xs: _spread(g, xs[i]), elementwise=False)
+          vjp=lambda i: lambda g, out, *xs: _spread(g, xs[i]), elementwise=False, tangent="linear")
 
 # --- NumPy: linear algebra and shape ------------------------------------------------------
 primitive("matmul", 2, spellings=["numpy.matmul", "numpy.dot"], op=ast.MatMult, sympy=operator.mul,
-          elementwise=False,
+          elementwise=False, tangent="multilinear",
           vjp=(lambda g, out, a, b: F.matmul_grad_a(g, a, b), lambda g, out, a, b: F.matmul_grad_b(g, a, b)))
-primitive("outer", 2, spellings=["numpy.outer"], sympy=operator.mul, elementwise=False,
+primitive("outer", 2, spellings=["numpy.outer"], sympy=operator.mul, elementwise=False, tangent="multilinear",
           vjp=(lambda g, out, a, b: F.reshape(Call("matmul", (g, F.ravel(b)), "op"), F.shape(a)),
                lambda g, out, a, b: F.reshape(Call("matmul", (F.ravel(a), g), "op"), F.shape(b))))
-primitive("inner", 2, spellings=["numpy.inner"], sympy=operator.mul, elementwise=False,
+primitive("inner", 2, spellings=["numpy.inner"], sympy=operator.mul, elementwise=False, tangent="multilinear",
           vjp=(lambda g, out, a, b: g * b, lambda g, out, a, b: g * a))
-primitive("T", spellings=[], sympy=lambda x: x, vjp=lambda g, out, x: F.T(g), elementwise=False)
+primitive("T", spellings=[], sympy=lambda x: x, vjp=lambda g, out, x: F.T(g), elementwise=False, tangent="linear")
 primitive("transpose", spellings=["numpy.transpose"], keywords=("axes",), method=True, sympy=lambda x, **p: x,
-          vjp=lambda g, out, x, **p: F.transpose(g, axes=_inverse(p.get("axes"))))
+          vjp=lambda g, out, x, **p: F.transpose(g, axes=_inverse(p.get("axes"))), tangent="linear")
 _reshaped = lambda g, out, x, *rest, **p: F.reshape(g, F.shape(x))  # noqa: E731 - any pure reshape
 primitive("reshape", 2, spellings=["numpy.reshape"], method=True, sympy=lambda x, s: x, vjp=(_reshaped, None),
-          elementwise=False)
-primitive("expand_dims", spellings=["numpy.expand_dims"], keywords=("axis",), sympy=lambda x, **p: x, vjp=_reshaped)
+          elementwise=False, tangent="linear")
+primitive("expand_dims", spellings=["numpy.expand_dims"], keywords=("axis",), sympy=lambda x, **p: x, vjp=_reshaped,
+          tangent="linear")
 primitive("squeeze", spellings=["numpy.squeeze"], keywords=("axis",), method=True, sympy=lambda x, **p: x,
-          vjp=_reshaped)
-primitive("ravel", spellings=["numpy.ravel"], method=True, sympy=lambda x: x, vjp=_reshaped, elementwise=False)
+          vjp=_reshaped, tangent="linear")
+primitive("ravel", spellings=["numpy.ravel"], method=True, sympy=lambda x: x, vjp=_reshaped, elementwise=False,
+          tangent="linear")
 primitive("flip", spellings=["numpy.flip"], keywords=("axis",), sympy=lambda x, **p: x,
-          vjp=lambda g, out, x, **p: F.flip(g, **p))
+          vjp=lambda g, out, x, **p: F.flip(g, **p), tangent="linear")
 primitive("broadcast_to", 2, spellings=["numpy.broadcast_to"], sympy=lambda x, s: x, elementwise=False,
-          vjp=(lambda g, out, x, s: F.unbroadcast(g, x), None))
+          vjp=(lambda g, out, x, s: F.unbroadcast(g, x), None), tangent="linear")
 primitive("concatenate", None, spellings=["numpy.concatenate"], keywords=("axis",), sympy=lambda *xs, **p: xs,
-          min_args=1,
+          min_args=1, tangent="linear",
           vjp=lambda i: lambda g, out, *xs, **p: F.concatenate_grad(g, F.tuple(*xs), i, p.get("axis", 0)))
 primitive("stack", None, spellings=["numpy.stack"], keywords=("axis",), sympy=lambda *xs, **p: xs, min_args=1,
-          vjp=lambda i: lambda g, out, *xs, **p: F.take(g, i, axis=p.get("axis", 0)))
-primitive("take", 2, spellings=["numpy.take"], keywords=("axis",), sympy=lambda x, i, **p: x, kind="piecewise")
+          vjp=lambda i: lambda g, out, *xs, **p: F.take(g, i, axis=p.get("axis", 0)), tangent="linear")
+primitive("take", 2, spellings=["numpy.take"], keywords=("axis",), sympy=lambda x, i, **p: x, kind="piecewise",
+          tangent="linear", value_slots=(0,))  # the indices carry no tangent
 
 # --- indexing: x[i], x[1:, 0], x[mask], x[idx] -------------------------------------------
 # Call("getitem", (x, *index expressions), params=(("index", layout),)): `layout` says how
 # the expressions form the index (see gradgen.frontend.lower.index_layout). The gradient of x is
 # zeros with g added at the index: a "scatter" the backward pass writes as `d[idx] += g`
 # (or np.add.at where an index array may repeat).
-primitive("getitem", None, keywords=("index",), sympy=None, elementwise=False,
+primitive("getitem", None, keywords=("index",), sympy=None, elementwise=False, tangent="linear",
           vjp=lambda i: (lambda g, out, x, *index, **p: Call("scatter", (g, x) + tuple(index), None,
                                                               params=tuple(p.items()))) if i == 0 else None)
-primitive("scatter", None, keywords=("index",), sympy=None, kind="helper")
+# (tangent="linear_in_first": a helper linear in the gradient it carries, reading the others
+# for their shapes or indices only: what a Hessian-vector product needs)
+primitive("scatter", None, keywords=("index",), sympy=None, kind="helper", tangent="linear_in_first")
 
 
 # --- writing: x[index] = v ------------------------------------------------------------------
@@ -338,30 +347,38 @@ def _setitem_rule(i):
     return rule
 
 
-primitive("setitem", None, keywords=("index",), sympy=None, elementwise=False, vjp=(_setitem_rule,))
-primitive("zero_at", None, keywords=("index",), sympy=None, kind="helper")
-primitive("last_writes", None, keywords=("index",), sympy=None, kind="helper")
+primitive("setitem", None, keywords=("index",), sympy=None, elementwise=False, vjp=(_setitem_rule,),
+          tangent="linear", value_slots=(0, 1))  # x and v; the index carries no tangent
+primitive("zero_at", None, keywords=("index",), sympy=None, kind="helper", tangent="linear_in_first")
+primitive("last_writes", None, keywords=("index",), sympy=None, kind="helper", tangent="linear_in_first")
 
 # --- NumPy: facts about arrays and constructors (no derivative flows through them) -----
 for _name in ("shape", "ndim", "size"):  # facts about an array, not about its values: no derivative
-    primitive(_name, spellings=[f"numpy.{_name}"], sympy=lambda x: x, kind="piecewise")
+    primitive(_name, spellings=[f"numpy.{_name}"], sympy=lambda x: x, kind="piecewise", tangent="none")
 # np.broadcast(a, b): the shape of a + b without computing it (a gradient that only needs the
 # shape of a value made elementwise from several arrays reads this instead: gradgen.analysis.sameshape)
 primitive("broadcast", None, written=["numpy.broadcast"], sympy=None, kind="piecewise", min_args=2)
-primitive("tuple", None, sympy=lambda *xs: xs, kind="integer", min_args=0)  # (n, m) in zeros((n, m)), reshape(x, (n, -1))
+# (n, m) in zeros((n, m)), reshape(x, (n, -1)); a tuple of values (a helper's argument) in forward mode
+primitive("tuple", None, sympy=lambda *xs: xs, kind="integer", min_args=0, tangent="linear")
 for _name in ("zeros_like", "ones_like"):
-    primitive(_name, spellings=[f"numpy.{_name}"], keywords=("dtype",), sympy=lambda x, **p: 0, kind="piecewise")
+    primitive(_name, spellings=[f"numpy.{_name}"], keywords=("dtype",), sympy=lambda x, **p: 0, kind="piecewise",
+              tangent="none")
 for _name in ("zeros", "ones", "eye", "arange", "linspace", "full"):
     primitive(_name, None, spellings=[f"numpy.{_name}"], keywords=("dtype",), sympy=lambda *xs, **p: 0,
-              kind="piecewise", min_args=1)
+              kind="piecewise", min_args=1, tangent="none")
 primitive("array", spellings=["numpy.array", "numpy.asarray"], keywords=("dtype",), sympy=lambda x, **p: x,
-          vjp=lambda g, out, x, **p: Const(0.0) if p.get("dtype") == Spelled("int") else g)
+          vjp=lambda g, out, x, **p: Const(0.0) if p.get("dtype") == Spelled("int") else g, tangent="linear")
 
 
 
 # --- helpers the backward pass calls; written into the generated module when used -------
-for _name in ("unbroadcast", "matmul_grad_a", "matmul_grad_b", "concatenate_grad", "prod_grad"):
-    primitive(_name, None, sympy=None, kind="helper")
+# (tangent="bilinear": in the gradient and one operand, `value_slots` the two that carry tangents;
+# prod_grad has none: forward mode refuses the second derivative of np.prod)
+for _name, _tangent, _slots in (("unbroadcast", "linear_in_first", None), ("matmul_grad_a", "bilinear", (0, 2)),
+                                ("matmul_grad_b", "bilinear", (0, 1)), ("concatenate_grad", "linear_in_first", None),
+                                ("prod_grad", None, None)):
+    primitive(_name, None, sympy=None, kind="helper", tangent=_tangent, value_slots=_slots)
+
 
 # --- gradgen.stop_gradient, and calls of @gradgen.custom_vjp functions (gradgen/frontend/custom_calls.py) ---
 # stop_gradient(x) is x, written as x, and nothing flows back through it (a constant to sympy).

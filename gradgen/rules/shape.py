@@ -24,11 +24,11 @@ _reshaped = lambda g, out, x, *rest, **p: F.reshape(g, F.shape(x))  # noqa: E731
 
 # --- copy: `x.copy()`, `np.copy(x)`: a new array with x's values (the identity on the gradient)
 primitive("copy", spellings=["numpy.copy"], method=True, elementwise=False, sympy=lambda x: x,
-          vjp=lambda g, out, x: g)
+          vjp=lambda g, out, x: g, tangent="linear")
 
 # --- atleast_1d/2d/3d: reshapes -----------------------------------------------------------------
 for _n in (1, 2, 3):
-    primitive(f"atleast_{_n}d", spellings=[f"numpy.atleast_{_n}d"], elementwise=False, vjp=_reshaped)
+    primitive(f"atleast_{_n}d", spellings=[f"numpy.atleast_{_n}d"], elementwise=False, vjp=_reshaped, tangent="linear")
 
 # --- copies: repeat, tile, roll --------------------------------------------------------------------
 helper("repeat_grad", '''def repeat_grad(g, x, repeats, axis=None):
@@ -42,9 +42,9 @@ helper("repeat_grad", '''def repeat_grad(g, x, repeats, axis=None):
     moved = np.moveaxis(out, axis, 0)
     np.add.at(moved, owner, np.moveaxis(g, axis, 0))
     return np.reshape(out, np.shape(x))
-''')
+''', tangent="linear_in_first")
 # repeats is a value (`np.repeat(h0, inputs.shape[1], axis=0)`, known when the code runs), never differentiated
-primitive("repeat", 2, spellings=["numpy.repeat"], keywords=("axis",), method=True, elementwise=False,
+primitive("repeat", 2, spellings=["numpy.repeat"], keywords=("axis",), method=True, elementwise=False, tangent="linear",
           positional=(("a", REQUIRED), ("repeats", REQUIRED)),
           vjp=(lambda g, out, x, repeats, **p: F.repeat_grad(g, x, repeats, *_given(p, "axis")), None))
 
@@ -56,8 +56,8 @@ helper("tile_grad", '''def tile_grad(g, x, reps):
     shape = (1,) * (d - np.ndim(x)) + np.shape(x)
     split = [n for pair in zip(reps, shape) for n in pair]  # (tile, element) along each axis
     return np.reshape(np.sum(np.reshape(g, split), axis=tuple(range(0, 2 * d, 2))), np.shape(x))
-''')
-primitive("tile", spellings=["numpy.tile"], keywords=("reps",), elementwise=False,
+''', tangent="linear_in_first")
+primitive("tile", spellings=["numpy.tile"], keywords=("reps",), elementwise=False, tangent="linear",
           vjp=lambda g, out, x, **p: F.tile_grad(g, x, Const(p["reps"])))
 
 
@@ -65,7 +65,7 @@ def _negated(shift):
     return tuple(-s for s in shift) if isinstance(shift, tuple) else -shift
 
 
-primitive("roll", spellings=["numpy.roll"], keywords=("shift", "axis"), elementwise=False,
+primitive("roll", spellings=["numpy.roll"], keywords=("shift", "axis"), elementwise=False, tangent="linear",
           vjp=lambda g, out, x, **p: F.roll(g, **{**p, "shift": _negated(p["shift"])}))
 
 # --- meshgrid: a tuple of grids; input i varies along one axis of grid i ------------------------------
@@ -75,7 +75,7 @@ helper("meshgrid_grad", '''def meshgrid_grad(g, x, i, indexing="xy"):
     axis = 1 - i if indexing == "xy" and np.ndim(g) >= 2 and i < 2 else i
     others = tuple(a for a in range(np.ndim(g)) if a != axis)
     return np.reshape(np.sum(g, axis=others), np.shape(x))
-''')
+''', tangent="linear_in_first")
 
 
 def _meshgrid(i):
@@ -89,7 +89,7 @@ def _meshgrid(i):
 
 
 primitive("meshgrid", None, spellings=["numpy.meshgrid"], keywords=("indexing",), min_args=1, elementwise=False,
-          result="tuple", vjp=_meshgrid)
+          result="tuple", vjp=_meshgrid, tangent="linear")
 
 # --- stacking a list: np.hstack([a, b]), vstack, column_stack ----------------------------------------
 helper("stack_part_grad", '''def stack_part_grad(g, parts, i, how):
@@ -106,9 +106,9 @@ helper("stack_part_grad", '''def stack_part_grad(g, parts, i, how):
     start = sum(s[axis] for s in shapes[:i])
     piece = np.take(g, range(start, start + shapes[i][axis]), axis=axis)
     return np.reshape(piece, np.shape(parts[i]))
-''')
+''', tangent="linear_in_first")
 for _how in ("hstack", "vstack", "column_stack"):
-    primitive(_how, None, spellings=[f"numpy.{_how}"], min_args=1, elementwise=False, sequence=True,
+    primitive(_how, None, spellings=[f"numpy.{_how}"], min_args=1, elementwise=False, sequence=True, tangent="linear",
               vjp=(lambda how: lambda i: lambda g, out, *xs: F.stack_part_grad(g, F.tuple(*xs), Const(i),
                                                                                 Const(how)))(_how))
 
@@ -134,13 +134,13 @@ def _std(g, out, x, **p):
 
 
 primitive("var", spellings=["numpy.var"], keywords=_STATS, method=True, elementwise=False, result="reduction",
-          vjp=_var)
+          vjp=_var, tangent="reduction")
 primitive("std", spellings=["numpy.std"], keywords=_STATS, method=True, elementwise=False, result="reduction",
-          vjp=_std)
+          vjp=_std, tangent="reduction")
 
 # --- x.astype(float): a float dtype changes nothing to a derivative -----------------------------------
 # to a float: the same numbers; to an int (indices computed from data): piecewise constant, as floor is
-primitive("astype", 1, keywords=("dtype",), method=True, elementwise=False,
+primitive("astype", 1, keywords=("dtype",), method=True, elementwise=False, tangent="linear",
           vjp=lambda g, out, x, **p: Const(0.0) if p.get("dtype") == Spelled("int") else g)
 
 # --- sorting and gathering along an axis --------------------------------------------------------------
@@ -155,16 +155,18 @@ helper("take_along_axis_grad", '''def take_along_axis_grad(g, x, indices, axis=N
     index[axis] = indices
     np.add.at(out, tuple(index), g)
     return out
-''')
+''', tangent="linear_in_first")
 primitive("take_along_axis", 2, spellings=["numpy.take_along_axis"], keywords=("axis",), elementwise=False,
+          tangent="linear",
           vjp=(lambda g, out, x, idx, **p: F.take_along_axis_grad(g, x, idx, *_given(p, "axis")), None))
 # np.sort(x, axis) is x taken along the permutation argsort gives: the gradient goes back through it
-primitive("sort", spellings=["numpy.sort"], keywords=("axis",), elementwise=False,
+primitive("sort", spellings=["numpy.sort"], keywords=("axis",), elementwise=False, tangent="explicit",
           vjp=lambda g, out, x, **p: F.take_along_axis_grad(
               g, x, F.argsort(x, **({"axis": p["axis"]} if "axis" in p else {})), *_given({"axis": -1, **p}, "axis")))
 for _name in ("argsort", "argmax", "argmin"):
     primitive(_name, spellings=[f"numpy.{_name}"], keywords=("axis",), method=True, sympy=lambda x, **p: 0,
-              kind="piecewise")
+              kind="piecewise", tangent="none")
+
 
 ARRAY_RULES.update({"atleast_1d", "atleast_2d", "atleast_3d", "repeat", "tile", "roll", "meshgrid", "hstack",
                     "vstack", "column_stack", "var", "std", "astype", "take_along_axis", "sort", "copy"})

@@ -46,9 +46,10 @@ def _reduced(p, **more):
     return params
 
 
-primitive("softmax", spellings=["scipy.special.softmax"], keywords=("axis",), elementwise=False,
+primitive("softmax", spellings=["scipy.special.softmax"], keywords=("axis",), elementwise=False, tangent="explicit",
           vjp=lambda g, out, x, **p: out * (g - F.sum(g * out, **_reduced(p, keepdims=True))))
 primitive("log_softmax", spellings=["scipy.special.log_softmax"], keywords=("axis",), elementwise=False,
+          tangent="explicit",
           vjp=lambda g, out, x, **p: g - F.exp(out) * F.sum(g, **_reduced(p, keepdims=True)))
 
 
@@ -61,7 +62,8 @@ def _logsumexp(g, out, x, **p):
 
 
 primitive("logsumexp", spellings=["scipy.special.logsumexp"], keywords=("axis", "b", "keepdims"),
-          elementwise=False, result="reduction", vjp=_logsumexp)
+          elementwise=False, result="reduction", vjp=_logsumexp, tangent="reduction")
+
 
 
 # --- the normal distribution: scipy.stats.norm.logpdf / pdf / cdf / logcdf -------------------------

@@ -13,6 +13,11 @@ Kinds:
              and PyTorch; the result is not active
   integer    needs an integer (int(), len()): a differentiated value flowing here is an error
   attribute  a named constant such as math.pi, emitted without a call
+Each primitive also declares its forward-mode (tangent) class, `tangent=` (TANGENT_CLASSES;
+gradgen.rules.tangents says what each means), as JAX's `deflinear` does: a smooth
+elementwise primitive with a rule is "elementwise" without saying so, and a primitive that
+declares none is refused by forward mode. `value_slots=` names the arguments of a linear or
+bilinear primitive that carry a tangent where its vector-Jacobian rule does not say.
 Adding a primitive is adding one `primitive(...)` line to the rule module of its library
 (gradgen/rules/numpy.py, linalg.py, shape.py, special.py, lists.py, trees.py: the package's
 `__init__` imports them all, so the table is whole wherever it is read, and this module
@@ -68,9 +73,13 @@ class Primitive:
     result: str | None = None  # "reduction" (axis=/keepdims= decide), "number", "tuple"; None: as its inputs
     sequence: bool = False  # takes a list of arrays as its first argument (np.hstack([a, b]))
     positional: tuple = ()  # ((name, default), ...): keywords the call may pass by position (loc=mu)
+    tangent: str | None = None  # forward mode's class (TANGENT_CLASSES); None: refused
+    value_slots: tuple | None = None  # the arguments that carry a tangent; None: those the vjp differentiates
 
 
 REQUIRED = object()  # a positional parameter without a default
+TANGENT_CLASSES = ("elementwise", "linear", "multilinear", "reduction", "linear_in_first", "bilinear", "zero",
+                   "explicit", "none", None)
 TABLE: dict[str, Primitive] = {}
 SPELLINGS: dict[str, tuple[str, str]] = {}  # qualified name -> (primitive, namespace)
 
@@ -96,9 +105,10 @@ def namespace_of(spelling):
 
 def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", op=None, expand=None,
               keywords=(), elementwise=None, method=False, min_args=2, result=None, sequence=False, positional=(),
-              written=()):
+              written=(), tangent=None, value_slots=None):
     """Register a primitive; `spellings` are qualified names like "math.exp", "numpy.exp", "abs";
-    `written`: spellings gradgen writes but never reads from a source."""
+    `written`: spellings gradgen writes but never reads from a source; `tangent`, `value_slots`:
+    its forward-mode class and the arguments that carry a tangent (see the module docstring)."""
     names = {}
     for spelling in spellings:
         ns, short = namespace_of(spelling)
@@ -111,8 +121,12 @@ def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", 
         vjp = (vjp,)
     if elementwise is None:  # operators and ufuncs: the output has the inputs' broadcast shape
         elementwise = kind == "smooth" and not keywords
+    if tangent is None and kind == "smooth" and elementwise and vjp is not None:
+        tangent = "elementwise"  # a diagonal Jacobian: the vjp applied to the tangent is the tangent
+    if tangent not in TANGENT_CLASSES:
+        raise ValueError(f"{name}: tangent class {tangent!r} is none of {TANGENT_CLASSES}")
     TABLE[name] = Primitive(name, arity, names, sympy, vjp, kind, op, expand, tuple(keywords), min_args,
-                            elementwise, method, result, sequence, tuple(positional))
+                            elementwise, method, result, sequence, tuple(positional), tangent, value_slots)
     return TABLE[name]
 
 
@@ -121,10 +135,11 @@ def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", 
 LIBRARY_HELPERS: dict[str, tuple] = {}
 
 
-def helper(name, source, needs=()):
-    """Register a generated helper function and the primitive that calls it."""
+def helper(name, source, needs=(), tangent=None, value_slots=None):
+    """Register a generated helper function and the primitive that calls it (and its
+    forward-mode class, as `primitive`: what a Hessian-vector product needs)."""
     LIBRARY_HELPERS[name] = (tuple(needs), source)
-    primitive(name, None, sympy=None, kind="helper", min_args=0)
+    primitive(name, None, sympy=None, kind="helper", min_args=0, tangent=tangent, value_slots=value_slots)
 
 
 class _Calls:

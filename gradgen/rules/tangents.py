@@ -1,23 +1,31 @@
 """Forward-mode (tangent) rules, derived from the one rule table wherever they can be.
 
 A tangent rule answers: given the tangents `t_i` of a primitive's inputs, what is the
-tangent of its output? Most answers follow from the vector-Jacobian rules of
-`gradgen.rules.table`, so the table stays the one place a derivative is written:
+tangent of its output? Each primitive declares its class in the table (`primitive(...,
+tangent=...)` in its rule module, as JAX's `deflinear` marks a linear primitive where it is
+defined), and most answers then follow from its vector-Jacobian rule, so the table stays the
+one place a derivative is written:
 
-  elementwise  a ufunc's Jacobian is diagonal, so its vector-Jacobian rule applied to the
-               input's tangent is the tangent: `d(exp(x)) = vjp_exp(dx) = dx * out`.
-  linear       the primitive is linear in its differentiated inputs jointly (a sum, an
-               index, a reshape, a concatenation, a list): apply it to the tangents.
-  multilinear  linear in each input apart (a matmul, einsum): the product rule, one term
-               per input with the others as they are.
-  reduction    each output element depends on its own slice of the input (amax, prod,
-               logsumexp, var, norm): the vector-Jacobian rule applied to ones gives each
-               slice's partial derivatives; the tangent sums them times the input's tangent.
-  explicit     a few written out (softmax, log_softmax, inv, solve, det, slogdet).
+  elementwise      a ufunc's Jacobian is diagonal, so its vector-Jacobian rule applied to the
+                   input's tangent is the tangent: `d(exp(x)) = vjp_exp(dx) = dx * out`
+                   (derived: every smooth elementwise primitive with a rule).
+  linear           linear in its differentiated inputs jointly (a sum, an index, a reshape, a
+                   concatenation, a list): apply it to the tangents of its value slots.
+  multilinear      linear in each input apart (a matmul, einsum): the product rule, one term
+                   per input with the others as they are.
+  reduction        each output element depends on its own slice of the input (amax, prod,
+                   logsumexp, var, norm): the vector-Jacobian rule applied to ones gives each
+                   slice's partial derivatives; the tangent sums them times the input's tangent.
+  linear_in_first  a backward-pass helper (`unbroadcast`, `scatter`, ...) linear in the
+                   gradient it carries, reading the others for shapes or indices only.
+  bilinear         a helper bilinear in the gradient and one operand (`matmul_grad_a`).
+  zero             a made zero (`zero_gradient`): its tangent is zero.
+  explicit         a few written out here (softmax, log_softmax, inv, solve, det, slogdet, sort,
+                   cholesky).
+  none             a result that carries no derivative (comparisons, floor, len, np.zeros).
 
-Helpers the backward pass calls (`unbroadcast`, `matmul_grad_a`, ...) are linear in the
-gradient they carry, which is what a Hessian-vector product (forward over reverse) needs.
-A primitive none of these covers is refused by name: never a silent wrong tangent.
+The helpers make a Hessian-vector product (forward over reverse) possible. A primitive that
+declares no class is refused by name: never a silent wrong tangent.
 """
 
 from __future__ import annotations
@@ -25,28 +33,22 @@ from __future__ import annotations
 from gradgen.ir.nodes import Call, Const
 from gradgen.rules.table import TABLE, F, casts_to_int
 
-LINEAR = {
-    "sum", "mean", "cumsum", "sum_list", "T", "transpose", "reshape", "expand_dims", "squeeze", "ravel",
-    "flip", "broadcast_to", "concatenate", "stack", "getitem", "setitem", "array", "trace", "diag", "tril",
-    "triu", "copy", "atleast_1d", "atleast_2d", "atleast_3d", "repeat", "tile", "roll", "meshgrid", "hstack",
-    "vstack", "column_stack", "astype", "take_along_axis", "list", "append", "list_get", "stack_list",
-    "array_list", "concatenate_list", "vstack_list", "hstack_list", "tree_get", "tuple", "pop", "unstack",
-    "add_lists", "shaped_like", "take",
-}
-MULTILINEAR = {"matmul", "outer", "inner", "einsum"}
-REDUCTIONS = {"amax", "amin", "prod", "norm", "logsumexp", "var", "std"}
-ZERO = {"list_zeros", "zeros_like_tree", "zero_gradient"}  # a made zero: its tangent is zero
-# helpers the backward pass calls, linear in their first argument (the gradient) and reading
-# the others for their shapes or indices only
-LINEAR_IN_FIRST = {
-    "unbroadcast", "zero_at", "last_writes", "scatter", "trace_grad", "diag_grad", "repeat_grad", "tile_grad",
-    "meshgrid_grad", "stack_part_grad", "take_along_axis_grad", "unconcatenate", "unjoin", "concatenate_grad",
-}
-# helpers bilinear in (gradient, one operand): slot -> the other slot that carries a value
-BILINEAR_HELPERS = {"matmul_grad_a": (0, 2), "matmul_grad_b": (0, 1)}
-# which inputs of a linear primitive carry values (the rest are indices, shapes, paths)
-_VALUE_SLOTS = {"tree_get": (0,), "list_get": (0,), "pop": (0,), "unstack": (0,), "shaped_like": (1,),
-                "take_along_axis": (0,), "take": (0,), "setitem": (0, 1), "getitem": (0,)}
+
+def tangent_class(prim):
+    """The forward-mode class `prim` declares in the table (None: refused, or not a primitive)."""
+    p = TABLE.get(prim)
+    return None if p is None else p.tangent
+
+
+def value_slots(prim, n):
+    """The arguments of a linear or bilinear call of `prim` with `n` arguments that carry a
+    tangent (the rest are indices, shapes, paths): as declared, else those its rule differentiates."""
+    p = TABLE[prim]
+    if p.value_slots is not None:
+        return p.value_slots
+    if p.vjp is None:
+        return range(n)
+    return [i for i in range(n) if _vjp(prim, i) is not None]
 
 
 # a backward-pass helper, by the primitive whose gradient it computes (for messages)
@@ -73,74 +75,56 @@ class NoTangentRule(Exception):
         self.prim = prim
 
 
-def known(prim):
-    return (prim in LINEAR or prim in MULTILINEAR or prim in REDUCTIONS or prim in ZERO or prim in EXPLICIT
-            or prim in LINEAR_IN_FIRST or prim in BILINEAR_HELPERS or _elementwise(prim))
-
-
-def _elementwise(prim):
-    p = TABLE.get(prim)
-    return p is not None and p.kind == "smooth" and p.elementwise and p.vjp is not None
-
-
-# results that carry no derivative at all: piecewise constant, integers, shapes, made arrays
-NO_TANGENT = {
-    "sign", "floor", "ceil", "trunc", "round", "floordiv", "lt", "le", "gt", "ge", "eq", "ne", "ge_strict",
-    "le_strict", "and", "or", "not", "len", "invert", "logical_and", "shape", "ndim", "size", "zeros_like",
-    "ones_like", "zeros", "ones", "eye", "arange", "linspace", "full", "argsort", "argmax", "argmin", "tree_len",
-    "tree_keys", "range_slice", "int", "factorial", "range", "pi", "e", "tau",
-}
-
-
 def no_tangent(prim):
     """A primitive whose result carries no derivative (comparisons, floor, len, np.zeros)."""
-    return prim in NO_TANGENT
+    return tangent_class(prim) == "none"
 
 
 def tangent(expr, tangents, zero, out):
     """The tangent of `expr` (a Call) given its inputs' tangents (None: zero); `zero(arg)`
     builds an explicit zero shaped like `arg`; `out` is the call's value (a name or the call)."""
     prim, args, params = expr.prim, expr.args, dict(expr.params)
-    if prim in ZERO or casts_to_int(expr):
+    kind = tangent_class(prim)
+    if kind == "zero" or casts_to_int(expr):
         return None
-    if _elementwise(prim) and prim not in LINEAR:
+    if kind == "elementwise":
         return _sum(_vjp(prim, i)(t, out, *args, **params) for i, t in enumerate(tangents)
                     if t is not None and _vjp(prim, i) is not None)
-    if prim in LINEAR:
-        slots = _VALUE_SLOTS.get(prim) or _value_slots(prim, len(args))
+    if kind == "linear":
+        slots = value_slots(prim, len(args))
         new = [(t if t is not None else zero(a)) if i in slots else a for i, (a, t) in enumerate(zip(args, tangents))]
         return _rebuilt(expr, new)
-    if prim in LINEAR_IN_FIRST:
+    if kind == "linear_in_first":
         if tangents[0] is None:
             return None
         return _rebuilt(expr, [tangents[0], *args[1:]])
-    if prim in MULTILINEAR:
+    if kind == "multilinear":
         return _sum(_rebuilt(expr, [t if j == i else a for j, a in enumerate(args)])
                     for i, t in enumerate(tangents) if t is not None)
-    if prim in BILINEAR_HELPERS:
+    if kind == "bilinear":
+        slots = value_slots(prim, len(args))
         return _sum(_rebuilt(expr, [tangents[i] if j == i else a for j, a in enumerate(args)])
-                    for i in BILINEAR_HELPERS[prim] if tangents[i] is not None)
-    if prim in REDUCTIONS:
-        if any(t is not None for t in tangents[1:]):
-            raise NoTangentRule(prim)
-        weights = _vjp(prim, 0)(F.ones_like(out), out, *args, **params)
-        kept = tuple((k, params[k]) for k in ("axis", "keepdims") if params.get(k) is not None)
-        return Call("sum", (weights * tangents[0],), None, params=kept)
-    if prim in EXPLICIT:
+                    for i in slots if tangents[i] is not None)
+    if kind == "reduction":
+        return _reduction(prim, tangents, out, args, params)
+    if kind == "explicit":
         return EXPLICIT[prim](tangents, out, *args, **params)
     raise NoTangentRule(prim)
+
+
+def _reduction(prim, tangents, out, args, params):
+    """sum(weights * t) along the reduced axes, the weights the vjp of ones: each result's
+    partial derivatives in its own slice."""
+    if any(t is not None for t in tangents[1:]):
+        raise NoTangentRule(prim)
+    weights = _vjp(prim, 0)(F.ones_like(out), out, *args, **params)
+    kept = tuple((k, params[k]) for k in ("axis", "keepdims") if params.get(k) is not None)
+    return Call("sum", (weights * tangents[0],), None, params=kept)
 
 
 def _vjp(prim, i):
     p = TABLE[prim]
     return p.vjp[0](i) if p.arity is None else p.vjp[i]
-
-
-def _value_slots(prim, n):
-    p = TABLE.get(prim)
-    if p is None or p.vjp is None:
-        return range(n)
-    return [i for i in range(n) if _vjp(prim, i) is not None]
 
 
 def _rebuilt(expr, args):

@@ -28,11 +28,11 @@ def _add_at(i):
 
 
 # `params[k1][k2]...`: one part of a structured parameter (or of a list of keys)
-primitive("tree_get", None, min_args=1, elementwise=False, vjp=(_add_at,))
+primitive("tree_get", None, min_args=1, elementwise=False, vjp=(_add_at,), tangent="linear")
 # `len(params[k1]...)`, `list(params[k1]...)` (a dict's keys), `range(n)[lo:hi:step]`: no derivative
-primitive("tree_len", None, kind="piecewise", min_args=1)
-primitive("tree_keys", None, kind="piecewise", min_args=1)
-primitive("range_slice", 4, kind="piecewise")
+primitive("tree_len", None, kind="piecewise", min_args=1, tangent="none")
+primitive("tree_keys", None, kind="piecewise", min_args=1, tangent="none")
+primitive("range_slice", 4, kind="piecewise", tangent="none")
 # backward only: a gradient added at a path of the parameter's gradient
 primitive("tree_add_at", None, kind="piecewise", min_args=2)
 
@@ -44,7 +44,7 @@ helper("zeros_like_tree", '''def zeros_like_tree(x):
     if isinstance(x, (list, tuple)):
         return [zeros_like_tree(value) for value in x]
     return np.zeros_like(x, dtype=float) if np.ndim(x) else 0.0
-''')
+''', tangent="zero")
 
 helper("add_at_path", '''def add_at_path(tree, path, g):
     """Add g into tree[k1][k2]... in place, where a step may be an index array (W[idx][0]):
@@ -72,7 +72,7 @@ helper("zero_gradient", '''def zero_gradient(x):
         parts = [zero_gradient(value) for value in x]
         return tuple(parts) if isinstance(x, tuple) else parts
     return np.zeros_like(x, dtype=float) if np.ndim(x) else 0.0
-''')
+''', tangent="zero")
 
 helper("shaped_like", '''def shaped_like(x, g):
     """Gradient g with the containers of the parameter x: a tuple where x has a tuple."""
@@ -82,6 +82,7 @@ helper("shaped_like", '''def shaped_like(x, g):
         parts = [shaped_like(value, part) for value, part in zip(x, g)]
         return tuple(parts) if isinstance(x, tuple) else parts
     return g
-''')
+''', tangent="linear", value_slots=(1,))  # the gradient carries the tangent; x gives the containers
+
 
 ARRAY_RULES.update({"tree_get"})

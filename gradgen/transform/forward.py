@@ -7,8 +7,10 @@ flow runs as in the original, with the tangents alongside.
 
 The same transformation applied to a gradient function (its forward and backward pass)
 gives the Hessian-vector product: forward over reverse (gradgen.codegen.derivatives). Saved values get
-saved tangents, restored values restored tangents.
+saved tangents, restored values restored tangents. Which values get a tangent is the activity
+analysis's answer (gradgen.analysis.activity.varied), handed to `Forward` as `active`.
 """
+
 
 from __future__ import annotations
 
@@ -21,33 +23,6 @@ from gradgen.ir.nodes import Assign, Call, Comment, Cond, Const, For, If, IndexA
 from gradgen.transform.reverse.expression import _in_namespace
 from gradgen.analysis.arrays import may_be_array
 from gradgen.rules.lists import LIST_MAKERS
-
-
-def varied(stmts, seeds):
-    """Names whose value depends on a seed (a differentiated parameter), to a fixed point
-    over loops: the ones that get a tangent."""
-    out = set(seeds)
-    stacks = {}
-    changed = True
-    while changed:
-        changed = False
-        for s in walk(stmts):
-            new = None
-            if isinstance(s, Assign) and carries(s.expr, out):
-                new = s.target
-            elif isinstance(s, For) and carries(s.iter, out):
-                new = s.target
-            elif isinstance(s, Save) and s.name in out:
-                stacks[s.stack] = s.name
-                new = s.stack
-            elif isinstance(s, Restore) and s.stack in out:
-                new = s.name
-            elif isinstance(s, IndexAdd) and carries(s.value, out):
-                new = s.target
-            if new is not None and new not in out:
-                out.add(new)
-                changed = True
-    return out
 
 
 # primitives whose value is a Python list (or a tree of them): their zero is a tree of zeros
@@ -69,18 +44,6 @@ def in_place(stmts):
 def _writes_in_place(s):
     return (isinstance(s.expr, Call) and s.expr.prim == "setitem" and s.augmented
             and s.expr.args[0] == Var(s.target))
-
-
-def carries(expr, active):
-    """Whether `expr` can carry a derivative from an active name (not through a comparison,
-    floor, len, np.zeros_like: their results have none)."""
-    if isinstance(expr, Var):
-        return expr.name in active
-    if isinstance(expr, Cond):
-        return carries(expr.body, active) or carries(expr.orelse, active)
-    if isinstance(expr, Call) and expr.prim != "draw" and not rules_forward.no_tangent(expr.prim):
-        return any(carries(a, active) for a in expr.args)
-    return False
 
 
 def _reads(expr):
