@@ -175,3 +175,16 @@ def test_an_in_place_update_a_number_default_allows_is_compiled_and_its_numbers_
     assert dc == pytest.approx(central(lambda x: f.f(-0.8, float(x)), 1.4), rel=1e-7)
     with pytest.raises(ValueError, match=r"^f_grad: c has shape \(2,\), but it was written for c \(\)"):
         m.f_grad(-0.8, np.array([1.4, 0.2]))
+
+
+@pytest.mark.parametrize("constant", ["3.0", "np.array([1.0, 2.0])"])
+def test_a_parameter_shadows_the_module_constant_of_its_name(constant):
+    """`def f(w=0.5)` beside a module constant `w` reads its parameter, as Python does: the
+    constant is no keyword argument (`f_grad(w=0.5, *, w=w)` was a SyntaxError) and an array
+    constant does not make the parameter an array (f was refused as returning one)."""
+    source = f"import numpy as np\n\nw = {constant}\n\n\ndef f(w=0.5):\n    return w * 2.0\n"
+    compiled = compile_source(source, "shadow.py")
+    assert "def f_grad(w=0.5):" in compiled.text and "Constants copied" not in compiled.text
+    generated = load_module(compiled.text)
+    assert generated.f_grad(1.5) == 2.0
+    np.testing.assert_allclose(generated.f_grad(np.array([0.5, 1.0])), [2.0, 2.0])
