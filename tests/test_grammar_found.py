@@ -106,6 +106,15 @@ def f(A):
     g = S
     return np.mean(g)
 """, {"A": np.full((2, 4), 0.05)}),
+    # a number unpacked from a vector of numbers shares nothing: updating it in place is fine
+    # (soak seed 2004 #235 was refused as a view of u)
+    "number_unpacked_from_a_vector_updated": ("""
+def f(u, P):
+    u = np.array([1.0, np.sum(u)])
+    a, c = u
+    c += P
+    return np.sum(c * u) + a
+""", {"u": np.array([0.3, -0.7, 1.1]), "P": np.array([[0.5, 1.5], [-0.2, 0.4]])}),
     # a restarted (0.0) adjoint times a value, unbroadcast into an index of b: stretched first
     "restarted_adjoint_into_an_index": ("""
 def f(xs: tuple, b=0.0):

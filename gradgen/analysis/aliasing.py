@@ -119,6 +119,7 @@ class _Sharing:
         self.generated = generated  # the generated code's arrays: `x_1 = x + e` under a new name is a new one
         self.ever = {}  # array -> every name that held it at some point (a saved old value may still)
         self.held = {}  # id(in-place update) -> every other name that ever held the array it changes
+        self.vectors = set()  # id(statement) that makes a vector of numbers: `v[0]` of one is a number
 
     def at_updates(self):
         """id(`x += e` statement) -> the other names that may share the array it changes."""
@@ -171,7 +172,7 @@ class _Sharing:
             # append changes no element, so it is no update another name would see
             held = env.get(s.target, frozenset()) if e.prim == "append" else frozenset([("made", id(s))])
             for item in e.args[1:] if e.prim == "append" else e.args:
-                held |= _points_to(item, env) | ({("made", id(s))} if _new_array(item, self.arrays) else set())
+                held |= _points_to(item, env, self.vectors) | ({("made", id(s))} if _new_array(item, self.arrays) else set())
             env[s.target] = frozenset(held)
             return
         if s.augmented and isinstance(e, Call) and e.args and isinstance(e.args[0], Var) \
@@ -187,8 +188,10 @@ class _Sharing:
         if s.number:  # `u: float = ...`: a number, which nothing shares
             env.pop(s.target, None)
             return
-        objects = _points_to(e, env)
+        objects = _points_to(e, env, self.vectors)
         if _new_array(e, self.arrays):
+            if _vector_of_numbers(e, self.arrays):
+                self.vectors.add(id(s))
             # a new array, unlike any the statement made before (on an earlier iteration):
             # those are "older" (the recency abstraction), so `u_new = u.copy()` in a loop
             # that ends `u = u_new` never shares with last iteration's u
@@ -219,15 +222,36 @@ def _runs_at_least_once(s):
     return len(bounds) == len(s.iter.args) and len(range(*bounds)) > 0
 
 
-def _points_to(e, env):
-    """The arrays `e` may be as a reference to (or a view of) a name's."""
+def _points_to(e, env, vectors=frozenset()):
+    """The arrays `e` may be as a reference to (or a view of) a name's; one integer index of
+    a vector of numbers (a statement of `vectors` made it) is a number, which shares nothing
+    (`W0, c0 = np.array([a, b])`: soak seed 2004 #235)."""
+    numbers_of = set()
     while isinstance(e, Call) and e.prim in _VIEWS and e.args:
+        if e.prim == "getitem" and dict(e.params).get("index") == ("i",) and not numbers_of:
+            numbers_of = {("made", v) for v in vectors} | {("older", v) for v in vectors}
         e = e.args[0]
     if isinstance(e, Var):
-        return set(env.get(e.name, ()))
+        return set(env.get(e.name, ())) - numbers_of
     if isinstance(e, Cond):  # `x if c else y`: either
-        return _points_to(e.body, env) | _points_to(e.orelse, env)
+        return _points_to(e.body, env, vectors) | _points_to(e.orelse, env, vectors)
     return set()
+
+
+def _vector_of_numbers(e, arrays):
+    """Whether `e` surely makes an array of one axis whose elements are numbers:
+    `np.array([a, b])` of numbers (a stack of them), `np.arange(n)`, `np.linspace(a, b, n)`,
+    `np.zeros(n)` of one length."""
+    if not isinstance(e, Call):
+        return False
+    if e.prim == "stack":
+        return bool(e.args) and not dict(e.params).get("axis") and \
+            not any(shapes.may_be_array(a, arrays) for a in e.args)
+    if e.prim in ("arange", "linspace"):  # (linspace of arrays makes one axis more)
+        return not any(shapes.may_be_array(a, arrays) for a in e.args)
+    length = e.args[0] if e.args else None  # a length written as one (a tuple named `shape` is not)
+    return e.prim in ("zeros", "ones", "full") and (
+        isinstance(length, Const) and type(length.value) is int or isinstance(length, Call) and length.prim == "len")
 
 
 def _new_array(e, arrays):
