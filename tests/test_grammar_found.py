@@ -115,6 +115,14 @@ def f(u, P):
     c += P
     return np.sum(c * u) + a
 """, {"u": np.array([0.3, -0.7, 1.1]), "P": np.array([[0.5, 1.5], [-0.2, 0.4]])}),
+    # a gradient that is a copy of an arm not taken (`np.copy(g if c else 0.0)`): A's zeros
+    # (soak seed 2004 #2217 returned the number 0.0)
+    "copy_of_an_arm_not_taken": ("""
+def f(u, A):
+    y = np.zeros((3, 2))
+    y[:, 1] = 0.3 if np.sum(u) > 0.28 else A
+    return y.sum() + np.sum(u ** 2)
+""", {"u": np.array([0.3, 0.7]), "A": np.array([0.5, 1.5, -0.2])}),
     # a restarted (0.0) adjoint times a value, unbroadcast into an index of b: stretched first
     "restarted_adjoint_into_an_index": ("""
 def f(xs: tuple, b=0.0):

@@ -306,15 +306,16 @@ def _guarded(guards, g):
 def bare(value, zeroed):
     """Whether an adjoint set to `value` may be a bare number where its value is an array:
     a constant (the 0.0 a loop or a branch starts it with), an adjoint that may be one
-    (`zeroed`), a conditional expression with such an arm, or arithmetic of these alone."""
+    (`zeroed`), a conditional expression with such an arm, or arithmetic or a copy of these
+    alone."""
     if isinstance(value, Const):
         return True
     if isinstance(value, Var):
         return value.name in zeroed
     if isinstance(value, Cond):
         return bare(value.body, zeroed) or bare(value.orelse, zeroed)
-    if isinstance(value, Call) and value.prim in ("add", "sub", "mul", "div", "neg", "pos"):
-        return all(bare(arg, zeroed) for arg in value.args)
+    if isinstance(value, Call) and value.prim in ("add", "sub", "mul", "div", "neg", "pos", "copy"):
+        return all(bare(arg, zeroed) for arg in value.args)  # (`np.copy(g if c else 0.0)`: seed 2004 #2217)
     return False
 
 
