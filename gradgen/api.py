@@ -17,12 +17,15 @@ from dataclasses import dataclass, field
 
 from gradgen.analysis import arrays as shapes
 from gradgen.analysis import stated as static_shapes
+from gradgen.codegen import array_api as backends
 from gradgen.codegen import derivatives as kinds
 from gradgen.codegen import emit, freshness, guards
+from gradgen.codegen import numba_jit as jits
 from gradgen.codegen.naming import ModuleNamer, identifiers, top_level_identifiers
 from gradgen.errors import CompileError
-from gradgen.frontend import closures, lower, parse
+from gradgen.frontend import closures
 from gradgen.frontend import custom_calls as custom_rules
+from gradgen.frontend import lower, parse
 from gradgen.frontend.structured import NeedsStructure, UsedWhole
 from gradgen.ir import simplify
 from gradgen.ir.nodes import Call, Cond, Var, assigned, expressions, variables, walk
@@ -70,12 +73,8 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
         compiled = _compile_source(source, filename, functions, wrt, tuple(emit_kinds), shapes or {}, shapes_from,
                                    guarded=jit == "none", constants=constants)
         if backend != "numpy":
-            from gradgen.codegen import array_api as backends
-
             compiled.text, compiled.backend = backends.rewrite(compiled, backend), backend
         if jit != "none":
-            from gradgen.codegen import numba_jit as jits
-
             compiled.text, compiled.jit = jits.rewrite(compiled, jit), jit
         return compiled
     except RecursionError:

@@ -19,7 +19,10 @@ imported when a function is first compiled or loaded.
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
+import inspect
 import json
 import linecache
 import os
@@ -28,6 +31,8 @@ import textwrap
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 import gradgen
 from gradgen.errors import CompileError
@@ -144,8 +149,6 @@ def _live(g, f, wrt, kind, role, origin, constants):
     constant the generated function takes as a keyword argument is passed its current
     value; one gradgen folded into the code (a loop bound, a list of sizes) that changed
     since compiles `f` again for the new value. A value passed by the caller wins."""
-    import functools
-
     # the copied constants: keyword-only parameters defaulting to the module global of their name
     keywords = [name for name, value in (g.__kwdefaults__ or {}).items() if g.__globals__.get(name, g) is value]
     folded = {name: value for name, value in _source_constants(origin).items() if name not in keywords}
@@ -173,8 +176,6 @@ def _same(seen, name, current, compiled):
     if seen.get(name, (None,))[0] is current:
         return seen[name][1]
     try:
-        import numpy as np
-
         same = bool(np.array_equal(current, compiled)) and np.shape(current) == np.shape(compiled)
     except (TypeError, ValueError):
         same = current == compiled
@@ -185,8 +186,6 @@ def _same(seen, name, current, compiled):
 def _source_constants(origin):
     """{name: value} of the module constants the source file gives literally (`SCALE = 0.3`,
     `SIZES = (4, 8)`): what a notebook may change after compiling."""
-    import ast
-
     try:
         tree = ast.parse(origin.source)
     except (SyntaxError, ValueError):
@@ -218,8 +217,6 @@ def source_of(f, role="grad"):
     """The source to compile for `f`, read without running it; a clear error when there is
     none gradgen can compile (a lambda, a builtin, a nested function, a function made by
     exec)."""
-    import inspect
-
     call = f"gradgen.{role}({getattr(f, '__qualname__', None) or type(f).__name__})"
     f = inspect.unwrap(f) if callable(f) else f
     if isinstance(f, types.MethodType):
@@ -267,7 +264,7 @@ def _kind_of(f):
 # --- compiling and loading ---------------------------------------------------------------
 
 def _compile(key, origin, wrt, kind, constants=None):
-    from gradgen import api
+    from gradgen import api  # (start-up: a module the disk cache holds loads without the compiler)
 
     try:
         compiled = api.compile_source(origin.source, origin.filename, functions=[origin.name], wrt=wrt,
@@ -311,8 +308,6 @@ def _load(key, origin, kind, text, names):
 
 
 def _doc(generated, role, origin, text):
-    import inspect
-
     head = inspect.cleandoc(generated or "")
     return (f"{head}\n\nCompiled by gradgen.{role}({origin.name}) from {origin.filename}.\n"
             f"The generated module (also in .source):\n\n{textwrap.indent(text, '    ')}")

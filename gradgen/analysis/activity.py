@@ -23,8 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gradgen.errors import CompileError
-from gradgen.ir.nodes import (Assign, Call, Cond, For, If, IndexAdd, Restore, Save, Var, While, expressions, is_draw,
-                              variables, walk)
+from gradgen.ir.nodes import (
+    Assign, Call, Cond, For, If, IndexAdd, Restore, Save, Var, While, expressions, is_draw, variables, walk
+)
 from gradgen.rules.table import TABLE
 from gradgen.rules.tangents import no_tangent
 

@@ -16,8 +16,9 @@ import types
 
 from gradgen.analysis import arrays as shapes
 from gradgen.errors import error_at
-from gradgen.ir.nodes import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, expressions, variables, walk
-
+from gradgen.ir.nodes import (
+    Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, expressions, variables, walk
+)
 
 # Primitives whose result may be a view of (share memory with) their first argument.
 _VIEWS = {"getitem", "list_get", "tree_get", "reshape", "T", "transpose", "ravel", "squeeze", "expand_dims", "broadcast_to", "flip",

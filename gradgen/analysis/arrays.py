@@ -11,8 +11,8 @@ gets none of it.
 from __future__ import annotations
 
 from gradgen.ir.nodes import Assign, Call, Cond, Const, For, If, Var, While, expressions, walk
-from gradgen.rules.table import TABLE
 from gradgen.rules.lists import list_names
+from gradgen.rules.table import TABLE
 
 # primitives whose result is a plain number whatever their input
 _SCALAR_RESULTS = {"len", "shape", "ndim", "size", "max", "min", "norm", "float", "int", "round", "sum_list",

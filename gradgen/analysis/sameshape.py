@@ -12,10 +12,14 @@ from a whole expression (`np.ones_like(x[1:])`, not `np.ones_like(<the summand>)
 
 from __future__ import annotations
 
+from gradgen.analysis.aliasing import numbers_read
+from gradgen.analysis.arrays import may_be_array
+from gradgen.analysis.stated import StaticShapes, known
+from gradgen.ir import nodes as ir
+from gradgen.ir import simplify
 from gradgen.ir.nodes import Assign, Call, Cond, Const, For, Var, walk
 from gradgen.rules.numpy import counts_only
 from gradgen.rules.table import TABLE
-from gradgen.analysis.arrays import may_be_array
 
 NUMBER = ("number",)  # the key of a number: it broadcasts against anything and changes no shape
 
@@ -247,8 +251,6 @@ class ArrayNames(set):
 
 
 def with_shapes(fn, arrays, objects=None, module=None, assumed=None):
-    from gradgen.analysis.stated import StaticShapes
-
     names = ArrayNames(arrays)
     names.static = StaticShapes(fn, module, assumed)
     names.same = SameShape(fn, names)
@@ -293,8 +295,6 @@ def tidy(g, arrays, forward=()):
 
 
 def _static_same(arrays, a, b):
-    from gradgen.analysis.stated import known
-
     sa = static_of(arrays, a)
     return known(sa) and sa != () and sa == static_of(arrays, b)
 
@@ -327,8 +327,6 @@ def _without_ones(g, same):
     """`np.ones_like(p) * f * ...` is `f * ...` where f has p's shape and the product stays a
     fresh float array (two factors or more, one of them surely a float): `200.0 * d`, not
     `np.ones_like(d) * 100.0 * 2 * d`; `2 * diff / n`, not `np.ones_like(diff) / n * 2 * diff`."""
-    from gradgen.ir import simplify
-
     sign, factors, divisors = _factors(g)
     ones = next((f for f in factors if _is_ones(f)), None)
     if ones is None or any(_is_ones(d) or not _counts(d) for d in divisors):
@@ -354,8 +352,6 @@ def _without_ones(g, same):
 def _folded(g, same):
     """A product with its constant factors multiplied out: `g * 0.5 * 2 * x` is `g * x`,
     `ones * 100.0 * 2 * d` is `ones * 200.0 * d` (where the number prints as short)."""
-    from gradgen.ir import simplify
-
     sign, factors, divisors = _factors(g)
     numbers = [f for f in factors if simplify.number(f) is not None]
     over = [d for d in divisors if simplify.number(d) not in (None, 0)]
@@ -435,9 +431,6 @@ def measured_elsewhere(body, backward, grads, arrays, keep=()):
     uncomputed in the gradient function (`per_sample = np.maximum(z, 0.0) - y * z +
     np.log1p(...)` costs more than the whole backward pass it feeds). `keep`: names the
     gradient function needs anyway (what the backward pass pops)."""
-    from gradgen.ir import nodes as ir, simplify
-    from gradgen.analysis.aliasing import numbers_read
-
     same = getattr(arrays, "same", None)
     if same is None:
         return backward

@@ -25,9 +25,12 @@ from __future__ import annotations
 import ast
 import re
 
-from gradgen.codegen import array_api_helpers as backend_helpers, emit, freshness
+from gradgen.analysis import arrays as shapes
+from gradgen.codegen import array_api_helpers as backend_helpers
+from gradgen.codegen import emit, freshness
 from gradgen.codegen.array_api_calls import Refusal, Respell, masks
 from gradgen.errors import CompileError
+from gradgen.ir import nodes as ir
 
 BACKENDS = ("numpy", "array-api")
 ARRAY_API = "array-api"
@@ -218,8 +221,6 @@ class _ModuleRewriter:
     def _array_params(self, fdef):
         """The parameters that may hold arrays (gradgen/analysis/arrays.py's answer for the user's
         function; a tangent or cotangent parameter of another kind counts too)."""
-        from gradgen.analysis import arrays as shapes
-
         compiled = self.generated[fdef.name]
         params = [a.arg for a in fdef.args.args + fdef.args.kwonlyargs]
         user = {p.name: p for p in compiled.ir.params}
@@ -234,9 +235,6 @@ class _ModuleRewriter:
     def _number_names(self, fdef):
         """The names of the user's function that hold numbers, never arrays (gradgen/analysis/arrays.py):
         comparing them gives a Python bool, which needs no cast to be used as a number."""
-        from gradgen.ir import nodes as ir
-        from gradgen.analysis import arrays as shapes
-
         compiled = self.generated[fdef.name]
         names = {p.name for p in compiled.ir.params}
         names |= {s.target for s in ir.walk(compiled.ir.body) if isinstance(getattr(s, "target", None), str)}

@@ -13,7 +13,8 @@ from __future__ import annotations
 import ast
 import copy
 
-from gradgen.codegen import array_api_helpers as backend_helpers, emit
+from gradgen.codegen import array_api_helpers as backend_helpers
+from gradgen.codegen import emit
 from gradgen.frontend.effects import RANDOM_DRAWS
 
 # np.NAME -> xp.NAME, the same name in the standard (2023.12, with its linalg extension)

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradgen.transform import cse, forward
-from gradgen.codegen import emit
 from gradgen.analysis import activity
 from gradgen.analysis import arrays as shapes
-from gradgen.ir import simplify
+from gradgen.codegen import emit
 from gradgen.errors import CompileError
+from gradgen.ir import simplify
 from gradgen.ir.nodes import Assign, Call, For, IndexAdd, Param, Save, Var, While, expressions, variables, walk
-from gradgen.rules.table import LIBRARY_HELPERS, helper
 from gradgen.rules.lists import list_names
+from gradgen.rules.table import LIBRARY_HELPERS, helper
+from gradgen.transform import cse, forward
 
 BACKWARD = "backward pass: upstream gradient times local gradient, last statement first"
 

@@ -15,11 +15,13 @@ import functools
 import math
 import textwrap
 
-from gradgen.ir.nodes import (Assign, Break, Call, Comment, Cond, Const, Continue, Effect, For, If, IndexAdd, Init,
-                        Restore, Save, Spelled, Var, While)
 from gradgen.codegen import guards
+from gradgen.ir.nodes import (
+    Assign, Break, Call, Comment, Cond, Const, Continue, Effect, For, If, IndexAdd, Init, Restore, Save, Spelled, Var,
+    While
+)
+from gradgen.ir.simplify import is_zero, negative_part
 from gradgen.rules.table import LIBRARY_HELPERS, TABLE
-from gradgen.ir.simplify import is_zero
 
 _MODULE_ALIAS = {"math": "math", "numpy": "np"}
 
@@ -281,8 +283,6 @@ class Emitter:
 
 def _negative(e):
     """p where e is `-p` or a product led by a negative number, so `+= e` reads `-= p`."""
-    from gradgen.ir.simplify import negative_part
-
     return negative_part(e)
 
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import ast
 
-from gradgen.analysis import arrays as shapes, stated as static_shapes
+from gradgen.analysis import arrays as shapes
+from gradgen.analysis import stated as static_shapes
 from gradgen.ir.nodes import Param
 
 CHECK = "check_shapes"  # the helper's name, reserved like every helper (gradgen.codegen.emit.HELPERS)

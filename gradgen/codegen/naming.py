@@ -12,6 +12,9 @@ import ast
 import builtins
 import keyword
 
+from gradgen.ir.nodes import Call, Const, Var, variables
+from gradgen.rules.table import TABLE
+
 # Names the generated module itself relies on.
 GENERATED_MODULE_NAMES = {"math", "np", "numpy"}
 
@@ -182,9 +185,6 @@ class FunctionNamer:
 
     def _describe(self, e):
         """Words naming `e` (a variable, or a function applied to a described value), or None."""
-        from gradgen.ir.nodes import Call, Var
-        from gradgen.rules.table import TABLE
-
         if isinstance(e, Var):
             return [self.base(e.name)]
         if not isinstance(e, Call) or e.prim not in TABLE:
@@ -194,7 +194,6 @@ class FunctionNamer:
             return ["neg"] + inner if inner else None
         if e.prim == "pow" and isinstance(e.args[0], Var) and _number(e.args[1]) == 2:
             return [self.base(e.args[0].name), "sq"]
-        prim = TABLE[e.prim]
         if self._function_name(e) is None or not e.args:
             return None
         main = next((a for a in e.args if not _constant(a)), None)
@@ -204,8 +203,6 @@ class FunctionNamer:
     @staticmethod
     def _function_name(e):
         """`exp` for np.exp, `solve` for np.linalg.solve; None for an operator."""
-        from gradgen.rules.table import TABLE
-
         prim = TABLE.get(getattr(e, "prim", None))
         if prim is not None and not prim.names and prim.name.endswith("_list"):
             return prim.name[:-len("_list")]  # np.stack(hs) of a Python list: stack
@@ -234,12 +231,8 @@ _WORDS = {"add": "sum", "sub": "diff", "mul": "prod", "div": "ratio", "pow": "po
 
 
 def _number(e):
-    from gradgen.ir.nodes import Const
-
     return e.value if isinstance(e, Const) and type(e.value) in (int, float) else None
 
 
 def _constant(e):
-    from gradgen.ir.nodes import variables
-
     return not any(True for _ in variables(e))

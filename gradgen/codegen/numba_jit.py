@@ -26,9 +26,9 @@ import ast
 import re
 
 from gradgen.codegen import emit, freshness
-from gradgen.errors import CompileError
 from gradgen.codegen.numba_check import Checker, Refusal
 from gradgen.codegen.numba_spell import defaults, loops, placeholders, respellings
+from gradgen.errors import CompileError
 
 JITS = ("none", "numba")
 NUMBA = "numba"

@@ -23,6 +23,7 @@ import ast
 import copy
 from dataclasses import dataclass, field
 
+from gradgen.frontend.closures import own_nodes
 from gradgen.ir.nodes import Call, Cond, Expr, Var, expressions, walk
 from gradgen.rules.table import CUSTOM_CALLS
 
@@ -194,8 +195,6 @@ def _contributions_returned(value, n):
 
 
 def _returns(node):
-    from gradgen.frontend.closures import own_nodes
-
     return [n for n in own_nodes(node.body) if isinstance(n, ast.Return)]
 
 

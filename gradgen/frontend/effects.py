@@ -16,10 +16,10 @@ import ast
 import copy
 
 from gradgen.frontend.closures import FUNCTION_VALUES
+from gradgen.frontend.structured import TreeRef
 from gradgen.ir import nodes as ir
 from gradgen.ir.nodes import Const, Var
 from gradgen.rules.table import primitive
-from gradgen.frontend.structured import TreeRef
 
 # A draw in the rule table: piecewise (no derivative flows into it, its result is data); the
 # emitter writes it as its text (`params`: text=, modules=).

@@ -16,8 +16,8 @@ import ast
 
 from gradgen.frontend.closures import FunctionValue, own_nodes
 from gradgen.frontend.fold import NotConstant, fold, items_of, unpack
-from gradgen.ir.nodes import Const, Var
 from gradgen.frontend.scopes import ArgsTuple, _exits, _lookup, _LoopVariable
+from gradgen.ir.nodes import Const, Var
 
 MAX_UNROLLED = 10_000  # trips of the loops gradgen unrolls in one function
 

@@ -12,20 +12,23 @@ from __future__ import annotations
 
 import ast
 
-from gradgen.frontend import custom_calls as custom_rules, effects
-from gradgen.rules import table as primitives
+from gradgen.analysis.stated import annotated_shape
+from gradgen.frontend import custom_calls as custom_rules
+from gradgen.frontend import effects
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
-from gradgen.ir.nodes import Assign, Break, Call, Const, Continue, Effect, Function, If, Param, Var, variables
+from gradgen.frontend.known_lists import STATIC_VALUES, StaticLowering
 from gradgen.frontend.lower_calls import CallLowering, _draw_name, returns_a_tuple, sigmoid_pattern
 from gradgen.frontend.lower_exprs import _UNSUPPORTED_EXPR, ExprLowering
 from gradgen.frontend.lower_lists import ListLowering
 from gradgen.frontend.lower_loops import LoopLowering
-from gradgen.frontend.known_lists import STATIC_VALUES, StaticLowering
 from gradgen.frontend.parse import constant_value
-from gradgen.analysis.stated import annotated_shape
-from gradgen.frontend.scopes import (_BINOPS, _OP_TEXT, ArgsTuple, Scope, _LoopVariable, _always_returns, _assigned_names,
-                            _lookup, _names_a_number, _skip_docstring, _stored_names, parameter_names)
+from gradgen.frontend.scopes import (
+    _BINOPS, _OP_TEXT, ArgsTuple, Scope, _always_returns, _assigned_names, _lookup, _LoopVariable, _names_a_number,
+    _skip_docstring, _stored_names, parameter_names
+)
 from gradgen.frontend.structured import NeedsStructure, StructuredLowering, TreeRef, names_a_container
+from gradgen.ir.nodes import Assign, Break, Call, Const, Continue, Effect, Function, If, Param, Var, variables
+from gradgen.rules import table as primitives
 
 # Statements outside the subset, with what to tell the user.
 _UNSUPPORTED_STMT = {

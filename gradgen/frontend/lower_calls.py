@@ -8,15 +8,18 @@ from __future__ import annotations
 import ast
 import builtins
 
-from gradgen.frontend import custom_calls as custom_rules, effects
-from gradgen.rules import table as primitives
+from gradgen.frontend import custom_calls as custom_rules
+from gradgen.frontend import effects
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, own_nodes
-from gradgen.ir.nodes import Const, Spelled, Var
-from gradgen.frontend.parse import constant_value
-from gradgen.frontend.scopes import (MAX_INLINE_DEPTH, MAX_INLINED_NODES, ArgsTuple, Scope, _assigned_names, _lookup,
-                            _skip_docstring, _static_int, parameter_names)
 from gradgen.frontend.known_lists import STATIC_VALUES
+from gradgen.frontend.parse import constant_value
+from gradgen.frontend.scopes import (
+    MAX_INLINE_DEPTH, MAX_INLINED_NODES, ArgsTuple, Scope, _assigned_names, _lookup, _skip_docstring, _static_int,
+    parameter_names
+)
 from gradgen.frontend.structured import TreeRef
+from gradgen.ir.nodes import Const, Spelled, Var
+from gradgen.rules import table as primitives
 
 _LIBRARIES = {"math", "numpy", "scipy", "builtins"}
 

@@ -6,15 +6,16 @@ from __future__ import annotations
 import ast
 
 from gradgen.frontend import comprehensions
-from gradgen.rules import table as primitives
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def
-from gradgen.ir.nodes import Call, Cond, Const, Var
-from gradgen.frontend.parse import NAMED
-from gradgen.rules.lists import LIST_READERS
-from gradgen.frontend.scopes import (_BINOPS, _OP_TEXT, ArgsTuple, PartsOfAPath, _LoopVariable, _UnmadeList, _is_text,
-                            _lookup, _static_int)
 from gradgen.frontend.known_lists import STATIC_VALUES
+from gradgen.frontend.parse import NAMED
+from gradgen.frontend.scopes import (
+    _BINOPS, _OP_TEXT, ArgsTuple, PartsOfAPath, _is_text, _lookup, _LoopVariable, _static_int, _UnmadeList
+)
 from gradgen.frontend.structured import TreeRef
+from gradgen.ir.nodes import Call, Cond, Const, Var
+from gradgen.rules import table as primitives
+from gradgen.rules.lists import LIST_READERS
 
 # readers of a whole list, whose value an append changes (an element read, hs[i], stays)
 _WHOLE_LIST_READERS = {"stack_list", "array_list", "concatenate_list", "vstack_list", "hstack_list", "len"}

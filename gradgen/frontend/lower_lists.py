@@ -8,8 +8,8 @@ import ast
 
 from gradgen.frontend import comprehensions
 from gradgen.frontend.closures import FunctionValue, own_nodes
+from gradgen.frontend.scopes import _lookup, _LoopVariable, _UnmadeList
 from gradgen.ir.nodes import Var
-from gradgen.frontend.scopes import _LoopVariable, _lookup, _UnmadeList
 
 
 def returns_a_list(fnode):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 
 from gradgen.frontend.closures import FunctionValue
+from gradgen.frontend.scopes import _exits, _is_text, _lookup, _LoopVariable, _stored_names
 from gradgen.ir.nodes import Assign, Call, Const, For, Var, While
-from gradgen.frontend.scopes import _is_text, _LoopVariable, _exits, _lookup, _stored_names
 
 
 class LoopLowering:

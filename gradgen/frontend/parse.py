@@ -9,6 +9,7 @@ arithmetic on number literals.
 from __future__ import annotations
 
 import ast
+import builtins
 import hashlib
 import io
 import math
@@ -19,7 +20,10 @@ import tokenize
 import warnings
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from gradgen.errors import CompileError, error_at
+from gradgen.rules import table as primitives
 
 _ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
           ast.Div: operator.truediv, ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv,
@@ -371,8 +375,6 @@ _ARRAY_BUILDERS = {"numpy.array", "numpy.asarray", "numpy.eye", "numpy.identity"
 def _array_constant(node, module):
     """`np.array([[1, 2], [3, 4]])`, `np.eye(3)`, `np.linspace(0, 1, 5)`: NumPy builds it from
     literal numbers only (nothing of the user's runs); anything else is not a constant."""
-    import numpy as np
-
     if module.qualified(node.func) not in _ARRAY_BUILDERS:
         raise ValueError("not an array constructor")
     args = [_nested(constant_value_or_list(a, module)) for a in node.args]
@@ -399,8 +401,6 @@ def _library_call(node, module):
     """`math.log(2 * math.pi)`, `np.sqrt(2.0)`: a function of the rule table (from math or
     NumPy) applied to constants, folded now. It is the library's own function on numbers,
     never the user's code; the result must be a finite number (or a small array)."""
-    from gradgen.rules import table as primitives
-
     qualified = module.qualified(node.func) or (node.func.id if isinstance(node.func, ast.Name) else None)
     found = primitives.lookup(qualified) if qualified else None
     if found is None or node.keywords or not node.args:
@@ -408,8 +408,6 @@ def _library_call(node, module):
     library, _, name = qualified.rpartition(".")
     if library not in ("math", "numpy", ""):
         raise ValueError("not a numeric constant")
-    import builtins
-    import numpy as np
 
     function = getattr({"math": math, "numpy": np, "": builtins}[library], name, None)
     args = [constant_value(a, module) for a in node.args]
@@ -480,8 +478,6 @@ def _bounded(value):
 def _check_operands(op, left, right):
     """Refuse arithmetic whose result would be too large, before computing it."""
     if hasattr(left, "shape") or hasattr(right, "shape"):
-        import numpy as np
-
         try:
             shape = np.broadcast_shapes(np.shape(left), np.shape(right))
         except ValueError:
@@ -552,8 +548,6 @@ def constant_value(node, module):
         except (ArithmeticError, ValueError, TypeError):
             raise ValueError("arithmetic error") from None
         if hasattr(result, "dtype") and result.dtype.kind == "f":
-            import numpy as np
-
             if not np.isfinite(result).all():
                 raise ValueError("not finite")
         return _bounded(result)

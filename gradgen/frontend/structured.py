@@ -24,8 +24,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from gradgen.frontend.scopes import PartsOfAPath, _exits, _lookup, _LoopVariable, _stored_names
 from gradgen.ir.nodes import Assign, Call, Const, Effect, For, Var, variables
-from gradgen.frontend.scopes import PartsOfAPath, _LoopVariable, _exits, _lookup, _stored_names
 
 # annotations that say a parameter is a container: `params: list`, `Sequence[...]`, `dict[str, ...]`
 _CONTAINERS = {"list", "tuple", "dict", "List", "Tuple", "Dict", "Sequence", "Mapping", "MutableMapping",

@@ -13,7 +13,7 @@ package's `__init__` imports both): rules in the primitive table are written as 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 class Expr:
@@ -410,8 +410,6 @@ def has_effect(stmt) -> bool:
 def map_expressions(stmts, f):
     """The statements with f applied to every expression node, bottom up (Assign, IndexAdd,
     If and For; other statements are kept as they are)."""
-    from dataclasses import replace
-
     def expr(e):
         if isinstance(e, Call):
             return f(Call(e.prim, tuple(expr(a) for a in e.args), e.ns, e.loc, e.params))

@@ -15,8 +15,10 @@ import sys
 from dataclasses import replace
 
 from gradgen.ir import nodes
-from gradgen.ir.nodes import (Assign, Break, Call, Cond, Const, Continue, For, If, IndexAdd, Restore, Var, While,
-                        assigned, expressions, has_effect, is_draw, variables, walk)
+from gradgen.ir.nodes import (
+    Assign, Break, Call, Cond, Const, Continue, For, If, IndexAdd, Restore, Var, While, assigned, expressions,
+    has_effect, is_draw, variables, walk
+)
 
 
 def _num(e):

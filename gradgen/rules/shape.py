@@ -11,9 +11,10 @@ helpers written into the generated module when used.
 from __future__ import annotations
 
 from gradgen.ir.nodes import Const, Spelled
+from gradgen.rules.linalg import component
 from gradgen.rules.numpy import kept
 from gradgen.rules.table import ARRAY_RULES, REQUIRED, F, helper, primitive
-from gradgen.rules.linalg import component
+
 
 def _given(p, name):
     """A static parameter as a helper's last argument, when the call gave it (not None)."""

@@ -16,7 +16,6 @@ from gradgen import __version__
 from gradgen.errors import CompileError
 from gradgen.limits import time_limit
 
-
 # Every stage's work is bounded by the input's size (see gradgen.frontend.parse); this is the
 # backstop: a compile that still runs this long is stopped, and nothing is written.
 COMPILE_SECONDS = 300

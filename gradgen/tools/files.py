@@ -15,9 +15,14 @@ import stat
 import tempfile
 from pathlib import Path
 
-from gradgen.codegen import freshness
-from gradgen.frontend.source import read_source
+from gradgen.analysis.stated import symbolic_shapes
+from gradgen.api import compile_source
+from gradgen.codegen import array_api, freshness
+from gradgen.codegen import numba_jit as jits
+from gradgen.codegen.derivatives import parse_kinds
 from gradgen.errors import CompileError
+from gradgen.frontend.source import read_source
+from gradgen.verify.usercode import load_inputs
 
 HEADER_MARK = freshness.HEADER_MARK
 _EMIT_RECORDED = re.compile(rb"# Do not edit: run `gradgen compile .* --emit (?P<name>[a-z,]+)[ `]")
@@ -41,29 +46,19 @@ def compile_file(path, out_dir="generated", functions=None, wrt=None, force=Fals
     data = read_source(path)
     target = output_path(path, out_dir)
     if backend is None:
-        from gradgen.codegen.array_api import recorded
-
-        backend = recorded(target) or "numpy"
+        backend = array_api.recorded(target) or "numpy"
     if jit is None:
-        from gradgen.codegen import numba_jit as jits
-
         jit = jits.recorded(target) or "none"
     if shapes_from is None:
         shapes_from = freshness.recorded_option(target, _SHAPES_RECORDED, None)
     if emit_kinds is None:
-        from gradgen.codegen.derivatives import parse_kinds
-
-        recorded = freshness.recorded_option(target, _EMIT_RECORDED, None)
-        emit_kinds = parse_kinds(recorded) if recorded else ("grad",)
+        kinds = freshness.recorded_option(target, _EMIT_RECORDED, None)
+        emit_kinds = parse_kinds(kinds) if kinds else ("grad",)
     shapes = None
     if shapes_from == "none":  # `--shapes none`: for any shapes again
         shapes_from = None
     if shapes_from:
-        from gradgen.analysis.stated import symbolic_shapes
-        from gradgen.verify.usercode import load_inputs
-
         shapes = symbolic_shapes(load_inputs(shapes_from))  # lengths as letters: a partial batch is no other shape
-    from gradgen.api import compile_source
 
     compiled = compile_source(data, str(path), functions, wrt, emit_kinds, backend, jit, shapes, shapes_from)
     _refuse_foreign(target, force)

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gradgen.api import compile_source
 from gradgen.errors import CompileError
-from gradgen.tools.graph_build import MAX_NODES, Builder, Edge, Node, drawable, format_value, rule_for
 from gradgen.ir.nodes import Const, Var
 from gradgen.rules.table import TABLE
+from gradgen.tools.graph_build import MAX_NODES, Builder, Edge, Node, drawable, format_value, rule_for
 
 FORMULA_CHARS = 22  # an edge shows its rule as a formula up to this length, else just the number
 
@@ -57,8 +58,6 @@ class Graph:
 def graph_source(source, filename="<string>", function=None, wrt=None, at=None) -> Graph:
     """The graph of `function` (the only compiled function if None) of `source` at the
     point `at` (a dict; the function's defaults fill in the rest)."""
-    from gradgen.api import compile_source
-
     compiled = compile_source(source, filename, [function] if function else None, wrt)
     cf = _chosen(compiled, filename)
     module = compiled.module

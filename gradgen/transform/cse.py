@@ -21,9 +21,9 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 
-from gradgen.ir.nodes import (Assign, Call, Cond, For, If, IndexAdd, Init, Restore, Var, While, variables, walk)
-from gradgen.rules.table import TABLE
 from gradgen.analysis.arrays import may_be_array
+from gradgen.ir.nodes import Assign, Call, Cond, For, If, IndexAdd, Init, Restore, Var, While, variables, walk
+from gradgen.rules.table import TABLE
 
 # Calls never shared: facts about shapes (cheap, and read for the shape alone), makers of
 # fresh arrays (a gradient may be written into one in place), views and signs (as cheap as

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gradgen.rules import tangents as rules_forward
-from gradgen.ir import simplify
-from gradgen.errors import CompileError
-from gradgen.ir.nodes import Assign, Call, Comment, Cond, Const, For, If, IndexAdd, Init, Restore, Save, Var, While, variables, walk
-from gradgen.transform.reverse.expression import _in_namespace
 from gradgen.analysis.arrays import may_be_array
+from gradgen.errors import CompileError
+from gradgen.ir import simplify
+from gradgen.ir.nodes import (
+    Assign, Call, Comment, Cond, Const, For, If, IndexAdd, Init, Restore, Save, Var, While, variables, walk
+)
+from gradgen.rules import tangents as rules_forward
 from gradgen.rules.lists import LIST_MAKERS
-
+from gradgen.transform.reverse.expression import _in_namespace
 
 # primitives whose value is a Python list (or a tree of them): their zero is a tree of zeros
 _MADE_ZEROS = {"zeros_like", "zeros", "zero_gradient", "zeros_like_tree", "list_zeros"}

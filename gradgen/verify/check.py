@@ -22,13 +22,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from gradgen.verify import custom as custom_check
 from gradgen.api import compile_source, load_module
-from gradgen.verify.finite import Difference, difference, finite_difference, is_kink, remembered, sample_points
 from gradgen.ir.nodes import variables
+from gradgen.ir.simplify import names_read
+from gradgen.verify import custom as custom_check
+from gradgen.verify.finite import Difference, difference, finite_difference, is_kink, remembered, sample_points
 from gradgen.verify.nonfinite import all_finite, locate_nonfinite
 from gradgen.verify.report import FD_TOL, SYMPY_TOL, FunctionReport, PointReport, Row, judge, rel_error
-from gradgen.ir.simplify import names_read
 from gradgen.verify.symbolic import _Symbolic, sympy_gradient
 from gradgen.verify.symbolic_arrays import sympy_array_gradient
 from gradgen.verify.usercode import call, describe, expect_number, fresh, run_original, same_global_draws

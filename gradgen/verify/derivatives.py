@@ -16,6 +16,7 @@ Directions t and cotangents c are seeded random draws, so a check is reproducibl
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 from dataclasses import dataclass, field, replace
 
@@ -159,8 +160,6 @@ def _call(fn, point, extra=None):
 
 
 def _keyword_only(fn):
-    import inspect
-
     return [p.name for p in inspect.signature(fn).parameters.values() if p.kind == p.KEYWORD_ONLY]
 
 

@@ -12,12 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gradgen.frontend import effects
 from gradgen.errors import CompileError
+from gradgen.frontend import effects
 from gradgen.limits import time_limit
 from gradgen.verify.report import FD_TOL, rel_error
 from gradgen.verify.usercode import fresh
-
 
 KINK_MARGIN = 10  # a kink: the slopes differ by this many times what curvature and rounding explain,
 KINK_REL = 1e-3  # and by this much relative to their size (absolute below 1e-3, as rel_error)

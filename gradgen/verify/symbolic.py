@@ -12,7 +12,6 @@ sample point takes."""
 from __future__ import annotations
 
 import numpy as np
-
 import sympy
 
 from gradgen.ir.nodes import Cond, Const, Var

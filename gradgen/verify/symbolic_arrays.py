@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-
 import sympy
 
 from gradgen.ir.nodes import Cond, Const, Var, is_draw

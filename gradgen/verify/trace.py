@@ -8,15 +8,15 @@ knows nothing of it, so the three import in one direction."""
 from __future__ import annotations
 
 import ast
+import importlib
 import math
 
 import numpy as np
-
 import sympy
 
 from gradgen.codegen.emit import Emitter
 from gradgen.ir.nodes import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, is_draw, variables
-from gradgen.rules.table import TABLE, casts_to_int
+from gradgen.rules.table import SCIPY_MODULES, TABLE, casts_to_int
 from gradgen.verify.symbolic_plans import Fallback, _number, partials
 from gradgen.verify.usercode import fresh
 
@@ -250,10 +250,6 @@ def _scipy():
     """`scipy`, with the modules the rule table calls loaded, for evaluating SciPy calls
     (an empty dict where SciPy or one of its modules is missing: those calls then fail and
     the sympy column shows '-')."""
-    import importlib
-
-    from gradgen.rules.table import SCIPY_MODULES
-
     found = {}
     for module in SCIPY_MODULES:
         try:

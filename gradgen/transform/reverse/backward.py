@@ -19,18 +19,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gradgen.transform.reverse import custom as custom_rules
 from gradgen.analysis import sameshape
+from gradgen.analysis.arrays import may_repeat
 from gradgen.ir import simplify
-from gradgen.ir.nodes import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, IndexAdd, Restore, Spelled, Var,
-                        While, expressions, variables, walk)
-from gradgen.transform.reverse.expression import (_ARRAY_MAKERS, Temporary, _allocates, _is_scatter, as_float, bare, push_into, spread_ones,
-                          takes_a_number, zero_like)
-from gradgen.transform.reverse.control_flow import ControlFlow, _prune, _reads_of, exit_condition, exits, loop_temporaries, record_decisions
+from gradgen.ir.nodes import (
+    Assign, Break, Call, Comment, Cond, Const, Continue, For, If, IndexAdd, Restore, Spelled, Var, While, expressions,
+    variables, walk
+)
+from gradgen.rules.lists import list_names
+from gradgen.transform.reverse import custom as custom_rules
+from gradgen.transform.reverse.control_flow import (
+    ControlFlow, _prune, _reads_of, exit_condition, exits, loop_temporaries, record_decisions
+)
+from gradgen.transform.reverse.expression import (
+    _ARRAY_MAKERS, Temporary, _allocates, _is_scatter, as_float, bare, push_into, spread_ones, takes_a_number, zero_like
+)
 from gradgen.transform.reverse.lists import ListGradients
 from gradgen.transform.reverse.merge import Merging, _renamed
-from gradgen.rules.lists import list_names
-from gradgen.analysis.arrays import may_repeat
 
 __all__ = ["Backward", "backward", "record_decisions", "zero_like", "push_into"]
 

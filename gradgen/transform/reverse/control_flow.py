@@ -9,10 +9,13 @@ loop body after an `if` that can leave the iteration runs only when it did not l
 
 from __future__ import annotations
 
-from gradgen.transform.reverse import factoring as combine
+from gradgen.analysis.activity import diff_vars
 from gradgen.ir import simplify
-from gradgen.ir.nodes import (Assign, Break, Call, Comment, Cond, Const, Continue, For, If, Restore, Var, While, assigned,
-                        expressions, variables, walk)
+from gradgen.ir.nodes import (
+    Assign, Break, Call, Comment, Cond, Const, Continue, For, If, Restore, Var, While, assigned, expressions, variables,
+    walk
+)
+from gradgen.transform.reverse import factoring as combine
 from gradgen.transform.reverse.expression import _allocates, as_float, bare
 
 TRUE, FALSE = Const(True), Const(False)
@@ -213,8 +216,6 @@ def _temporaries_of(s, bound, later, out):
 
 def _touched(body, active):
     """Active variables a loop body reads differentiably or assigns, in order of appearance."""
-    from gradgen.analysis.activity import diff_vars
-
     seen = []
     for stmt in walk(body):
         names = []

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from gradgen.analysis import activity, sameshape
+from gradgen.analysis import activity
 from gradgen.analysis import aliasing as sharing
 from gradgen.analysis import arrays as shapes
+from gradgen.analysis import sameshape
 from gradgen.errors import CompileError
 from gradgen.ir import simplify
 from gradgen.ir.nodes import Assign, Call, Const, For, If, IndexAdd, Init, Save, Spelled, Var, While, variables, walk

@@ -10,14 +10,14 @@ known. A gradient several variables share is named once (a Temporary).
 
 from __future__ import annotations
 
-from gradgen.transform.reverse import factoring as combine
 from gradgen.analysis import sameshape
+from gradgen.analysis.arrays import may_be_array, may_repeat
+from gradgen.analysis.stated import known
 from gradgen.ir import simplify
 from gradgen.ir.nodes import Call, Cond, Const, Spelled, Var, variables
 from gradgen.rules.numpy import counts_only
 from gradgen.rules.table import TABLE
-from gradgen.analysis.arrays import may_be_array, may_repeat
-from gradgen.analysis.stated import known
+from gradgen.transform.reverse import factoring as combine
 
 
 def _is_scatter(expr):

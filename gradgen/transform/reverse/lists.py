@@ -7,10 +7,10 @@ reaches one element, a path into a structured parameter, or every element at onc
 
 from __future__ import annotations
 
+from gradgen.analysis.arrays import may_be_array, may_repeat
 from gradgen.ir import simplify
 from gradgen.ir.nodes import Assign, Call, Cond, If, IndexAdd, Restore, Var
 from gradgen.transform.reverse.expression import Temporary, as_float, push_into, takes_a_number
-from gradgen.analysis.arrays import may_be_array, may_repeat
 
 
 class ListGradients:

@@ -9,9 +9,9 @@ named for a subexpression that one variable receives unchanged as that variable'
 
 from __future__ import annotations
 
-from gradgen.transform.reverse import factoring as combine
 from gradgen.analysis import sameshape
 from gradgen.ir.nodes import Call, Cond, Var
+from gradgen.transform.reverse import factoring as combine
 from gradgen.transform.reverse.expression import Temporary, _is_scatter
 
 
