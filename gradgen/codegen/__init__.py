@@ -3,7 +3,8 @@
 `emit` (IR to Python, black-formatted, with the helpers it uses), `naming` (every name the
 generated code uses is made here), `freshness` (the header and `gradgen status`), `guards`
 (what a generated function checks on entry), `derivatives` (jvp, hvp, hessian, vjp and
-jacobian beside the gradient), `array_api*` (the module respelled for any Array API
-library) and `numba_*` (the module made for numba.njit: what numba compiles, the
-respellings). May import everything below it (ir, rules, analysis, frontend, transform).
+jacobian beside the gradient), `array_api` with `array_api_calls` and `array_api_helpers`
+(the module respelled for any Array API library), and `numba_jit` (the module made for
+numba.njit) with `numba_check` (what numba compiles) and `numba_spell` (the respellings).
+May import everything below it (ir, rules, analysis, frontend, transform).
 """

@@ -567,7 +567,7 @@ def _black(text):
     """black, with its default style: the output is the same bytes for the same input (so
     it is remembered: `check` compiles what `compile` just did, and the generated helpers
     are the same text in every module; black is most of a compile's time)."""
-    import black  # here, not at the top: only a compile that formats pays its import
+    import black  # (start-up: only a compile that formats pays its import)
 
     return black.format_str(text, mode=black.Mode())
 

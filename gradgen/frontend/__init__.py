@@ -2,7 +2,7 @@
 
 `source` reads the file (a regular file of bounded size), `parse` makes the Module record
 (imports, constants, functions), `lower` and its mixins (`lower_calls`, `lower_exprs`,
-`lower_lists`, `lower_loops`, `known_lists`) turn one function's AST into straight-line SSA
+`lower_lists`, `lower_loops`, `lower_assign`, `known_lists`) turn one function's AST into straight-line SSA
 over primitives, with `scopes`, `fold` (values known when compiling), `closures`,
 `comprehensions`, `structured` (parameters that are lists, tuples, dicts), `effects`
 (print, assert, logging) and `custom_calls` (reading `@gradgen.custom_vjp` rules). May import

@@ -39,7 +39,7 @@ class _Sympy:
     Inside a twin's lambda, `sympy.exp` is sympy's own; a twin named directly is `twin("exp")`."""
 
     def __getattr__(self, name):
-        import sympy as module
+        import sympy as module  # (start-up: only verification pays for sympy)
 
         return getattr(module, name)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 
 from gradgen import __version__
@@ -105,7 +106,7 @@ def _common(parser, several=False):
 
 
 def _kinds(text):
-    from gradgen.codegen.derivatives import parse_kinds
+    from gradgen.codegen.derivatives import parse_kinds  # (start-up: each command imports its stages)
 
     try:
         return parse_kinds(text)
@@ -148,7 +149,7 @@ def _compile(args):
 
 
 def _compile_one(args):
-    from gradgen.tools.files import compile_file
+    from gradgen.tools.files import compile_file  # (start-up: each command imports its stages)
 
     with time_limit(COMPILE_SECONDS, _OutOfTime):
         target, compiled = compile_file(args.file, args.out_dir, args.function, args.wrt, args.force,
@@ -168,7 +169,7 @@ def _compile_one(args):
 
 
 def _status(args):
-    from gradgen.codegen import freshness
+    from gradgen.codegen import freshness  # (start-up: each command imports its stages)
 
     entries = freshness.status(args.out_dir, args.sources)
     if args.json:
@@ -195,8 +196,8 @@ def summary_lines(compiled):
 
 
 def _check(args):
-    from gradgen.frontend.source import read_source
-    from gradgen.verify.check import check_source
+    from gradgen.frontend.source import read_source  # (start-up: each command imports its stages)
+    from gradgen.verify.check import check_source  # (start-up: each command imports its stages)
 
     data = read_source(args.file)
     at = args.at
@@ -232,7 +233,7 @@ def _number_functions(data, args, kinds):
     function whose result is an array has none: only its vjp, jvp and jacobian are checked."""
     if kinds == ("grad",):
         return args.function
-    from gradgen.api import compile_source
+    from gradgen.api import compile_source  # (start-up: each command imports its stages)
 
     compiled = compile_source(data, args.file, args.function, args.wrt, kinds)
     return [f.name for f in compiled.functions if f.reversed is not None]
@@ -240,7 +241,7 @@ def _number_functions(data, args, kinds):
 
 def _check_kinds(data, args, at, kinds):
     """Every other kind --emit names (gradgen/verify/derivatives.py); the ones that disagree."""
-    from gradgen.verify.derivatives import check_kinds, format_kinds
+    from gradgen.verify.derivatives import check_kinds, format_kinds  # (start-up: each command imports its stages)
 
     kinds = ("grad",) + tuple(k for k in kinds if k != "grad")  # (the other kinds are checked against it)
     reports = check_kinds(data, args.file, args.function, args.wrt, at, kinds)
@@ -255,12 +256,11 @@ def _check_kinds(data, args, at, kinds):
 def _graph(args):
     """`gradgen graph`: the function's graph at the point, with values, gradients and local
     derivatives on it (gradgen/tools/graph.py), written as SVG or DOT (gradgen/tools/graph_svg.py)."""
-    import os
 
-    from gradgen.frontend.source import read_source
-    from gradgen.tools.files import write_atomically
-    from gradgen.tools.graph import graph_source
-    from gradgen.tools.graph_svg import dot, svg
+    from gradgen.frontend.source import read_source  # (start-up: each command imports its stages)
+    from gradgen.tools.files import write_atomically  # (start-up: each command imports its stages)
+    from gradgen.tools.graph import graph_source  # (start-up: each command imports its stages)
+    from gradgen.tools.graph_svg import dot, svg  # (start-up: each command imports its stages)
 
     writers = {".svg": svg, ".dot": dot}
     suffix = os.path.splitext(args.output)[1].lower()
@@ -281,7 +281,7 @@ def _is_rule(row):
 
 def _shapes(spec):
     """{parameter: shape} of the point `--shapes FILE:FUNC` builds (gradgen.analysis.stated)."""
-    from gradgen.analysis.stated import symbolic_shapes
+    from gradgen.analysis.stated import symbolic_shapes  # (start-up: each command imports its stages)
 
     return symbolic_shapes(_inputs(spec))
 
@@ -289,7 +289,7 @@ def _shapes(spec):
 def _inputs(spec):
     """The point `--inputs FILE:FUNC` builds: FUNC() in FILE, the user's own code (what it
     raises is reported at its line of FILE, status 1)."""
-    from gradgen.verify.usercode import load_inputs
+    from gradgen.verify.usercode import load_inputs  # (start-up: each command imports its stages)
 
     return load_inputs(spec)
 
