@@ -28,7 +28,7 @@ from gradgen.frontend import custom_calls as custom_rules
 from gradgen.frontend import lower, parse
 from gradgen.frontend.structured import NeedsStructure, UsedWhole
 from gradgen.ir import simplify
-from gradgen.ir.nodes import Call, Cond, Var, assigned, expressions, variables, walk
+from gradgen.ir.nodes import Call, Var, assigned, expressions, subexpressions, variables, walk
 from gradgen.transform.reverse.driver import reverse_parts
 
 HEADER_MARK = freshness.HEADER_MARK
@@ -483,14 +483,7 @@ def _sigmoid_namespaces(fn):
 
 
 def _calls(expr):
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Call):
-            yield e
-            stack.extend(e.args)
-        elif isinstance(e, Cond):
-            stack.extend((e.test, e.body, e.orelse))
+    return (e for e in subexpressions(expr) if isinstance(e, Call))
 
 
 def load_module(text, name="gradgen_generated"):

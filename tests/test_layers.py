@@ -108,3 +108,14 @@ def test_imports_inside_functions_only_for_start_up():
                     if isinstance(sub, (ast.Import, ast.ImportFrom)) and "start-up" not in lines[sub.lineno - 1]:
                         found.append(f"{path.relative_to(ROOT)}:{sub.lineno}")
     assert found == []
+
+
+def test_one_walk_over_expressions():
+    """Walks over IR expressions use gradgen.ir.nodes.subexpressions (with their own `into`
+    where they follow only some children): no other module keeps a stack of them."""
+    import re
+
+    hand_written = re.compile(r"stack\.(extend|append)\(\(?\w+\.(args|test)")
+    found = [f"{p.relative_to(ROOT)}:{i}" for p in _modules() if p != PACKAGE / "ir" / "nodes.py"
+             for i, line in enumerate(p.read_text().splitlines(), 1) if hand_written.search(line)]
+    assert found == []

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from gradgen.errors import CompileError
 from gradgen.ir.nodes import (
-    Assign, Call, Cond, For, If, IndexAdd, Restore, Save, Var, While, expressions, is_draw, variables, walk
+    Assign, Call, Cond, For, If, IndexAdd, Restore, Save, Var, While, expressions, is_draw, subexpressions, variables,
+    walk
 )
 from gradgen.rules.table import TABLE
 from gradgen.rules.tangents import no_tangent
@@ -39,18 +40,16 @@ class Activity:
 def diff_vars(expr, out=None):
     """Names in differentiable positions of `expr` (the ones a derivative flows to)."""
     out = set() if out is None else out
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Var):
-            out.add(e.name)
-        elif isinstance(e, Call):
-            prim = TABLE[e.prim]
-            if prim.kind == "smooth":
-                stack.extend(a for i, a in enumerate(e.args) if _has_rule(prim, i))
-        elif isinstance(e, Cond):
-            stack.extend((e.body, e.orelse))
+    out.update(e.name for e in subexpressions(expr, _differentiable) if isinstance(e, Var))
     return out
+
+
+def _differentiable(e):
+    """The arguments a derivative flows to: those a smooth rule has, a conditional's arms."""
+    if isinstance(e, Call):
+        prim = TABLE[e.prim]
+        return [a for i, a in enumerate(e.args) if _has_rule(prim, i)] if prim.kind == "smooth" else ()
+    return (e.body, e.orelse) if isinstance(e, Cond) else ()
 
 
 def _has_rule(prim, i):
@@ -140,17 +139,12 @@ _INDEXES = {"getitem": 1, "list_get": 1, "tree_get": 1, "setitem": 2}
 
 def _integer_positions(expr):
     """The arguments in integer positions: of int(), range(), len(), ...; and indices."""
-    stack = [expr]
-    while stack:
-        e = stack.pop()
+    for e in subexpressions(expr):
         if isinstance(e, Call):
             if TABLE[e.prim].kind == "integer":
                 yield e.args
             elif e.prim in _INDEXES:
                 yield e.args[_INDEXES[e.prim]:]
-            stack.extend(e.args)
-        elif isinstance(e, Cond):
-            stack.extend((e.test, e.body, e.orelse))
 
 
 def _all_expressions(fn):
@@ -220,9 +214,7 @@ def _useful(stmts, useful):
 
 
 def _refuse_integer_uses(expr, origin, module):
-    stack = [expr]
-    while stack:
-        e = stack.pop()
+    for e in subexpressions(expr):
         if isinstance(e, Call):
             if TABLE[e.prim].kind == "integer":
                 _refuse(e, origin, module)
@@ -230,9 +222,6 @@ def _refuse_integer_uses(expr, origin, module):
                 _refuse(Call("index", e.args[1:], loc=e.loc), origin, module)
             elif e.prim == "setitem":
                 _refuse(Call("index", e.args[2:], loc=e.loc), origin, module)
-            stack.extend(e.args)
-        elif isinstance(e, Cond):
-            stack.extend((e.test, e.body, e.orelse))
 
 
 def varied(stmts, seeds):

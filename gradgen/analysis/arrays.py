@@ -10,7 +10,7 @@ gets none of it.
 
 from __future__ import annotations
 
-from gradgen.ir.nodes import Assign, Call, Cond, Const, For, If, Var, While, expressions, walk
+from gradgen.ir.nodes import Assign, Call, Cond, Const, For, If, Var, While, expressions, subexpressions, walk
 from gradgen.rules.lists import list_names
 from gradgen.rules.table import TABLE
 
@@ -71,16 +71,11 @@ _NEEDS_ARRAY = {"sum", "mean", "prod", "amax", "amin", "cumsum", "norm", "matmul
 
 def _evidence(expr):
     """Names `expr` uses as arrays: reduced, transposed, measured, sliced or indexed."""
-    found, stack = set(), [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Call):
-            if e.prim in _NEEDS_ARRAY or e.prim in ("getitem", "setitem"):
-                found |= {a.name for a in map(_through_unary, e.args[:1 if e.prim != "matmul" else 2])
-                          if isinstance(a, Var)}
-            stack.extend(e.args)
-        elif isinstance(e, Cond):
-            stack.extend((e.test, e.body, e.orelse))
+    found = set()
+    for e in subexpressions(expr):
+        if isinstance(e, Call) and (e.prim in _NEEDS_ARRAY or e.prim in ("getitem", "setitem")):
+            found |= {a.name for a in map(_through_unary, e.args[:1 if e.prim != "matmul" else 2])
+                      if isinstance(a, Var)}
     return found
 
 
@@ -139,18 +134,21 @@ def evident_numbers(fn, result_number=True, constants=()) -> set:
     once = {p.name for p in fn.params if p.name not in counts and not p.structured}
     once |= {c for c in constants if c not in counts}  # module constants it reads (gradgen.codegen.guards)
     once |= {name for name, n in counts.items() if n == 1 and name in defs}
-    numbers, stack = set(), [fn.result] if result_number else []  # (a gradient's result is one number)
+    roots = [fn.result] if result_number else []  # (a gradient's result is one number)
     for stmt in _outside_branches(fn.body):  # (`math.exp(x) if np.ndim(x) == 0 else ...` proves nothing)
         for expr in expressions(stmt):
-            stack += [a for call in _calls_in(expr) if call.ns == "math" for a in call.args]
-    while stack:
-        e = stack.pop()
+            roots += [a for call in _calls_in(expr) if call.ns == "math" for a in call.args]
+    numbers = set()
+
+    def into(e):  # a number's definition, and what an elementwise operation combined into it
         if isinstance(e, Var) and e.name in once and e.name not in numbers:
             numbers.add(e.name)
-            if e.name in defs:
-                stack.append(defs[e.name])
-        elif isinstance(e, Call) and TABLE[e.prim].elementwise:
-            stack.extend(e.args)
+            return (defs[e.name],) if e.name in defs else ()
+        return e.args if isinstance(e, Call) and TABLE[e.prim].elementwise else ()
+
+    for root in roots:
+        for _ in subexpressions(root, into):
+            pass
     return numbers  # (not into `a if c else b`: only the arm taken is the number)
 
 
@@ -164,14 +162,14 @@ def _outside_branches(stmts):
 
 def _calls_in(expr):
     """The calls `expr` surely makes: not those inside a branch of a conditional expression."""
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Call):
-            yield e
-            stack.extend(e.args if e.prim not in ("and", "or") else e.args[:1])
-        elif isinstance(e, Cond):
-            stack.append(e.test)
+    return (e for e in subexpressions(expr, _surely_run) if isinstance(e, Call))
+
+
+def _surely_run(e):
+    """What runs whenever `e` does: not an arm of `a if c else b`, nor what `and`/`or` may skip."""
+    if isinstance(e, Call):
+        return e.args if e.prim not in ("and", "or") else e.args[:1]
+    return (e.test,) if isinstance(e, Cond) else ()
 
 
 def arrays_on_entry(fn, module, defaults_numbers=False) -> set:

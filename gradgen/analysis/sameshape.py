@@ -17,7 +17,7 @@ from gradgen.analysis.arrays import may_be_array
 from gradgen.analysis.stated import StaticShapes, known
 from gradgen.ir import nodes as ir
 from gradgen.ir import simplify
-from gradgen.ir.nodes import Assign, Call, Cond, Const, For, Var, walk
+from gradgen.ir.nodes import Assign, Call, Cond, Const, For, Var, variables, walk
 from gradgen.rules.numpy import counts_only
 from gradgen.rules.table import TABLE
 
@@ -88,7 +88,7 @@ class SameShape:
             # differ in shape, and u / y must sum back to y's; soak seed 1218 #17014)
             axis = repr(dict(e.params).get("axis"))
             return (("kept", key, axis), stable) if key is not None else (("expr", e), stable)
-        return ("expr", e), all(v.name in self.once for v in _vars(e))
+        return ("expr", e), all(v.name in self.once for v in variables(e))
 
     def _var(self, name):
         if name not in self.memo:
@@ -124,7 +124,7 @@ class SameShape:
             return e
         if isinstance(e, Var) and e.name in self.once and e.name in self.defs:
             inner = self.defs[e.name]
-            if all(v.name in self.once for v in _vars(inner)):
+            if all(v.name in self.once for v in variables(inner)):
                 found = self._operand(inner)
                 return self.proxy(found) if found is not None else e
             return e
@@ -140,7 +140,7 @@ class SameShape:
             return found
         inner = e
         if isinstance(e, Var):
-            if not (e.name in self.once and e.name in self.defs and all(v.name in self.once for v in _vars(self.defs[e.name]))):
+            if not (e.name in self.once and e.name in self.defs and all(v.name in self.once for v in variables(self.defs[e.name]))):
                 return e
             inner = self.defs[e.name]
         if not (isinstance(inner, Call) and inner.prim != "getitem" and inner.prim in TABLE and
@@ -224,18 +224,6 @@ def _int(e):
     if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
         return e.value
     return None
-
-
-def _vars(e):
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, Var):
-            yield x
-        elif isinstance(x, Call):
-            stack.extend(x.args)
-        elif isinstance(x, Cond):
-            stack.extend((x.test, x.body, x.orelse))
 
 
 class ArrayNames(set):

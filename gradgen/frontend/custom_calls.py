@@ -24,7 +24,7 @@ import copy
 from dataclasses import dataclass, field
 
 from gradgen.frontend.closures import own_nodes
-from gradgen.ir.nodes import Call, Cond, Expr, Var, expressions, walk
+from gradgen.ir.nodes import Call, Expr, Var, children, expressions, subexpressions, walk
 from gradgen.rules.table import CUSTOM_CALLS
 
 CALLS = CUSTOM_CALLS  # the primitives of a custom function's call (gradgen/rules/table.py)
@@ -289,17 +289,18 @@ def _nones_as_zeros(rule):
 
 def calls_in(fn):
     """Every custom call and stop_gradient of IR function `fn` (for `gradgen check`)."""
-    stack = [e for s in walk(fn.body) for e in expressions(s)] + [fn.result]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Call):
-            if e.prim in CALLS or e.prim == "stop_gradient":
+    roots = [e for s in walk(fn.body) for e in expressions(s)] + [fn.result]
+    for root in roots:
+        for e in subexpressions(root, _into_rules):
+            if isinstance(e, Call) and (e.prim in CALLS or e.prim == "stop_gradient"):
                 yield e
-            stack.extend(e.args)
-            if e.prim in CALLS:
-                stack.extend(e for s in dict(e.params)["rule"].statements for e in _own_expressions(s))
-        elif isinstance(e, Cond):
-            stack.extend((e.test, e.body, e.orelse))
+
+
+def _into_rules(e):
+    """Below a custom call: its arguments, and the expressions of its rule's statements."""
+    if isinstance(e, Call) and e.prim in CALLS:
+        return tuple(e.args) + tuple(x for s in dict(e.params)["rule"].statements for x in _own_expressions(s))
+    return children(e)
 
 
 def _own_expressions(stmt):

@@ -346,17 +346,30 @@ class Function:
         return "\n".join([head] + _indented(self.body) + [f"    return {self.result}"])
 
 
-def variables(expr: Expr):
-    """Yield every Var in `expr`, left to right (with repeats)."""
+def children(e):
+    """The expressions directly below `e`: a call's arguments, a conditional's test and arms."""
+    if isinstance(e, Call):
+        return e.args
+    if isinstance(e, Cond):
+        return (e.test, e.body, e.orelse)
+    return ()
+
+
+def subexpressions(expr, into=children):
+    """Every node of `expr`, itself first, then left to right, depth first: the one walk
+    over expressions every stage shares. `into(e)`: the nodes below e to visit (a walk that
+    follows only differentiable arguments, or only the calls a conditional surely makes,
+    passes its own)."""
     stack = [expr]
     while stack:
         e = stack.pop()
-        if isinstance(e, Var):
-            yield e
-        elif isinstance(e, Call):
-            stack.extend(reversed(e.args))
-        elif isinstance(e, Cond):
-            stack.extend((e.orelse, e.body, e.test))
+        yield e
+        stack.extend(reversed(tuple(into(e))))
+
+
+def variables(expr: Expr):
+    """Yield every Var in `expr`, left to right (with repeats)."""
+    return (e for e in subexpressions(expr) if isinstance(e, Var))
 
 
 def walk(stmts):

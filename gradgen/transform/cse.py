@@ -22,7 +22,9 @@ import functools
 from dataclasses import replace
 
 from gradgen.analysis.arrays import may_be_array
-from gradgen.ir.nodes import Assign, Call, Cond, For, If, IndexAdd, Init, Restore, Var, While, variables, walk
+from gradgen.ir.nodes import (
+    Assign, Call, Cond, For, If, IndexAdd, Init, Restore, Var, While, subexpressions, variables, walk
+)
 from gradgen.rules.table import TABLE
 
 # Calls never shared: facts about shapes (cheap, and read for the shape alone), makers of
@@ -245,7 +247,7 @@ class _Sharer:
         names = _names(e)
         if not names or not self.backward_names.isdisjoint(names) or not _reads_numbers(e):
             return False
-        return not any(isinstance(c, Call) and c.prim in _IMPURE for c in _subexpressions(e))
+        return not any(isinstance(c, Call) and c.prim in _IMPURE for c in subexpressions(e))
 
 
 def _array_leaves(e, arrays):
@@ -290,17 +292,6 @@ def _feeds(stmt):
 @functools.lru_cache(maxsize=65536)
 def _names(e):
     return frozenset(v.name for v in variables(e))
-
-
-def _subexpressions(e):
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        yield x
-        if isinstance(x, Call):
-            stack.extend(x.args)
-        elif isinstance(x, Cond):
-            stack.extend((x.test, x.body, x.orelse))
 
 
 # ---- inside loops: name what the backward sweep re-reads, so the saves keep it -----------------
@@ -376,7 +367,7 @@ def _worth_keeping(e):
     if e.prim in ("sum", "mean", "reshape", "transpose", "squeeze", "expand_dims", "ravel", "flip", "broadcast_to"):
         return False  # (their gradients read only shapes)
     return _hashable(e) and not any(isinstance(c, Call) and (c.prim in _IMPURE or c.prim == "draw")
-                                    for c in _subexpressions(e))
+                                    for c in subexpressions(e))
 
 
 def _uses_out(prim):

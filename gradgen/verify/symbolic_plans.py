@@ -25,7 +25,7 @@ from itertools import repeat
 import numpy as np
 import sympy
 
-from gradgen.ir.nodes import Call, Cond, Const, Var, variables
+from gradgen.ir.nodes import Call, Cond, Const, Var, subexpressions, variables
 from gradgen.rules.table import TABLE
 
 # Primitives whose sympy twin is a closed formula in its arguments (it never looks at their
@@ -113,12 +113,8 @@ def partials(trace, expr, plans):
 
 def _static(expr):
     names = list(dict.fromkeys(v.name for v in variables(expr)))
-    stack, decided = [expr], False
-    while stack and not decided:
-        e = stack.pop()
-        decided = isinstance(e, Cond) or (isinstance(e, Call) and e.prim in ("max", "min"))
-        if isinstance(e, Call):
-            stack.extend(e.args)
+    decided = any(isinstance(e, Cond) or (isinstance(e, Call) and e.prim in ("max", "min"))
+                  for e in subexpressions(expr))
     return names, decided
 
 

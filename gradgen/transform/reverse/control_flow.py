@@ -12,8 +12,8 @@ from __future__ import annotations
 from gradgen.analysis.activity import diff_vars
 from gradgen.ir import simplify
 from gradgen.ir.nodes import (
-    Assign, Break, Call, Comment, Cond, Const, Continue, For, If, Restore, Var, While, assigned, expressions, variables,
-    walk
+    Assign, Break, Call, Comment, Const, Continue, For, If, Restore, Var, While, assigned, children, expressions,
+    subexpressions, variables, walk
 )
 from gradgen.transform.reverse import factoring as combine
 from gradgen.transform.reverse.expression import _allocates, as_float, bare
@@ -152,17 +152,10 @@ def _only_indexed(body, v):
             if not (isinstance(e, Call) and e.prim == "setitem" and e.args[0] == Var(v)):
                 return False
             stmt = Assign(v, Call("tuple", e.args[1:]))  # (what the write reads besides v itself)
-        for expr in expressions(stmt):
-            stack = [expr]
-            while stack:
-                e = stack.pop()
-                if isinstance(e, Var) and e.name == v:
-                    return False
-                if isinstance(e, Call):
-                    args = e.args[1:] if e.prim == "getitem" and e.args[0] == Var(v) else e.args
-                    stack.extend(args)
-                elif isinstance(e, Cond):
-                    stack.extend((e.test, e.body, e.orelse))
+        into = lambda e: e.args[1:] if isinstance(e, Call) and e.prim == "getitem" and e.args[0] == Var(v) \
+            else children(e)  # (v[i] reads v's elements, not v whole)
+        if any(e == Var(v) for expr in expressions(stmt) for e in subexpressions(expr, into)):
+            return False
     return True
 
 
