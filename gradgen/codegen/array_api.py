@@ -29,6 +29,8 @@ from gradgen.analysis import arrays as shapes
 from gradgen.codegen import array_api_helpers as backend_helpers
 from gradgen.codegen import emit, freshness
 from gradgen.codegen.array_api_calls import Refusal, Respell, masks
+from gradgen.codegen.naming import unused
+from gradgen.codegen.rewrite import ModuleEdits
 from gradgen.errors import CompileError
 from gradgen.ir import nodes as ir
 
@@ -36,8 +38,6 @@ BACKENDS = ("numpy", "array-api")
 ARRAY_API = "array-api"
 BACKEND_LINE = "Backend: array-api (the array library is taken from the arguments; needs array-api-compat)."
 _RECORDED = re.compile(rb"# Backend: (?P<name>[\w-]+)")
-_CITED = re.compile(r"\s*# line (?P<line>\d+):")
-_SECTION = re.compile(r"\s*# (forward pass|backward pass)")
 _RESERVED = ("array_namespace", *[h for h in backend_helpers.HELPERS if h not in emit.HELPERS])
 
 
@@ -60,27 +60,18 @@ def recorded(path):
     return freshness.recorded_option(path, _RECORDED, "numpy")
 
 
-class _ModuleRewriter:
+class _ModuleRewriter(ModuleEdits):
     """The module body, with each statement that needs a new spelling printed again."""
 
     def __init__(self, body, compiled):
-        self.body = body
-        self.data = body.encode("utf-8")
-        self.tree = ast.parse(body)
-        self.starts = [0]
-        for line in self.data.split(b"\n"):
-            self.starts.append(self.starts[-1] + len(line) + 1)
-        self.lines = body.split("\n")
-        self.compiled = compiled
-        self.user = compiled.module
-        self.edits = []  # (start, end, text), replacing bytes of the body
+        super().__init__(body, compiled)
         self.generated = {}
         for f in compiled.functions:
             for name in [f.grad_name, f.value_and_grad_name] + [m.name for m in f.made]:
                 if name:
                     self.generated[name] = f
         self.names = _identifiers(self.tree)
-        self.xp = _fresh("xp", self.names)
+        self.xp = unused("xp", self.names)
         self.takes_xp = set(backend_helpers.TAKE_XP)
         self.helpers_used = set()
         self.uses_math = False
@@ -132,20 +123,9 @@ class _ModuleRewriter:
             pieces.append(emit.format_source(data[start:end].decode("utf-8")))
         return pieces
 
-    def _apply(self):
-        out, pos = [], 0
-        for start, end, text in sorted(self.edits):
-            out += [self.data[pos:start], text.encode("utf-8")]
-            pos = end
-        out.append(self.data[pos:])
-        return b"".join(out).decode("utf-8")
-
     def _docstring(self):
-        doc = self.tree.body[0]
-        if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
-            text = doc.value.value.rstrip(".") + (", for the Array API: NumPy, CuPy, PyTorch, JAX or Dask arrays, "
-                                                  "the library taken from the arguments.")
-            self._edit(doc, emit._docstring(text).replace('\n"""', '"""'))
+        self._docstring_ends(", for the Array API: NumPy, CuPy, PyTorch, JAX or Dask arrays, the library taken "
+                             "from the arguments.")
 
     def _imports(self):
         imports = [s for s in self.tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
@@ -284,12 +264,7 @@ class _ModuleRewriter:
         """A CompileError at the line of the user's file the generated line came from: the
         line its backward block cites (`# line 14: ...`), else the first place in the user's
         file that `match` accepts (the call or write it refuses), else the function's def."""
-        cited = None
-        for i in range(generated_line - 1, fdef.lineno - 1, -1):
-            found = _CITED.match(self.lines[i])
-            if found or _SECTION.match(self.lines[i]):
-                cited = int(found["line"]) if found else None
-                break
+        cited = self._cited(generated_line, fdef)
         candidates = [n for n in ast.walk(self.user.tree) if hasattr(n, "lineno")]
         if cited is not None:
             candidates = [n for n in candidates if n.lineno == cited]
@@ -317,13 +292,6 @@ class _ModuleRewriter:
     def _user_name(self, fdef):
         return self.generated[fdef.name].name if fdef.name in self.generated else fdef.name
 
-    # --- text positions -----------------------------------------------------------------
-
-    def _span(self, node):
-        return (self.starts[node.lineno - 1] + node.col_offset, self.starts[node.end_lineno - 1] + node.end_col_offset)
-
-    def _edit(self, node, text):
-        self.edits.append((*self._span(node), text))
 
 
 def _position(node):
@@ -374,10 +342,3 @@ def _binds(node, name):
         return True
     return isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name
 
-
-def _fresh(base, taken):
-    name, n = base, 1
-    while name in taken:
-        n += 1
-        name = f"{base}_{n}"
-    return name

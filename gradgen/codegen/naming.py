@@ -51,6 +51,16 @@ def top_level_identifiers(tree) -> set[str]:
     return found
 
 
+def unused(base, taken):
+    """A name a rewriter adds to a finished module (the Array API's `xp`, numba's loop
+    index): `base`, else `base_2`, `base_3`, ..., the first that is none of `taken`."""
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    return name
+
+
 class ModuleNamer:
     """Names at module level of the generated file: functions and helpers."""
 

@@ -28,6 +28,7 @@ import re
 from gradgen.codegen import emit, freshness
 from gradgen.codegen.numba_check import Checker, Refusal
 from gradgen.codegen.numba_spell import defaults, loops, placeholders, respellings
+from gradgen.codegen.rewrite import ModuleEdits
 from gradgen.errors import CompileError
 
 JITS = ("none", "numba")
@@ -35,8 +36,6 @@ NUMBA = "numba"
 JIT_LINE = "Jit: numba (each function is compiled by numba.njit on its first call; needs numba)."
 DECORATOR = "@numba.njit(cache=False)"
 _RECORDED = re.compile(rb"# Jit: (?P<name>[\w-]+)")
-_CITED = re.compile(r"\s*# line (?P<line>\d+):")
-_SECTION = re.compile(r"\s*# (forward pass|backward pass)")
 TAIL = "--jit numba covers scalar code (numbers, if/for/while, math calls): compile this file without --jit"
 
 def rewrite(compiled, jit):
@@ -59,20 +58,11 @@ def recorded(path):
     return freshness.recorded_option(path, _RECORDED, "none")
 
 
-class _Module:
+class _Module(ModuleEdits):
     """The module body, with its functions decorated and respelled for numba."""
 
     def __init__(self, body, compiled):
-        self.body = body
-        self.data = body.encode("utf-8")
-        self.tree = ast.parse(body)
-        self.starts = [0]
-        for line in self.data.split(b"\n"):
-            self.starts.append(self.starts[-1] + len(line) + 1)
-        self.lines = body.split("\n")
-        self.compiled = compiled
-        self.user = compiled.module
-        self.edits = []  # (start, end, text), replacing bytes of the body
+        super().__init__(body, compiled)
         self.defs = [s for s in self.tree.body if isinstance(s, ast.FunctionDef)]
         self.constants = _constants(self.tree)
         self.names = {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name)}
@@ -140,10 +130,7 @@ class _Module:
             self._edit(node, text)
 
     def _docstring(self):
-        doc = self.tree.body[0]
-        if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str):
-            text = doc.value.value.rstrip(".") + "; each function is compiled by numba.njit on its first call."
-            self._edit(doc, emit._docstring(text).replace('\n"""', '"""'))
+        self._docstring_ends("; each function is compiled by numba.njit on its first call.")
 
     def _import(self):
         """`import numba` among the imports, in their sorted order."""
@@ -177,14 +164,6 @@ class _Module:
             pieces.append(emit.format_source(data[start:end].decode("utf-8")))
         return pieces
 
-    def _apply(self):
-        out, pos = [], 0
-        for start, end, text in sorted(self.edits, key=lambda e: (e[0], e[1])):
-            out += [self.data[pos:start], text.encode("utf-8")]
-            pos = end
-        out.append(self.data[pos:])
-        return b"".join(out).decode("utf-8")
-
     def _refuse_reserved(self):
         if "numba" in self.names:
             node = next((n for n in ast.walk(self.user.tree) if _binds(n, "numba")), None)
@@ -212,18 +191,7 @@ class _Module:
         return self.user.error(user_def, message) if user_def is not None else CompileError(message,
                                                                                            self.user.filename)
 
-    def _cited(self, generated_line, fdef):
-        """The line of the user's file the backward block holding `generated_line` cites."""
-        for i in range(generated_line - 1, fdef.lineno - 1, -1):
-            found = _CITED.match(self.lines[i])
-            if found or _SECTION.match(self.lines[i]):
-                return int(found["line"]) if found else None
-        return None
-
     # --- text positions -----------------------------------------------------------------
-
-    def _span(self, node):
-        return (self.starts[node.lineno - 1] + node.col_offset, self.starts[node.end_lineno - 1] + node.end_col_offset)
 
     def _edit(self, node, text):
         if isinstance(node, tuple) and node[0] == "cut":  # ("cut", a parameter, its default): `=<default>` goes
@@ -232,7 +200,7 @@ class _Module:
             start = self.starts[node[1].lineno - 1]
             self.edits.append((start, start, f"{' ' * node[1].col_offset}{text}\n"))
         else:
-            self.edits.append((*self._span(node), text))
+            super()._edit(node, text)
 
 
 def _constants(tree):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 
+from gradgen.codegen.naming import unused
 from gradgen.codegen.numba_check import call_to, is_head, is_none, kind_of
 
 INTEGRAL = frozenset({"len", "int", "round", "math.floor", "math.ceil", "math.trunc"})
@@ -48,7 +49,7 @@ def loops(fdef, constants, taken):
         elif count is None:
             edits.append((loop.iter, f"{inner.id}[::-1]"))  # a module-level tuple
         else:  # the first `count` numbers of a module-level tuple, last first: by index
-            index = _fresh(f"{loop.target.id}_index", taken)
+            index = unused(f"{loop.target.id}_index", taken)
             taken.add(index)
             edits.append((loop.iter, ast.unparse(descending([count], None))))
             edits.append((loop.target, index))
@@ -344,10 +345,3 @@ def _join_all(kinds):
         out = _join(out, kind)
     return out
 
-
-def _fresh(base, taken):
-    name, n = base, 1
-    while name in taken:
-        n += 1
-        name = f"{base}_{n}"
-    return name

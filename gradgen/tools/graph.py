@@ -30,6 +30,7 @@ from gradgen.errors import CompileError
 from gradgen.ir.nodes import Const, Var
 from gradgen.rules.table import TABLE
 from gradgen.tools.graph_build import MAX_NODES, Builder, Edge, Node, drawable, format_value, rule_for
+from gradgen.verify.finite import point_at
 
 FORMULA_CHARS = 22  # an edge shows its rule as a formula up to this length, else just the number
 
@@ -94,15 +95,10 @@ def _point(cf, module, at):
             listed = ", ".join(p.name for p in params) or "none"
             raise CompileError(f"no parameter '{name}' in '{cf.name}' (from --at or --inputs); the parameters "
                                f"are: {listed}", module.filename)
-    point = {}
+    missing = lambda p: module.error(fnode, f"no value for parameter '{p.name}' of '{cf.name}': the graph is "
+                                            "drawn at a point; give it with --at name=value,... or --inputs FILE:FUNC")
+    point = point_at(params, at, missing)
     for p in params:
-        if p.name in at:
-            point[p.name] = at[p.name]
-        elif p.has_default:
-            point[p.name] = p.default
-        else:
-            raise module.error(fnode, f"no value for parameter '{p.name}' of '{cf.name}': the graph is drawn at "
-                                      "a point; give it with --at name=value,... or --inputs FILE:FUNC")
         if not drawable(point[p.name]) or (p.structured and not isinstance(point[p.name], np.ndarray)):
             raise module.error(fnode, f"parameter '{p.name}' of '{cf.name}' is a {type(point[p.name]).__name__} "
                                       "here: gradgen graph draws functions of numbers and arrays")

@@ -161,6 +161,20 @@ def _agree(a, b):
 
 # ---- sample points --------------------------------------------------------------------------
 
+def point_at(params, at, missing):
+    """Each parameter's value: from `at` (--at, --inputs), else its default; `missing(p)`:
+    the error for a parameter with neither (`gradgen check` and `gradgen graph` word theirs)."""
+    point = {}
+    for p in params:
+        if p.name in at:
+            point[p.name] = at[p.name]
+        elif p.has_default:
+            point[p.name] = p.default
+        else:
+            raise missing(p)
+    return point
+
+
 def sample_points(cf, f, at, n_points, seed, filename="<string>"):
     """`at` if given; else the defaults (if every parameter has one) and seeded random points.
 
@@ -169,16 +183,9 @@ def sample_points(cf, f, at, n_points, seed, filename="<string>"):
     """
     params = [p for p in cf.ir.params if not p.function]  # a function parameter keeps its default
     if at is not None:
-        point = {}
-        for p in params:
-            if p.name in at:
-                point[p.name] = at[p.name]
-            elif p.has_default:
-                point[p.name] = p.default
-            else:
-                raise CompileError(f"no value for parameter '{p.name}' of '{cf.name}': give it with --at",
-                                   filename)
-        return [point]
+        missing = lambda p: CompileError(f"no value for parameter '{p.name}' of '{cf.name}': give it with --at",
+                                         filename)
+        return [point_at(params, at, missing)]
     for p in params:
         if p.structured and p.name in cf.wrt and not p.has_default:
             raise CompileError(f"'{p.name}' of '{cf.name}' is a structured parameter (a list, tuple or dict): "
