@@ -214,3 +214,27 @@ def test_a_product_along_an_axis_until_a_number():
     generated, original = load_module(compile_source(source, "prods.py").text), load_module(source)
     A = np.array([[0.5, 1.2], [0.9, -0.4]])
     np.testing.assert_allclose(generated.f_grad(A), central(original.f, A), rtol=1e-6)
+
+
+@pytest.mark.parametrize("body", ["R = np.zeros(2)\n    R[[0, 0, 1]] = np.mean(np.cumsum(A), axis=0, keepdims=True)\n"
+                                  "    return np.sum(R)",
+                                  "return np.mean(np.sort(A, axis=None)[:4])"])
+def test_a_flattening_reduction_under_stated_shapes(body):
+    """Soak seed 2004 #3573: with A stated (a, a), np.cumsum(A) was taken for an (a, a) array,
+    and the mean along its axis 0 counted a elements, not a * a (np.sort(axis=None) likewise)."""
+    source = f"import numpy as np\n\n\ndef f(A):\n    {body}\n"
+    generated = load_module(compile_source(source, "flat.py", shapes={"A": ("a", "a")}).text)
+    A = np.arange(9.0).reshape(3, 3) / 10 - 0.35
+    np.testing.assert_allclose(generated.f_grad(A), central(load_module(source).f, A), rtol=1e-6, atol=1e-9)
+
+
+def test_a_loop_that_reduces_its_value_until_a_number():
+    """Soak seed 2004 #6216: `z = np.sum(z, axis=-1)` twice takes a vector to a number, which
+    NumPy still sums along axis -1; putting the axis back gave the gradient a (1, 3) shape."""
+    source = "import numpy as np\n\n\ndef f(z):\n    for t in range(2):\n        z = np.sum(z, axis=-1)\n" \
+             "    return np.sum(z)\n"
+    generated = load_module(compile_source(source, "shrink.py").text)
+    z = np.array([0.8, 0.79, 0.03])
+    grad = generated.f_grad(z)
+    assert np.shape(grad) == (3,)
+    np.testing.assert_allclose(grad, central(load_module(source).f, z), rtol=1e-6)

@@ -13,11 +13,11 @@ from a whole expression (`np.ones_like(x[1:])`, not `np.ones_like(<the summand>)
 from __future__ import annotations
 
 from gradgen.analysis.aliasing import numbers_read
-from gradgen.analysis.arrays import may_be_array
+from gradgen.analysis.arrays import _REDUCTIONS, may_be_array
 from gradgen.analysis.stated import StaticShapes, known
 from gradgen.ir import nodes as ir
 from gradgen.ir import simplify
-from gradgen.ir.nodes import Assign, Call, Cond, Const, For, Var, variables, walk
+from gradgen.ir.nodes import Assign, Call, Cond, Const, For, Var, While, variables, walk
 from gradgen.rules.numpy import counts_only
 from gradgen.rules.table import TABLE
 
@@ -246,7 +246,24 @@ def with_shapes(fn, arrays, objects=None, module=None, assumed=None):
     names.wides = {}  # id(a sum back) -> (it, the expression of the shape it sums from): gradgen.transform.reverse.factoring
     names.sequences = {s.target for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.expr, Call)
                        and s.expr.prim in ("list", "append", "array_list", "stack_list")}
+    names.shrinking = shrinking(fn)
     return names
+
+
+def shrinking(fn):
+    """Names a loop rebinds to a reduction of themselves along an axis (`z = np.sum(z,
+    axis=-1)`): on a later trip z may have no axis left, a number NumPy still reduces along
+    axis 0 or -1, where putting the axis back would give its gradient one it lacks (soak
+    seed 2004 #6216)."""
+    found = set()
+    for loop in walk(fn.body):
+        if isinstance(loop, (For, While)):
+            for s in walk(loop.body):
+                if isinstance(s, Assign) and isinstance(s.expr, Call) and s.expr.prim in _REDUCTIONS \
+                        and dict(s.expr.params).get("axis") is not None and not dict(s.expr.params).get("keepdims") \
+                        and any(v.name == s.target for v in variables(s.expr)):
+                    found.add(s.target)
+    return found
 
 
 def static_of(arrays, e):

@@ -26,13 +26,21 @@ from gradgen.rules.table import TABLE
 JAXTYPING = {"Float", "Float16", "Float32", "Float64", "Int", "Int8", "Int16", "Int32", "Int64", "UInt", "UInt8",
              "Bool", "Shaped", "Num", "Real", "Inexact", "Integer", "Complex", "Complex64", "Complex128",
              "BFloat16", "Key"}
-_SAME_AS_FIRST = {"softmax", "log_softmax", "cumsum", "flip", "sort", "copy", "pos", "zeros_like", "ones_like",
+_SAME_AS_FIRST = {"softmax", "log_softmax", "flip", "copy", "pos", "zeros_like", "ones_like",
                   "array", "astype"}
 _NUMBERS = {"len", "ndim", "size", "float", "int", "norm", "det", "logdet", "trace", "inner", "tree_len", "vdot"}
 _REDUCTIONS = {"sum", "mean", "prod", "amax", "amin", "std", "var", "logsumexp", "max", "min", "nansum", "nanmean"}
 
 
 # ---- what the source says -----------------------------------------------------------------
+
+def _flattened(shape):
+    """The shape of a flattened array of `shape` (soak seed 2004 #3573: np.cumsum(A) of an
+    (a, a) A is no (a, a) array, and a mean of it counts a * a); None where lengths are letters."""
+    if shape is None or len(shape) <= 1:
+        return shape
+    return (math.prod(shape),) if all(isinstance(d, int) for d in shape) else None
+
 
 def annotated_shape(annotation):
     """The shape an annotation states, or None: `float`/`int` are numbers (shape ()), a
@@ -233,6 +241,9 @@ class StaticShapes:
             return _reduced(self.of(e.args[0]), params.get("axis"), params.get("keepdims", False))
         if e.prim in _SAME_AS_FIRST:
             return self.of(e.args[0])
+        if e.prim in ("cumsum", "sort"):  # along an axis: the same shape; axis=None: of the flattened array
+            flat = params.get("axis", None if e.prim == "cumsum" else -1) is None
+            return _flattened(self.of(e.args[0])) if flat else self.of(e.args[0])
         rule = _RULES.get(e.prim)
         return rule(self, e, params) if rule is not None else None
 

@@ -123,6 +123,8 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         if expr.prim == "setitem" and i == 1:
             arg_stretched = True  # `x[1:] = s`: the value broadcast into the index
             gi = _every_write_survives(gi, arrays)
+        if isinstance(arg, Var) and arg.name in getattr(arrays, "shrinking", ()) and "axis" in dict(expr.params):
+            arg_stretched, arg_wide = True, None  # (the axis put back, where it may have had none: summed back)
         arg_guards = guards
         while isinstance(gi, Cond) and simplify.is_zero(gi.orelse):  # a rule's own test (max, min)
             arg_guards, gi = arg_guards + (gi.test,), gi.body
