@@ -19,6 +19,7 @@ from gradgen.errors import error_at
 from gradgen.ir.nodes import (
     Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, expressions, variables, walk
 )
+from gradgen.rules.table import TABLE
 
 # Primitives whose result may be a view of (share memory with) their first argument.
 _VIEWS = {"getitem", "list_get", "tree_get", "reshape", "T", "transpose", "ravel", "squeeze", "expand_dims", "broadcast_to", "flip",
@@ -191,7 +192,7 @@ class _Sharing:
             return
         objects = _points_to(e, env, self.vectors)
         if _new_array(e, self.arrays):
-            if _vector_of_numbers(e, self.arrays):
+            if _vector_of_numbers(e, self.arrays, env, self.vectors):
                 self.vectors.add(id(s))
             # a new array, unlike any the statement made before (on an earlier iteration):
             # those are "older" (the recency abstraction), so `u_new = u.copy()` in a loop
@@ -239,12 +240,18 @@ def _points_to(e, env, vectors=frozenset()):
     return set()
 
 
-def _vector_of_numbers(e, arrays):
+def _vector_of_numbers(e, arrays, env=None, vectors=frozenset()):
     """Whether `e` surely makes an array of one axis whose elements are numbers:
     `np.array([a, b])` of numbers (a stack of them), `np.arange(n)`, `np.linspace(a, b, n)`,
-    `np.zeros(n)` of one length."""
+    `np.zeros(n)` of one length, and elementwise arithmetic of these with numbers (`u * u`)."""
+    if isinstance(e, Var):  # a name that holds only vectors some statement made
+        held = (env or {}).get(e.name, ())
+        return bool(held) and all(o[0] in ("made", "older") and o[1] in vectors for o in held)
     if not isinstance(e, Call):
         return False
+    if TABLE[e.prim].elementwise and e.args:
+        vectors_in = [a for a in e.args if shapes.may_be_array(a, arrays)]
+        return bool(vectors_in) and all(_vector_of_numbers(a, arrays, env, vectors) for a in vectors_in)
     if e.prim == "stack":
         return bool(e.args) and not dict(e.params).get("axis") and \
             not any(shapes.may_be_array(a, arrays) for a in e.args)

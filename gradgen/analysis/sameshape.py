@@ -17,7 +17,7 @@ from gradgen.analysis.arrays import _REDUCTIONS, may_be_array
 from gradgen.analysis.stated import StaticShapes, known
 from gradgen.ir import nodes as ir
 from gradgen.ir import simplify
-from gradgen.ir.nodes import Assign, Call, Cond, Const, For, Var, While, variables, walk
+from gradgen.ir.nodes import Assign, Call, Cond, Const, For, Var, While, subexpressions, variables, walk
 from gradgen.rules.numpy import counts_only
 from gradgen.rules.table import TABLE
 
@@ -251,19 +251,43 @@ def with_shapes(fn, arrays, objects=None, module=None, assumed=None):
 
 
 def shrinking(fn):
-    """Names a loop rebinds to a reduction of themselves along an axis (`z = np.sum(z,
-    axis=-1)`): on a later trip z may have no axis left, a number NumPy still reduces along
-    axis 0 or -1, where putting the axis back would give its gradient one it lacks (soak
-    seed 2004 #6216)."""
+    """The reductions along an axis that a loop feeds their own result back into
+    (`z = np.tanh(np.sum(np.exp(z), axis=-1))`, through any names the loop body assigns): on
+    a later trip their input may have no axis left, a number NumPy still reduces along axis 0
+    or -1, where putting the axis back would give the gradient one it lacks (soak seed 2004
+    #6216)."""
     found = set()
     for loop in walk(fn.body):
         if isinstance(loop, (For, While)):
-            for s in walk(loop.body):
-                if isinstance(s, Assign) and isinstance(s.expr, Call) and s.expr.prim in _REDUCTIONS \
-                        and dict(s.expr.params).get("axis") is not None and not dict(s.expr.params).get("keepdims") \
-                        and any(v.name == s.target for v in variables(s.expr)):
-                    found.add(s.target)
+            assigns = [s for s in walk(loop.body) if isinstance(s, Assign)]
+            feeds = {}  # name -> the names the loop body computes from it
+            for s in assigns:
+                for v in variables(s.expr):
+                    feeds.setdefault(v.name, set()).add(s.target)
+            for s in assigns:
+                reach = _reached_from(s.target, feeds)
+                found |= {e for e in subexpressions(s.expr) if reduces_an_axis(e)
+                          and any(v.name in reach for v in variables(e.args[0]))}
     return found
+
+
+def _reached_from(name, feeds):
+    """`name` and every name computed from it, through `feeds`."""
+    reach, todo = {name}, [name]
+    while todo:
+        for nxt in feeds.get(todo.pop(), ()):
+            if nxt not in reach:
+                reach.add(nxt)
+                todo.append(nxt)
+    return reach
+
+
+def reduces_an_axis(e):
+    """Whether `e` is a reduction along an axis that it drops (`np.sum(x, axis=-1)`)."""
+    if not (isinstance(e, Call) and e.prim in _REDUCTIONS):
+        return False
+    params = dict(e.params)
+    return params.get("axis") is not None and not params.get("keepdims")
 
 
 def static_of(arrays, e):

@@ -84,6 +84,9 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         return
     root = value is not None
     value = expr if value is None else value
+    if expr in getattr(arrays, "shrinking", ()):  # a loop may reduce its input to a number: axis 0 of one element
+        expr = Call(expr.prim, (Call("atleast_1d", expr.args[:1], "numpy"),) + expr.args[1:], expr.ns, expr.loc,
+                    expr.params)
     if _inline_sigmoid(expr) is not None:  # 1 / (1 + exp(-z)): differentiated as sigmoid, out * (1 - out)
         expr = Call("sigmoid", (_inline_sigmoid(expr),), expr.ns, expr.loc)
         prim = TABLE["sigmoid"]
@@ -123,8 +126,6 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         if expr.prim == "setitem" and i == 1:
             arg_stretched = True  # `x[1:] = s`: the value broadcast into the index
             gi = _every_write_survives(gi, arrays)
-        if isinstance(arg, Var) and arg.name in getattr(arrays, "shrinking", ()) and "axis" in dict(expr.params):
-            arg_stretched, arg_wide = True, None  # (the axis put back, where it may have had none: summed back)
         arg_guards = guards
         while isinstance(gi, Cond) and simplify.is_zero(gi.orelse):  # a rule's own test (max, min)
             arg_guards, gi = arg_guards + (gi.test,), gi.body
