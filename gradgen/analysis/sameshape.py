@@ -251,7 +251,7 @@ def with_shapes(fn, arrays, objects=None, module=None, assumed=None):
 
 
 def shrinking(fn):
-    """The reductions along an axis that a loop feeds their own result back into
+    """The reductions (by id: the function's own nodes) along an axis that a loop feeds their own result back into
     (`z = np.tanh(np.sum(np.exp(z), axis=-1))`, through any names the loop body assigns): on
     a later trip their input may have no axis left, a number NumPy still reduces along axis 0
     or -1, where putting the axis back would give the gradient one it lacks (soak seed 2004
@@ -266,7 +266,7 @@ def shrinking(fn):
                     feeds.setdefault(v.name, set()).add(s.target)
             for s in assigns:
                 reach = _reached_from(s.target, feeds)
-                found |= {e for e in subexpressions(s.expr) if reduces_an_axis(e)
+                found |= {id(e) for e in subexpressions(s.expr) if reduces_an_axis(e)
                           and any(v.name in reach for v in variables(e.args[0]))}
     return found
 

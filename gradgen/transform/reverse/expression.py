@@ -84,7 +84,7 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         return
     root = value is not None
     value = expr if value is None else value
-    if expr in getattr(arrays, "shrinking", ()):  # a loop may reduce its input to a number: axis 0 of one element
+    if id(expr) in getattr(arrays, "shrinking", ()):  # a loop may reduce its input to a number: axis 0 of one element
         expr = Call(expr.prim, (Call("atleast_1d", expr.args[:1], "numpy"),) + expr.args[1:], expr.ns, expr.loc,
                     expr.params)
     if _inline_sigmoid(expr) is not None:  # 1 / (1 + exp(-z)): differentiated as sigmoid, out * (1 - out)
