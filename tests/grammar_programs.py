@@ -154,6 +154,7 @@ class GrammarBuilder(ExprGrammar):
             return None
         self.bind(name, "num")
         self.owned.discard(e.text)  # (`A = R`: R's object has another name now, so `R -= ...` may change A)
+        self.owned.discard(name)  # (`z = b` after `z = e`: z holds b's object now, a caller's array maybe)
         # a new number or array, which no other name holds (`+=` may update it); not a conditional
         # expression, whose arm may be a view (`xs[0][-1] if c else 2.0`: `r += r` would change xs)
         if e.prec < ATOM and " if " not in e.text:
