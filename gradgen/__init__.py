@@ -1,8 +1,10 @@
 """gradgen: a source-to-source reverse-mode gradient compiler for Python.
 
-The pipeline is one module per stage (see README): parse -> lower -> analyse (activity)
--> reverse -> simplify -> emit; verify checks the result against sympy and finite
-differences. The public entry points live in :mod:`gradgen.api`.
+The pipeline is one subpackage per stage (docs/how-it-works.md): `frontend` (parse, lower
+to the IR of `ir`) -> `analysis` -> `transform` (reverse and forward mode, with the rules of
+`rules`) -> `codegen` (emit), driven by `gradgen.api`; `verify` checks the result against
+sympy and finite differences, `tools` is the command line. Imports go one way, bottom up
+(the import-linter contract in pyproject.toml).
 
 Importing gradgen imports none of them: each public name is looked up in EXPORTS and its
 module imported on first use, so `gradgen --version` starts as fast as Python does and only

@@ -2,8 +2,10 @@
 
     parse -> lower -> analyse -> reverse -> simplify -> emit
 
-`compile_source` runs the stages for each selected function; `compile_file` adds the
-file handling (read bytes, write atomically, never clobber a file gradgen did not write).
+`compile_source` runs the stages for each selected function: the front end lowers it
+(gradgen.frontend), the reverse driver makes its gradient's IR (gradgen.transform.reverse),
+and the emitter writes it out (gradgen.codegen), with the other kinds `--emit` asks for.
+gradgen/tools/files.py adds the file handling (`compile_file`).
 """
 
 from __future__ import annotations

@@ -247,3 +247,21 @@ def test_a_loop_that_reduces_its_value_until_a_number(step):
     grad = generated.f_grad(z)
     assert np.shape(grad) == (3,)
     np.testing.assert_allclose(grad, central(load_module(source).f, z), rtol=1e-5)  # (a gradient of 1e-5)
+
+
+@pytest.mark.parametrize("loop", ["enumerate(p[1:])", "enumerate(p[::-1])", "enumerate(p[2][:2])"])
+def test_enumerate_a_slice_of_a_structured_parameter(loop):
+    """Soak seed 2006 #312: `for j, row in enumerate(S)` with S a slice of a part was refused;
+    enumerate counts the slice's positions, the parts are read at its indices."""
+    source = ("import numpy as np\n\n\ndef f(p: list, x):\n    total = 0.0\n"
+              f"    for j, row in {loop}:\n        total = total + (j + 1) * np.sum(np.tanh(row * x))\n"
+              "    return total\n")
+    generated, original = load_module(compile_source(source, "slices.py").text), load_module(source)
+    p = [np.array([0.3, -0.7]), np.array([1.1, 0.4]), np.array([[0.5, -0.2], [0.9, 0.1], [-0.6, 0.8]])]
+    p = p[:2] + [p[2][0]] if "p[2]" not in loop else p
+    x = np.array([0.25, -1.5])
+    grads, grad_x = generated.f_grad(p, x)
+    np.testing.assert_allclose(grad_x, central(lambda v: original.f(p, v), x), rtol=1e-6)
+    for k, part in enumerate(p):
+        expected = central(lambda v: original.f(p[:k] + [v] + p[k + 1:], x), part)
+        np.testing.assert_allclose(grads[k], expected, rtol=1e-6, atol=1e-10)

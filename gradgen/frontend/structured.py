@@ -399,9 +399,10 @@ class StructuredLowering:
             if ref is None:
                 return None
             iterable, parent = ref.indices()
-            if iterable.prim != "range":
-                raise self.m.error(node, "enumerate of a slice of a structured parameter is not supported: "
-                                         "enumerate the parameter and skip the indices you do not want")
+            if iterable.prim != "range":  # a slice: enumerate counts its positions, the parts are at its indices
+                positions = Call("range", (Call("len", (iterable,), "builtins"),), "builtins")
+                index = lambda i: Call("getitem", (iterable, i), "op", params=(("index", ("i",)),))  # noqa: E731
+                return target.elts[0].id, positions, [(target.elts[1], lambda i: parent.child(index(i)))]
             return target.elts[0].id, iterable, [(target.elts[1], parent.child)]
         if self._builtin_call(scope, node, "zip") and isinstance(target, ast.Tuple) \
                 and any(self._ref(scope, a) is not None for a in node.args):
