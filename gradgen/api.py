@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import ast
 import functools
-import math
-import os
 import types
 from dataclasses import dataclass, field
 
 from gradgen.analysis import arrays as shapes
-from gradgen.analysis import stated as static_shapes
 from gradgen.codegen import array_api as backends
 from gradgen.codegen import derivatives as kinds
 from gradgen.codegen import emit, freshness, guards
+from gradgen.codegen import module as generated
 from gradgen.codegen import numba_jit as jits
 from gradgen.codegen.naming import ModuleNamer, identifiers, top_level_identifiers
 from gradgen.errors import CompileError
@@ -146,7 +144,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
                            + "; ".join(f"{f} returns an array" for f in skipped)
                            + " (annotate '-> float' where a function returns a number)", module.filename)
     compiled_names = [f.name for f in results]
-    shown = display_name(filename)
+    shown = generated.display_name(filename)
     helpers = [emit.sigmoid_helper(name, sigmoid_ns.get(prim, "math"), shown, lower.sigmoid_parameter(module))
                for prim, name in sorted(emitter.helpers.items()) if prim == "sigmoid"]
     helpers += emit.helper_sources(emitter.used_helpers)
@@ -155,43 +153,17 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         imports.add("numpy")
     carried = [(c, module.constants[c]) for c in module.constants if c in constants]
     defaults = [p.default for f in results for p in f.ir.params if p.has_default and not p.function]
-    if any(_not_finite(v) for v in [v for _, v in carried] + defaults):
+    if any(generated.not_finite(v) for v in [v for _, v in carried] + defaults):
         imports.add("math")  # written math.inf / math.nan
     text = emit.module_text(
         functools.partial(freshness.header_lines, shown, str(filename), module.sha256,
-                          options=_options(emit_kinds, shapes_from),
-                          extra=[_shapes_line(assumed, shapes_from), guards.constants_line(carried, shown) if guarded else None,
+                          options=generated.options(emit_kinds, shapes_from),
+                          extra=[generated.shapes_line(assumed, shapes_from), guards.constants_line(carried, shown) if guarded else None,
                                  guards.folded_line(module, carried, selected)]),
-        _module_docstring(compiled_names, shown, emit_kinds),
+        generated.module_docstring(compiled_names, shown, emit_kinds),
         carried, helpers, texts, imports)
-    _check_generated(text, module, results, carried)
+    generated.check_generated(text, module, results, carried)
     return CompiledModule(filename, text, results, module, skipped)
-
-
-def _listed(shapes):
-    names = list(shapes)
-    text = [f"{n} {static_shapes.spelled(shapes[n])}" for n in names]
-    return ", ".join(text[:-1]) + " and " + text[-1] if len(text) > 1 else text[0]
-
-
-def _options(emit_kinds, shapes_from):
-    """The compile options beyond the defaults, as the regenerate command spells them."""
-    out = "" if emit_kinds == ("grad",) else f" --emit {','.join(emit_kinds)}"
-    return out + (f" --shapes {shapes_from}" if shapes_from else "")
-
-
-def _shapes_line(shapes, shapes_from):
-    """The header line naming the shapes a module compiled with --shapes assumes."""
-    if not shapes_from:
-        return None
-    listed = ", ".join(f"{name} {static_shapes.spelled(shape)}" for name, shape in shapes.items())
-    return f"Shapes assumed (--shapes {shapes_from}): {listed or 'none'}."
-
-
-def _module_docstring(names, shown, emit_kinds):
-    if emit_kinds == ("grad",):
-        return f"Reverse-mode gradients of {', '.join(names)}, compiled from {shown} by gradgen."
-    return f"Derivatives ({', '.join(emit_kinds)}) of {', '.join(names)}, compiled from {shown} by gradgen."
 
 
 _FACTORY = ("'{name}' returns a function: a factory has no gradient of its own; write the loss as a function "
@@ -202,91 +174,6 @@ _CALLS_PARAMETER = ("'{name}' calls its parameter '{param}', a function known on
 _ARRAY_RESULT = ("'{name}' returns an array, and a gradient needs one number: return one (np.sum(...), "
                  "np.mean(...)), or annotate 'def {name}(...) -> float' if it is one; a function whose result is "
                  "an array is inlined where a loss calls it")
-
-
-def _not_finite(value):
-    values = value if isinstance(value, tuple) else (value,)
-    return any(isinstance(v, float) and not math.isfinite(v) for v in values)
-
-
-_IMPORTED_AS = {"np": "NumPy (the generated code imports numpy as np)",
-                "math": "the math module (the generated code imports math)",
-                "scipy": "SciPy (the generated code imports the scipy modules your file uses)"}
-
-
-def _check_generated(text, module, results, carried):
-    """The generated module must mean what it says: no parameter may hide a module, helper
-    or builtin the generated code calls, and no module-level name may be bound twice (a
-    constant of the user's named like an import or helper of the generated module)."""
-    tree = ast.parse(text)
-    top = {}
-    for stmt in tree.body:
-        for name in _top_level_names(stmt):
-            if name in top and isinstance(stmt, ast.Import) and isinstance(top[name], ast.Import):
-                continue  # import scipy.special; import scipy.stats: one package
-            if name in top:
-                node = _constant_node(module, name)
-                what = _IMPORTED_AS.get(name, f"the helper '{name}' gradgen writes into the generated module")
-                raise _located(module, node, f"module-level '{name}' would replace {what}; rename it")
-            top[name] = stmt
-    generated = {name: f for f in results for name in (f.grad_name, f.value_and_grad_name)}
-    for fnode in tree.body:
-        if not isinstance(fnode, ast.FunctionDef) or fnode.name not in generated:
-            continue
-        compiled = generated[fnode.name]
-        params = {a.arg for a in fnode.args.args + fnode.args.kwonlyargs}
-        for node in ast.walk(fnode):
-            hidden = None
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in params:
-                hidden = node.func.id
-                what = f"the function '{hidden}' the generated code calls"
-            elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                  and node.value.id in params and node.value.id in _IMPORTED_AS and node.value.id in top):
-                hidden = node.value.id
-                what = _IMPORTED_AS[hidden]
-            elif isinstance(node, ast.keyword) and isinstance(node.value, ast.Name) and node.value.id in params:
-                hidden = node.value.id
-                what = f"the builtin '{hidden}' the generated code uses"
-            if hidden is not None:
-                arg = next(a for a in _all_args(module.functions[compiled.name]) if a.arg == hidden)
-                raise module.error(arg, f"parameter '{hidden}' would hide {what}; rename the parameter")
-
-
-def _top_level_names(stmt):
-    if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
-        return [stmt.name]
-    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return [(a.asname or a.name).split(".")[0] for a in stmt.names]
-    if isinstance(stmt, ast.Assign):
-        return [t.id for t in stmt.targets if isinstance(t, ast.Name)]
-    return []
-
-
-def _all_args(fnode):
-    args = fnode.args
-    return args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
-
-
-def _constant_node(module, name):
-    """The user's last module-level assignment of `name`, if there is one."""
-    found = None
-    for stmt in module.tree.body:
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-            found = stmt
-    return found
-
-
-def _located(module, node, message):
-    return module.error(node, message) if node is not None else CompileError(message, module.filename)
-
-
-def display_name(filename):
-    """The source file's name as the generated module cites it (header, docstrings): its
-    base name, with every character that could end a comment or a string (a newline, a
-    quote, a backslash) or that is not printable replaced by `?`."""
-    name = os.path.basename(filename) if filename and not filename.startswith("<") else (filename or "<string>")
-    return "".join(c if c.isprintable() and c not in "\"\\`" else "?" for c in name)
 
 
 def _select(module, functions):
@@ -367,13 +254,13 @@ def _compile_function(module, fn, fnamer, names, wrt, emitter):
     described = ", ".join(chosen) if chosen else "no parameters"
     returns = ", ".join(f"d{of}/d{p}" for p in chosen)
     returns = f"({returns})" if len(chosen) != 1 else returns
-    where = f"{display_name(module.filename)}, line {fn.line}"
+    where = f"{generated.display_name(module.filename)}, line {fn.line}"
     doc_grad = (f"Gradient of {fname} with respect to {described}.\n\n"
                 f"Returns {returns}, where {of} is the value {fname} returns ({where}).")
     doc_value = (f"Value and gradient of {fname} with respect to {described}, from one forward pass.\n\n"
                  f"Returns ({of}, {returns}), where {of} is the value {fname} returns ({where}).")
     if parts.shapes:
-        assumed = (f"\n\nIt is written for the shapes {_listed(parts.shapes)} ({parts.shapes_from}), each "
+        assumed = (f"\n\nIt is written for the shapes {generated.listed(parts.shapes)} ({parts.shapes_from}), each "
                    "letter one length, and checks its arguments' shapes on entry (a ValueError names the "
                    "one that differs).")
         doc_grad, doc_value = doc_grad + assumed, doc_value + assumed
@@ -403,7 +290,7 @@ def _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, a
     if array_result:
         wanted &= kinds.FOR_ARRAYS
     where = functools.partial(_located_at, module)
-    display = f"{display_name(module.filename)}, line {fn.line}"
+    display = f"{generated.display_name(module.filename)}, line {fn.line}"
     made, texts = [], []
     if array_result or "vjp" in wanted:
         cotangent = fnamer.define("cotangent")
