@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from differences import central
-from gradgen import compile_source, load_module
+from gradgen import CompileError, compile_source, load_module
 
 PROGRAMS = {
     # a parameter rebound in a loop or branch: its gradient is made from the value passed
@@ -265,3 +265,15 @@ def test_enumerate_a_slice_of_a_structured_parameter(loop):
     for k, part in enumerate(p):
         expected = central(lambda v: original.f(p[:k] + [v] + p[k + 1:], x), part)
         np.testing.assert_allclose(grads[k], expected, rtol=1e-6, atol=1e-10)
+
+
+def test_a_name_bound_to_parts_in_a_loop_then_carried_by_another_is_refused():
+    """Soak seed 2006 #1004: `m = data` in one loop (data structured), then `m = m if c else
+    part` in another: the second loop's variable started as None (nothing held the parts) and
+    the gradient function failed; it is refused, located, with what to write."""
+    source = ("import numpy as np\n\n\ndef f(params, *, data):\n    for step in range(2):\n        m = data\n"
+              "    for key, part in params.items():\n        for col, ub in data:\n            buf = part\n"
+              "        m = m if np.sum(params['c']) > 0.942 else part\n    return m.sum()\n")
+    with pytest.raises(CompileError) as refused:
+        compile_source(source, "parts.py")
+    assert str(refused.value).startswith("parts.py:7:5: 'm' was bound to data inside a loop or branch")

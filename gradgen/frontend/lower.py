@@ -24,10 +24,10 @@ from gradgen.frontend.lower_lists import ListLowering
 from gradgen.frontend.lower_loops import LoopLowering
 from gradgen.frontend.parse import constant_value
 from gradgen.frontend.scopes import (
-    ArgsTuple, Scope, _always_returns, _assigned_names, _lookup, _LoopVariable, _names_a_number, _skip_docstring,
-    _stored_names, parameter_names
+    ArgsTuple, PartsOfAPath, Scope, _always_returns, _assigned_names, _lookup, _LoopVariable, _names_a_number,
+    _skip_docstring, _stored_names, parameter_names
 )
-from gradgen.frontend.structured import StructuredLowering, TreeRef, names_a_container
+from gradgen.frontend.structured import StructuredLowering, TreeRef, UsedWhole, names_a_container
 from gradgen.ir.nodes import Assign, Break, Call, Const, Continue, Effect, Function, If, Param, Var
 from gradgen.rules import table as primitives
 
@@ -384,6 +384,9 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             if name in lists:  # a list made in the block: made there afresh (gradgen.frontend.lower_lists)
                 self._prebind_list(scope, name, lists[name], stmt)
                 continue
+            if isinstance(current, PartsOfAPath) and _reads_name(stmts, name):
+                # its old value, which the block reads, is parts no variable holds (soak seed 2006 #1004)
+                raise UsedWhole(current.ref.root.name, self.m.error(stmt, current.message()))
             if isinstance(current, TreeRef):  # assigned in the block: from here on a variable
                 current = self._unref(scope, name, stmt, in_block=True)
             if isinstance(current, ArgsTuple):
@@ -440,6 +443,12 @@ def _function_guard(param, function, fname):
     message = f"{fname}'s gradient was compiled for {param.name}={said}; compile a loss that passes the other function"
     modules = {effects.spelling(function.qualified)[1]} if isinstance(function, LibraryFunction) else set()
     return Effect(f"if {test}:\n    raise ValueError({message!r})", (), None, None, frozenset(modules))
+
+
+def _reads_name(stmts, name):
+    """Whether `stmts` read `name` anywhere (its value on entry, on some path)."""
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+               for s in stmts for n in ast.walk(s))
 
 
 def lower_function(module, name, namer, sigmoid_name, structured=frozenset(), arrays_only=frozenset()) -> Function:
