@@ -15,17 +15,14 @@ import functools
 import types
 from dataclasses import dataclass, field
 
-from gradgen.analysis import arrays as shapes
+from gradgen.analysis import arrays as array_facts
 from gradgen.codegen import array_api as backends
-from gradgen.codegen import derivatives as kinds
-from gradgen.codegen import emit, freshness, guards
+from gradgen.codegen import derivatives, emit, freshness, guards
 from gradgen.codegen import module as generated
 from gradgen.codegen import numba_jit as jits
 from gradgen.codegen.naming import ModuleNamer, identifiers, top_level_identifiers
 from gradgen.errors import CompileError
-from gradgen.frontend import closures
-from gradgen.frontend import custom_calls as custom_rules
-from gradgen.frontend import lower, parse
+from gradgen.frontend import closures, custom_calls, lower, parse
 from gradgen.frontend.structured import NeedsStructure, UsedWhole
 from gradgen.ir import simplify
 from gradgen.ir.nodes import Call, Var, assigned, expressions, subexpressions, variables, walk
@@ -45,7 +42,7 @@ class CompiledFunction:
     ir: object = None
     left_out: dict = field(default_factory=dict)  # parameter -> why it is not differentiated
     reversed: object = None  # its Reversed parts (for the hvp)
-    made: list = field(default_factory=list)  # kinds.Made: the other functions --emit asked for
+    made: list = field(default_factory=list)  # derivatives.Made: the other functions --emit asked for
 
 
 @dataclass
@@ -101,7 +98,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
     emitter = emit.Emitter(_default_namespace(module), {})
     results, texts, constants, sigmoid_ns, skipped = [], [], set(), {}, {}
     for fname in selected:
-        custom = custom_rules.not_compiled(module, fname)  # a custom_vjp function or its rule
+        custom = custom_calls.not_compiled(module, fname)  # a custom_vjp function or its rule
         if custom is not None:
             if functions:
                 raise module.error(module.functions[fname], f"'{fname}' has {custom}")
@@ -123,8 +120,8 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
             emitter.constant_params, emitter.stated = guards.entry(module, fn, _constants_read(fn, module),
                                                                    _default_namespace(module) == "numpy")
             emitter.user_params = {p.name for p in fn.params}
-        array_result = not lower.returns_a_number(module.functions[fname]) and shapes.result_is_array(fn, module)
-        if array_result and not set(emit_kinds) & kinds.FOR_ARRAYS:
+        array_result = not lower.returns_a_number(module.functions[fname]) and array_facts.result_is_array(fn, module)
+        if array_result and not set(emit_kinds) & derivatives.FOR_ARRAYS:
             if functions:
                 raise module.error(module.functions[fname], _ARRAY_RESULT.format(name=fname))
             skipped[fname] = "no gradient: its result is an array (it is inlined where a loss calls it)"
@@ -286,9 +283,9 @@ def _written_out(parts, fn, emitter):
 def _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, array_result):
     """The functions `--emit` asks for (gradgen.codegen.derivatives): the gradient pair for a number, and
     jvp, hvp, hessian, vjp, jacobian; a kind that needs another writes it too."""
-    wanted = set(emit_kinds) | {kinds.NEEDS[k] for k in emit_kinds if k in kinds.NEEDS}
+    wanted = set(emit_kinds) | {derivatives.NEEDS[k] for k in emit_kinds if k in derivatives.NEEDS}
     if array_result:
-        wanted &= kinds.FOR_ARRAYS
+        wanted &= derivatives.FOR_ARRAYS
     where = functools.partial(_located_at, module)
     display = f"{generated.display_name(module.filename)}, line {fn.line}"
     made, texts = [], []
@@ -297,7 +294,7 @@ def _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, a
         parts = reverse_parts(module, fn, fnamer, wrt, Var(cotangent))
         _written_out(parts, fn, emitter)
         if "vjp" in wanted:
-            made.append(kinds.vjp(fn, parts, fnamer, namer.kind_function(fn.name, "vjp"), cotangent, emitter,
+            made.append(derivatives.vjp(fn, parts, fnamer, namer.kind_function(fn.name, "vjp"), cotangent, emitter,
                                   display))
         compiled = CompiledFunction(fn.name, [p.name for p in fn.params], parts.chosen, None, None, fn,
                                     parts.left_out)
@@ -310,22 +307,22 @@ def _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, a
         else:
             compiled.grad_name = compiled.value_and_grad_name = None
     chosen = compiled.wrt
-    arrays = shapes.array_values(fn, module)
+    arrays = array_facts.array_values(fn, module)
     if "jvp" in wanted:
-        made.append(kinds.jvp(fn, fn.body, chosen, fnamer, namer.kind_function(fn.name, "jvp"), emitter, where,
+        made.append(derivatives.jvp(fn, fn.body, chosen, fnamer, namer.kind_function(fn.name, "jvp"), emitter, where,
                               display, arrays))
     if "hvp" in wanted:
         parts = compiled.reversed
-        made.append(kinds.hvp(fn, (parts.forward_grad + parts.backward, parts.grads), chosen, fnamer,
+        made.append(derivatives.hvp(fn, (parts.forward_grad + parts.backward, parts.grads), chosen, fnamer,
                               namer.kind_function(fn.name, "hvp"), emitter, where, display, arrays | parts.arrays))
     named = {m.kind: m.name for m in made}
     if "hessian" in wanted:
-        made.append(kinds.hessian(fn, chosen, fnamer, namer.kind_function(fn.name, "hessian"), named["hvp"],
+        made.append(derivatives.hessian(fn, chosen, fnamer, namer.kind_function(fn.name, "hessian"), named["hvp"],
                                   emitter, display, where))
     if "jacobian" in wanted:
-        made.append(kinds.jacobian(fn, chosen, fnamer, namer.kind_function(fn.name, "jacobian"), named["jvp"],
+        made.append(derivatives.jacobian(fn, chosen, fnamer, namer.kind_function(fn.name, "jacobian"), named["jvp"],
                                    emitter, display, where))
-    order = {k: i for i, k in enumerate(kinds.KINDS)}
+    order = {k: i for i, k in enumerate(derivatives.KINDS)}
     made.sort(key=lambda m: order[m.kind])
     compiled.made = made
     return compiled, texts + [m.text for m in made]

@@ -88,11 +88,11 @@ def test_seed_example_compile_check(tmp_path):
 def test_check_fails_loudly_on_a_wrong_rule(work, monkeypatch, capsys):
     """`check` can fail: with a deliberately wrong rule for sin it names the parameter."""
     from gradgen.tools import cli
-    from gradgen.rules import table as primitives
+    from gradgen.rules import table
 
-    broken = primitives.TABLE["sin"].__class__(**{**primitives.TABLE["sin"].__dict__,
-                                                  "vjp": (lambda g, out, x: g * primitives.F.sin(x),)})
-    monkeypatch.setitem(primitives.TABLE, "sin", broken)
+    broken = table.TABLE["sin"].__class__(**{**table.TABLE["sin"].__dict__,
+                                                  "vjp": (lambda g, out, x: g * table.F.sin(x),)})
+    monkeypatch.setitem(table.TABLE, "sin", broken)
     monkeypatch.chdir(work)
     assert cli.main(["check", "loss.py", "--at", "x=0.5,y=2"]) == 1
     captured = capsys.readouterr()

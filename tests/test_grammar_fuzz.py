@@ -14,7 +14,7 @@ import pytest
 import fuzz
 import grammar_checks
 from conftest import budget
-from gradgen.rules import table as primitives
+from gradgen.rules import table
 from grammar_programs import seeded_grammar_program
 
 GRAMMAR_PROGRAMS = budget(80, 1000)  # unshrunk (a failure is saved as drawn): python -m tests.fuzz --only grammar
@@ -258,8 +258,8 @@ def hand_case():
 def test_a_planted_wrong_rule_is_found_at_both_calls_shrunk_and_saved(tmp_path, monkeypatch):
     case = hand_case()
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")
-    wrong = dataclasses.replace(primitives.TABLE["tanh"], vjp=(lambda g, out, x: g * (1 - out**2) * 1.001,))
-    monkeypatch.setitem(primitives.TABLE, "tanh", wrong)
+    wrong = dataclasses.replace(table.TABLE["tanh"], vjp=(lambda g, out, x: g * (1 - out**2) * 1.001,))
+    monkeypatch.setitem(table.TABLE, "tanh", wrong)
     outcome = fuzz.run(case)
     classes = {fuzz._problem_class(p) for p in outcome.problems}
     assert outcome.status == "mismatch" and {"check", "gradient", "second call", "API"} <= classes, classes

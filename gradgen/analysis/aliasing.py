@@ -14,7 +14,7 @@ import bisect
 import math
 import types
 
-from gradgen.analysis import arrays as shapes
+from gradgen.analysis import arrays as array_facts
 from gradgen.errors import error_at
 from gradgen.ir.nodes import (
     Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, expressions, variables, walk
@@ -33,7 +33,7 @@ def refuse_shared_updates(fn, arrays, module, defaults_numbers=False):
     read after the update, it refuses rather than differentiate something else. A parameter
     updated in place is fine: the gradient is of the function of its inputs as they were
     at the call (the generated code updates your array in place exactly where yours does)."""
-    sharers = _Sharing(fn, arrays, shapes.arrays_on_entry(fn, module, defaults_numbers)).at_updates()
+    sharers = _Sharing(fn, arrays, array_facts.arrays_on_entry(fn, module, defaults_numbers)).at_updates()
     if not any(sharers.values()):  # no update any other name may see: nothing to place
         return
     order, loops = _positions(fn.body)
@@ -62,7 +62,7 @@ def refuse_changes_the_gradient_reads(fn, arrays, module, needed, saved, default
     numbers, not the ones the forward pass computed with (seed 1210 #366: `inputs = z`, a
     loop from it, then `z[1, -2] = 0.5`). Refused, with what to write. `saved`: updates the
     forward pass no longer does in place (it keeps the old value instead)."""
-    sharing = _Sharing(fn, arrays, shapes.arrays_on_entry(fn, module, defaults_numbers), generated=True)
+    sharing = _Sharing(fn, arrays, array_facts.arrays_on_entry(fn, module, defaults_numbers), generated=True)
     sharing.at_updates()
     for s in walk(fn.body):
         if id(s) not in sharing.held or (id(s) in saved and s.expr.prim != "setitem"):
@@ -250,13 +250,13 @@ def _vector_of_numbers(e, arrays, env=None, vectors=frozenset()):
     if not isinstance(e, Call):
         return False
     if TABLE[e.prim].elementwise and e.args:
-        vectors_in = [a for a in e.args if shapes.may_be_array(a, arrays)]
+        vectors_in = [a for a in e.args if array_facts.may_be_array(a, arrays)]
         return bool(vectors_in) and all(_vector_of_numbers(a, arrays, env, vectors) for a in vectors_in)
     if e.prim == "stack":
         return bool(e.args) and not dict(e.params).get("axis") and \
-            not any(shapes.may_be_array(a, arrays) for a in e.args)
+            not any(array_facts.may_be_array(a, arrays) for a in e.args)
     if e.prim in ("arange", "linspace"):  # (linspace of arrays makes one axis more)
-        return not any(shapes.may_be_array(a, arrays) for a in e.args)
+        return not any(array_facts.may_be_array(a, arrays) for a in e.args)
     length = e.args[0] if e.args else None  # a length written as one (a tuple named `shape` is not)
     return e.prim in ("zeros", "ones", "full") and (
         isinstance(length, Const) and type(length.value) is int or isinstance(length, Call) and length.prim == "len")
@@ -273,7 +273,7 @@ def _new_array(e, arrays):
         return True
     if e.prim in _VIEWS and e.prim not in ("float", "pos") and e.args:
         return _new_array(e.args[0], arrays)
-    return shapes.may_be_array(e, arrays)
+    return array_facts.may_be_array(e, arrays)
 
 
 def _join(env, other):

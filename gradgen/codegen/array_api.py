@@ -25,14 +25,14 @@ from __future__ import annotations
 import ast
 import re
 
-from gradgen.analysis import arrays as shapes
+from gradgen.analysis import arrays as array_facts
 from gradgen.codegen import array_api_helpers as backend_helpers
 from gradgen.codegen import emit, freshness
 from gradgen.codegen.array_api_calls import Refusal, Respell, masks
 from gradgen.codegen.naming import unused
 from gradgen.codegen.rewrite import ModuleEdits
 from gradgen.errors import CompileError
-from gradgen.ir import nodes as ir
+from gradgen.ir import nodes
 
 BACKENDS = ("numpy", "array-api")
 ARRAY_API = "array-api"
@@ -205,7 +205,7 @@ class _ModuleRewriter(ModuleEdits):
         params = [a.arg for a in fdef.args.args + fdef.args.kwonlyargs]
         user = {p.name: p for p in compiled.ir.params}
         try:
-            arrays = shapes.array_values(compiled.ir, self.user)
+            arrays = array_facts.array_values(compiled.ir, self.user)
         except Exception:  # noqa: BLE001 - an analysis that cannot answer: every parameter may be one
             arrays = set(params)
         numbers = {c for c, v in self.user.constants.items() if not hasattr(v, "shape")}  # (gradgen.codegen.guards)
@@ -217,9 +217,9 @@ class _ModuleRewriter(ModuleEdits):
         comparing them gives a Python bool, which needs no cast to be used as a number."""
         compiled = self.generated[fdef.name]
         names = {p.name for p in compiled.ir.params}
-        names |= {s.target for s in ir.walk(compiled.ir.body) if isinstance(getattr(s, "target", None), str)}
+        names |= {s.target for s in nodes.walk(compiled.ir.body) if isinstance(getattr(s, "target", None), str)}
         try:
-            return names - shapes.array_values(compiled.ir, self.user)
+            return names - array_facts.array_values(compiled.ir, self.user)
         except Exception:  # noqa: BLE001 - an analysis that cannot answer: any of them may be an array
             return set()
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from gradgen.codegen import array_api_helpers as backend_helpers
-from gradgen.codegen import emit
+from gradgen.codegen import array_api_helpers, emit
 from gradgen.frontend.effects import RANDOM_DRAWS
 
 # np.NAME -> xp.NAME, the same name in the standard (2023.12, with its linalg extension)
@@ -147,10 +146,10 @@ class Respell(ast.NodeTransformer):
         self.generic_visit(node)
         func = node.func
         if isinstance(func, ast.Name) and (func.id in self.takes_xp or func.id in emit.HELPERS):
-            if func.id not in self.takes_xp and func.id not in backend_helpers.HELPERS:
+            if func.id not in self.takes_xp and func.id not in array_api_helpers.HELPERS:
                 raise Refusal(f"the code generated here needs gradgen's NumPy helper '{func.id}', which has no "
                               "Array API version; compile with --backend numpy")
-            if func.id in backend_helpers.HELPERS:
+            if func.id in array_api_helpers.HELPERS:
                 self.helpers.add(func.id)
             if func.id in self.takes_xp:
                 node.args.insert(0, self._ns() if not self.numbers else ast.Name("np"))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gradgen.analysis import activity
-from gradgen.analysis import arrays as shapes
+from gradgen.analysis import arrays as array_facts
 from gradgen.codegen import emit
 from gradgen.errors import CompileError
 from gradgen.ir import simplify
@@ -133,7 +133,7 @@ def hvp(fn, parts, chosen, fnamer, name, emitter, where, display, arrays=frozens
     lists |= {s.target for s in walk(stmts) if isinstance(s, Assign) and getattr(s.expr, "prim", None) in
               ("zeros_like_tree", "list_zeros", "unstack", "unconcatenate", "unjoin", "add_lists")}
     active = activity.varied(stmts, chosen)
-    arrays = shapes.through(stmts, arrays)
+    arrays = array_facts.through(stmts, arrays)
     fwd = forward.Forward(active, fnamer.tangent, lists, where, arrays)
     fwd.params = {p.name for p in fn.params}
     fwd.writes = forward.in_place(stmts)

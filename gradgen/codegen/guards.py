@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 
-from gradgen.analysis import arrays as shapes
+from gradgen.analysis import arrays as array_facts
 from gradgen.analysis import stated as static_shapes
 from gradgen.ir.nodes import Param
 
@@ -102,7 +102,7 @@ def entry(module, fn, read, uses_numpy):
     if not uses_numpy:
         return constant_params(constants), {}
     static = static_shapes.StaticShapes(fn, module, module.assumed_shapes)
-    proven = shapes.evident_numbers(fn, constants=constants)  # (an array there would make the result one)
+    proven = array_facts.evident_numbers(fn, constants=constants)  # (an array there would make the result one)
     return constant_params(constants), stated_shapes(fn, static, constants, module, proven)
 
 

@@ -9,13 +9,13 @@ import ast
 import math
 import os
 
-from gradgen.analysis import stated as static_shapes
+from gradgen.analysis import stated
 from gradgen.errors import CompileError
 
 
 def listed(shapes):
     names = list(shapes)
-    text = [f"{n} {static_shapes.spelled(shapes[n])}" for n in names]
+    text = [f"{n} {stated.spelled(shapes[n])}" for n in names]
     return ", ".join(text[:-1]) + " and " + text[-1] if len(text) > 1 else text[0]
 
 
@@ -29,7 +29,7 @@ def shapes_line(shapes, shapes_from):
     """The header line naming the shapes a module compiled with --shapes assumes."""
     if not shapes_from:
         return None
-    listed = ", ".join(f"{name} {static_shapes.spelled(shape)}" for name, shape in shapes.items())
+    listed = ", ".join(f"{name} {stated.spelled(shape)}" for name, shape in shapes.items())
     return f"Shapes assumed (--shapes {shapes_from}): {listed or 'none'}."
 
 

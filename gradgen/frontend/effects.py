@@ -17,7 +17,7 @@ import copy
 
 from gradgen.frontend.closures import FUNCTION_VALUES
 from gradgen.frontend.structured import TreeRef
-from gradgen.ir import nodes as ir
+from gradgen.ir import nodes
 from gradgen.ir.nodes import Const, Var
 from gradgen.rules.table import primitive
 
@@ -41,8 +41,8 @@ def random_states(fn) -> set:
     random states, which `check` samples as fresh seeded `np.random.RandomState`s."""
     params = {p.name for p in fn.params}
     found = set()
-    for s in ir.walk(fn.body):
-        if isinstance(s, ir.Assign) and ir.is_draw(s.expr):
+    for s in nodes.walk(fn.body):
+        if isinstance(s, nodes.Assign) and nodes.is_draw(s.expr):
             call = ast.parse(dict(s.expr.params)["text"], mode="eval").body
             receiver = getattr(call.func, "value", None)
             if isinstance(receiver, ast.Name) and receiver.id in params:

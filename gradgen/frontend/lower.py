@@ -13,8 +13,7 @@ from __future__ import annotations
 import ast
 
 from gradgen.analysis.stated import annotated_shape
-from gradgen.frontend import custom_calls as custom_rules
-from gradgen.frontend import effects
+from gradgen.frontend import custom_calls, effects
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
 from gradgen.frontend.known_lists import STATIC_VALUES, StaticLowering
 from gradgen.frontend.lower_assign import AssignLowering
@@ -29,7 +28,7 @@ from gradgen.frontend.scopes import (
 )
 from gradgen.frontend.structured import StructuredLowering, TreeRef, UsedWhole, names_a_container
 from gradgen.ir.nodes import Assign, Break, Call, Const, Continue, Effect, Function, If, Param, Var
-from gradgen.rules import table as primitives
+from gradgen.rules import table
 
 # Statements outside the subset, with what to tell the user.
 _UNSUPPORTED_STMT = {
@@ -141,8 +140,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         if isinstance(node, ast.Name) and node.id in self.m.functions:
             return FunctionValue(self.m.functions[node.id])
         qualified = self.m.qualified(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
-        found = primitives.lookup(qualified) if qualified else None
-        if found is not None and primitives.TABLE[found[0]].kind != "attribute":
+        found = table.lookup(qualified) if qualified else None
+        if found is not None and table.TABLE[found[0]].kind != "attribute":
             return LibraryFunction(qualified, ast.unparse(node))
         return None
 
@@ -225,9 +224,9 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         if items is not None:  # a helper (a comprehension) returning its list: the list itself
             return items, stmt.value.id
         top = scope.helper is None and scope.result is None
-        custom = custom_rules.called(self, scope, stmt.value) if top else None
+        custom = custom_calls.called(self, scope, stmt.value) if top else None
         if custom is not None:  # return safe_log(x): the result is the custom call itself
-            value = custom_rules.lower_call(self, scope, stmt.value, custom, named=False)
+            value = custom_calls.lower_call(self, scope, stmt.value, custom, named=False)
         else:
             value = self.expr(scope, stmt.value, function_ok=scope.helper is not None and scope.result is None)
         if scope.result is not None:

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from gradgen.frontend import custom_calls as custom_rules
-from gradgen.frontend import effects
+from gradgen.frontend import custom_calls, effects
 from gradgen.frontend.closures import FunctionValue
 from gradgen.frontend.known_lists import STATIC_VALUES
 from gradgen.frontend.lower_calls import returns_a_tuple
@@ -38,9 +37,9 @@ class AssignLowering:
                 self._bind(scope, t.id, item, stmt)
         elif isinstance(target, (ast.Name, ast.Tuple, ast.List)) and self._ref(scope, value) is not None:
             self._bind_target(scope, target, self._ref(scope, value), stmt)  # layer = params[i]; W, b = layer
-        elif isinstance(target, ast.Name) and self.depth == 0 and custom_rules.called(self, scope, value):
-            custom = custom_rules.called(self, scope, value)  # y = safe_log(x): y is the custom call itself
-            self._bind(scope, target.id, custom_rules.lower_call(self, scope, value, custom, named=False), stmt)
+        elif isinstance(target, ast.Name) and self.depth == 0 and custom_calls.called(self, scope, value):
+            custom = custom_calls.called(self, scope, value)  # y = safe_log(x): y is the custom call itself
+            self._bind(scope, target.id, custom_calls.lower_call(self, scope, value, custom, named=False), stmt)
         elif isinstance(target, ast.Name):
             self._bind(scope, target.id, self.expr(scope, value, function_ok=True), stmt)
         elif isinstance(target, ast.Tuple):

@@ -8,8 +8,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from gradgen.frontend import custom_calls as custom_rules
-from gradgen.frontend import effects
+from gradgen.frontend import custom_calls, effects
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, own_nodes
 from gradgen.frontend.known_lists import STATIC_VALUES
 from gradgen.frontend.parse import constant_value
@@ -19,7 +18,7 @@ from gradgen.frontend.scopes import (
 )
 from gradgen.frontend.structured import TreeRef
 from gradgen.ir.nodes import Const, Spelled, Var
-from gradgen.rules import table as primitives
+from gradgen.rules import table
 
 _LIBRARIES = {"math", "numpy", "scipy", "builtins"}
 
@@ -64,7 +63,7 @@ class CallLowering:
         if extreme is not None:
             return extreme
         if isinstance(callee, LibraryFunction):  # act(x) with act = np.tanh
-            return self._primitive_call(scope, node, callee.spelled, *primitives.lookup(callee.qualified))
+            return self._primitive_call(scope, node, callee.spelled, *table.lookup(callee.qualified))
         if isinstance(func, ast.Name) and func.id in self.m.not_constants:
             raise self.m.error(node, f"'{func.id}' {self.m.not_constants[func.id][1]}")
         qualified = self.m.qualified(func)
@@ -78,7 +77,7 @@ class CallLowering:
                 raise self.m.error(node, f"unknown function '{spelled}': gradgen differentiates its "
                                          "known primitives and functions defined in this file")
             raise self.m.error(node, f"unknown function '{spelled}'")
-        found = primitives.lookup(qualified)
+        found = table.lookup(qualified)
         if found is None:
             raise self.m.error(node, self._no_rule(qualified, spelled, node))
         return self._primitive_call(scope, node, spelled, *found)
@@ -127,7 +126,7 @@ class CallLowering:
         """`x.sum(axis=0)`, `x.reshape(n, -1)`, `x.dot(w)`: the NumPy function, `x` first."""
         func = node.func
         name = {"dot": "matmul", "max": "amax", "min": "amin", "flatten": "ravel"}.get(func.attr, func.attr)
-        prim = primitives.TABLE.get(name)
+        prim = table.TABLE.get(name)
         if prim is None or not (prim.method or name in ("matmul", "amax", "amin")):
             raise self.m.error(node, f"gradgen has no derivative rule for the method '.{func.attr}()'")
         shape_args = node.args
@@ -172,7 +171,7 @@ class CallLowering:
             if prim_name == "array":
                 return "stack", elements
             return prim_name, elements + [self.expr(scope, a) for a in args[1:]]
-        prim = primitives.TABLE[prim_name]
+        prim = table.TABLE[prim_name]
         if prim.keywords and prim.arity:  # `x.astype(float)`: arguments past the arity are static (dtype=)
             args = args[:prim.arity]
         values = []
@@ -226,11 +225,11 @@ class CallLowering:
     def _primitive_call(self, scope, node, spelled, prim_name, ns):
         if prim_name == "einsum":
             node = self._einsum_subscripts(node, spelled)
-        node = self._keywords_by_position(node, primitives.TABLE[prim_name], spelled)
+        node = self._keywords_by_position(node, table.TABLE[prim_name], spelled)
         prim_name, args = self._arguments(scope, node, prim_name, ns)
         if prim_name == "log" and len(args) == 2:
             prim_name = "logb"
-        prim = primitives.TABLE[prim_name]
+        prim = table.TABLE[prim_name]
         params = ()
         if prim.keywords:
             arity = prim.arity if prim.arity is not None else len(args)
@@ -286,7 +285,7 @@ class CallLowering:
         for name, default in prim.positional[len(args):max(names.index(n) for n in moved) + 1]:
             if name in moved:
                 args.append(moved[name])
-            elif default is primitives.REQUIRED:
+            elif default is table.REQUIRED:
                 raise self.m.error(node, f"'{spelled}' needs its argument '{name}'")
             else:
                 args.append(ast.copy_location(ast.Constant(default), node))
@@ -296,9 +295,9 @@ class CallLowering:
     def _inline(self, scope, node, hnode, unpacked=None, closure=None):
         """A call to a same-file function: the sigmoid primitive, or the helper's body inlined
         (`unpacked`: its call is unpacked into that many names; the result is then a tuple)."""
-        custom = custom_rules.custom_of(self.m, hnode)
+        custom = custom_calls.custom_of(self.m, hnode)
         if custom is not None:  # @gradgen.custom_vjp: its body's value, differentiated by its rule
-            return custom_rules.lower_call(self, scope, node, custom, unpacked)
+            return custom_calls.lower_call(self, scope, node, custom, unpacked)
         self._inline_limits(node, hnode)
         self._params(hnode, helper=True)  # decorators, ...: said of the helper before its call is matched
         args = self._bind_arguments(scope, node, hnode)
@@ -486,7 +485,7 @@ def sigmoid_pattern(fnode, module):
     c = d.right
     if not (isinstance(c, ast.Call) and len(c.args) == 1 and not c.keywords):
         return None
-    found = primitives.lookup(module.qualified(c.func) or "")
+    found = table.lookup(module.qualified(c.func) or "")
     a = c.args[0]
     negated_x = (isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.USub)
                  and isinstance(a.operand, ast.Name) and a.operand.id == x)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from gradgen import custom
-from gradgen.frontend import custom_calls as custom_rules
+from gradgen.frontend import custom_calls
 from gradgen.verify.finite import difference
 from gradgen.verify.report import Row, judge
 from gradgen.verify.usercode import fresh
@@ -43,7 +43,7 @@ NOT_COMPARED = "not compared"  # a Row's fd_verdict for an estimator's row (its 
 
 @dataclass
 class Plan:
-    """The custom functions (name -> custom_rules.Custom) and whether stop_gradient is used."""
+    """The custom functions (name -> custom_calls.Custom) and whether stop_gradient is used."""
 
     customs: dict = field(default_factory=dict)
     stops: bool = False
@@ -52,7 +52,7 @@ class Plan:
 def plan(fn):
     """What the check of IR function `fn` must account for, or None if nothing."""
     found = Plan()
-    for call in custom_rules.calls_in(fn):
+    for call in custom_calls.calls_in(fn):
         if call.prim == "stop_gradient":
             found.stops = True
         else:

@@ -27,7 +27,7 @@ from gradgen.ir.nodes import (
     variables, walk
 )
 from gradgen.rules.lists import list_names
-from gradgen.transform.reverse import custom as custom_rules
+from gradgen.transform.reverse import custom
 from gradgen.transform.reverse.control_flow import (
     ControlFlow, _prune, _reads_of, exit_condition, exits, loop_temporaries, record_decisions
 )
@@ -211,8 +211,8 @@ class _Reverser(Merging, ListGradients, ControlFlow):
     def assign(self, stmt):
         if isinstance(stmt.expr, Call) and stmt.expr.prim == "append":
             return self.append(stmt)
-        if isinstance(stmt.expr, Call) and stmt.expr.prim in custom_rules.CALLS:  # the user's rule, written out
-            return custom_rules.backward(self, stmt)
+        if isinstance(stmt.expr, Call) and stmt.expr.prim in custom.CALLS:  # the user's rule, written out
+            return custom.backward(self, stmt)
         v = stmt.target
         restore = [Restore(v, self.stack(v), id(stmt))] if stmt.overwrites and not stmt.counter else []
         self_ref = any(x.name == v for x in variables(stmt.expr))

@@ -15,7 +15,7 @@ from gradgen.ir.nodes import (
     Assign, Break, Call, Comment, Const, Continue, For, If, Restore, Var, While, assigned, children, expressions,
     subexpressions, variables, walk
 )
-from gradgen.transform.reverse import factoring as combine
+from gradgen.transform.reverse import factoring
 from gradgen.transform.reverse.expression import _allocates, as_float, bare
 
 TRUE, FALSE = Const(True), Const(False)
@@ -134,7 +134,7 @@ def _accumulates(body, v):
                 continue
             if not (isinstance(stmt, Assign) and stmt.target == v and expr is stmt.expr and not stmt.accumulate):
                 return False
-            terms = combine.terms(expr)
+            terms = factoring.terms(expr)
             if [t for t in terms if v in _reads_of(t[1])] != [(1, Var(v))]:
                 return False
         if isinstance(stmt, Assign) and stmt.target == v and v not in _reads_of(stmt.expr):

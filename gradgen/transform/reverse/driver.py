@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from gradgen.analysis import activity
-from gradgen.analysis import aliasing as sharing
-from gradgen.analysis import arrays as shapes
+from gradgen.analysis import activity, aliasing
+from gradgen.analysis import arrays as array_facts
 from gradgen.analysis import sameshape
 from gradgen.errors import CompileError
 from gradgen.ir import simplify
@@ -45,15 +44,15 @@ def _shared_updates_allowed(fn, module, seed):
     another name shares: then they are compiled for numbers, and the generated function
     checks on entry that those parameters are numbers, rather than refusing code that is
     right for what the defaults say."""
-    objects = shapes.array_values(fn, module, seed is not None, mutable=True)
+    objects = array_facts.array_values(fn, module, seed is not None, mutable=True)
     try:
-        sharing.refuse_shared_updates(fn, objects, module)
+        aliasing.refuse_shared_updates(fn, objects, module)
         return objects, False
     except CompileError:
-        if not any(shapes.number_default(p) for p in fn.params):
+        if not any(array_facts.number_default(p) for p in fn.params):
             raise
-    objects = shapes.array_values(fn, module, seed is not None, mutable=True, defaults_numbers=True)
-    sharing.refuse_shared_updates(fn, objects, module, True)
+    objects = array_facts.array_values(fn, module, seed is not None, mutable=True, defaults_numbers=True)
+    aliasing.refuse_shared_updates(fn, objects, module, True)
     return objects, True
 
 
@@ -66,16 +65,16 @@ def reverse_parts(module, fn, fnamer, wrt, seed=None):
     left_out = activity.left_out_parameters(fn, wrt)
     chosen = [p.name for p in fn.params if p.name not in left_out]
     act = activity.analyse(fn, chosen, module)
-    arrays = shapes.array_values(fn, module, result_may_be_array=seed is not None)
+    arrays = array_facts.array_values(fn, module, result_may_be_array=seed is not None)
     named = cse.name_loop_values(fn, fnamer, act.active, arrays)  # (what the backward sweep would compute again)
     activity.add_named(act, named)
     objects, numbers = _shared_updates_allowed(fn, module, seed)
     arrays = sameshape.with_shapes(fn, arrays, objects, module, getattr(module, "assumed_shapes", None))
     adjoints = reverse.backward(fn, act, fnamer, fn.result_name, arrays, seed)
-    needed = sharing.numbers_read(adjoints.statements) | set(adjoints.targets.values())
-    sharing.refuse_changes_the_gradient_reads(fn, objects, module, needed, adjoints.saved, numbers)
+    needed = aliasing.numbers_read(adjoints.statements) | set(adjoints.targets.values())
+    aliasing.refuse_changes_the_gradient_reads(fn, objects, module, needed, adjoints.saved, numbers)
     # the number defaults the in-place updates rely on: checked on entry
-    numbers_checked = {p.name: () for p in fn.params if shapes.number_default(p)} if numbers else {}
+    numbers_checked = {p.name: () for p in fn.params if array_facts.number_default(p)} if numbers else {}
     structured = {p.name for p in fn.params if p.structured}
     grads = [_gradient(adjoints.get(p), p, arrays, p in structured, adjoints.zeroed) for p in chosen]
     backward = sameshape.measured_elsewhere(fn.body, adjoints.statements, grads, arrays,

@@ -17,7 +17,7 @@ from gradgen.ir import simplify
 from gradgen.ir.nodes import Call, Cond, Const, Spelled, Var, variables
 from gradgen.rules.numpy import counts_only
 from gradgen.rules.table import TABLE
-from gradgen.transform.reverse import factoring as combine
+from gradgen.transform.reverse import factoring
 
 
 def _is_scatter(expr):
@@ -222,7 +222,7 @@ def _fit(g, like, stretched, arrays, wide=None):
     if not may_be_array(like, arrays):
         return g if isinstance(g, Const) else Call("sum", (g,), "numpy")
     written = _summed_back(g, sameshape.static_of(arrays, wide), sameshape.static_of(arrays, like))
-    return combine.remember_wide(arrays, written if written is not None else Call("unbroadcast", (g, like), None), wide)
+    return factoring.remember_wide(arrays, written if written is not None else Call("unbroadcast", (g, like), None), wide)
 
 
 def _summed_back(g, shape, target):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from gradgen.analysis import sameshape
 from gradgen.ir.nodes import Call, Cond, Var
-from gradgen.transform.reverse import factoring as combine
+from gradgen.transform.reverse import factoring
 from gradgen.transform.reverse.expression import Temporary, _is_scatter
 
 
@@ -31,11 +31,11 @@ class Merging:
         for k, item in enumerate(contributions):
             if plain(item):
                 last[item[0]] = k
-                totals[item[0]] = combine.combined(totals[item[0]], item[1], self.arrays) if item[0] in totals \
+                totals[item[0]] = factoring.combined(totals[item[0]], item[1], self.arrays) if item[0] in totals \
                     else item[1]
         named = {c.name for c in contributions if isinstance(c, Temporary)}
         floats = lambda e: self.floats(e, named)  # noqa: E731
-        return [(item[0], combine.factored(totals[item[0]], floats, self._same_shape, self._covers)) if plain(item) and last[item[0]] == k else item
+        return [(item[0], factoring.factored(totals[item[0]], floats, self._same_shape, self._covers)) if plain(item) and last[item[0]] == k else item
                 for k, item in enumerate(contributions) if not plain(item) or last[item[0]] == k]
 
     def _covers(self, total, ones):
@@ -72,11 +72,11 @@ class Merging:
             if not isinstance(item, Temporary) and item[0] != v and item[0] not in self.lists and \
                     _is_scatter(item[1]):
                 at = next((j for j in range(len(out) - 1, -1, -1) if not isinstance(out[j], Temporary)
-                           and out[j][0] == item[0] and combine.same_scatter(out[j][1], item[1])), None)
+                           and out[j][0] == item[0] and factoring.same_scatter(out[j][1], item[1])), None)
                 if at is not None and all(isinstance(o, Temporary) or o[0] != item[0] for o in out[at + 1:]):
                     # (where the later one was: a gradient named between them may be read by it)
                     named = {c.name for c in contributions if isinstance(c, Temporary)}
-                    item = (item[0], combine.factored(combine.scattered(out.pop(at)[1], item[1]),
+                    item = (item[0], factoring.factored(factoring.scattered(out.pop(at)[1], item[1]),
                                                       lambda e: self.floats(e, named), self._same_shape,
                                                       self._covers))
             out.append(item)
