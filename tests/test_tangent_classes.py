@@ -9,7 +9,8 @@ bilinear primitive carried a tangent, for each number of arguments it takes. The
 reproduce both exactly: moving the classes changed no tangent. Since then (issue 22) the
 backward-pass helpers of prod, einsum, solve, cholesky and solve_triangular, and
 solve_triangular itself, have written-out rules (a second derivative), and their own
-tangent helpers (cholesky_grad_tangent, prod_grad_tangent) none.
+tangent helpers (cholesky_grad_tangent, prod_grad_tangent) none; and the primitives issue 22
+added declare theirs (ISSUE_22, merged into the record).
 """
 
 from __future__ import annotations
@@ -56,6 +57,13 @@ TODAY = {
         "list_add_at mvn_logpdf mvn_logpdf_grad prod_grad_tangent ravel_all stop_gradient tree_add_at unravel_like"
     ).split(),
 }
+ISSUE_22 = {
+    "linear": ["swapaxes"], "multilinear": ["convolve", "cross"], "explicit": ["cho_factor", "cho_solve", "cumprod"],
+    "linear_in_first": ["cumprod_tangent"], "bilinear": ["convolve_grad"],
+    None: ["cho_factor_grad", "cho_factor_tangent", "cho_solve_grad_c", "cho_solve_tangent", "cumprod_grad"],
+}
+for _cls, _names in ISSUE_22.items():
+    TODAY[_cls] = TODAY[_cls] + _names
 RECORDED = {name: cls for cls, names in TODAY.items() for name in names}
 
 _ALL = {n: tuple(range(n)) for n in range(1, 5)}  # every argument carries a tangent
@@ -73,6 +81,8 @@ SLOTS_TODAY = {  # primitive -> {number of arguments: the arguments that carry a
     "tree_get": {1: (0,), 2: (0,), 3: (0,), 4: (0,)},
     "matmul_grad_a": {3: (0, 2)},
     "matmul_grad_b": {3: (0, 1)},
+    "swapaxes": {1: (0,)},
+    "convolve_grad": {3: (0, 1), 4: (0, 1)},
 }
 
 

@@ -140,10 +140,28 @@ helper("cho_factor_grad", '''def cho_factor_grad(g, c, lower=False):
         return cholesky_grad(np.tril(g), np.tril(c))
     return cholesky_grad(np.triu(g).T, np.triu(c).T).T
 ''', needs=("cholesky_grad",))
+helper("cho_factor_tangent", '''def cho_factor_tangent(da, c, lower=False):
+    """Tangent of (c, lower) = scipy.linalg.cho_factor(a, lower) along da: cholesky's,
+    dL = L Phi(L^-1 da L^-T), on the factor's triangle (lower is a flag: tangent 0). Only the
+    triangle of a that cho_factor reads moves it: da is that triangle, mirrored."""
+    L = np.tril(c) if lower else np.triu(c).T
+    da = np.tril(da) + np.tril(da, -1).T if lower else np.triu(da) + np.triu(da, 1).T
+    inner = np.linalg.solve(L, np.linalg.solve(L, da).T).T
+    dL = L @ (np.tril(inner, -1) + 0.5 * np.diag(np.diag(inner)))
+    return (dL if lower else dL.T), 0.0
+''')
+helper("cho_solve_tangent", '''def cho_solve_tangent(dfactor, factor, x):
+    """Tangent of x = scipy.linalg.cho_solve(factor, b) as the factor moves along dfactor
+    (b fixed): -a^-1 da x, da = dL L^T + L dL^T from the factor's tangent."""
+    (c, lower), dc = factor, dfactor[0]
+    L, dL = (np.tril(c), np.tril(dc)) if lower else (np.triu(c).T, np.triu(dc).T)
+    return -scipy.linalg.cho_solve(factor, (dL @ L.T + L @ dL.T) @ x)
+''')
 primitive("cho_factor", spellings=["scipy.linalg.cho_factor"], keywords=("lower",), elementwise=False, result="tuple",
+          tangent="explicit",
           vjp=lambda g, out, a, **p: F.cho_factor_grad(component(g, 0), component(out, 0),
                                                        *((Const(True),) if p.get("lower") else ())))
-primitive("cho_solve", 2, spellings=["scipy.linalg.cho_solve"], elementwise=False,
+primitive("cho_solve", 2, spellings=["scipy.linalg.cho_solve"], elementwise=False, tangent="explicit",
           vjp=(lambda g, out, factor, b: Call("tuple", (F.cho_solve_grad_c(g, factor, out), Const(0.0))),
                lambda g, out, factor, b: F.cho_solve(factor, g)))
 

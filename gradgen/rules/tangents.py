@@ -257,6 +257,18 @@ def _cumprod(ts, out, x, axis=None):
     return F.cumprod_tangent(t, x, *(() if axis is None else (Const(axis),)))
 
 
+def _cho_factor(ts, out, a, lower=False):
+    (t,) = ts
+    return F.cho_factor_tangent(t, Call("getitem", (out, Const(0)), "op", params=(("index", ("i",)),)),
+                                *((Const(True),) if lower else ()))
+
+
+def _cho_solve(ts, out, factor, b):
+    tf, tb = ts
+    return _plus(None if tf is None else F.cho_solve_tangent(tf, factor, out),
+                 None if tb is None else F.cho_solve(factor, tb))
+
+
 def _made_zero(t):
     """Whether `t` is the zero forward mode builds for an input without a tangent (0.0 * x)."""
     return t == Const(0.0) or (isinstance(t, Call) and t.prim == "mul" and t.args[0] == Const(0.0))
@@ -265,5 +277,6 @@ def _made_zero(t):
 EXPLICIT = {"softmax": _softmax, "log_softmax": _log_softmax, "inv": _inv, "solve": _solve, "det": _det,
             "slogdet": _slogdet, "sort": _sort, "cholesky": _cholesky, "solve_triangular": _solve_triangular,
             "solve_grad_a": _solve_grad_a, "solve_triangular_grad_a": _solve_triangular_grad_a,
-            "cholesky_grad": _cholesky_grad, "prod_grad": _prod_grad, "einsum_grad": _einsum_grad, "cumprod": _cumprod}
+            "cholesky_grad": _cholesky_grad, "prod_grad": _prod_grad, "einsum_grad": _einsum_grad, "cumprod": _cumprod,
+            "cho_factor": _cho_factor, "cho_solve": _cho_solve}
 
