@@ -435,29 +435,6 @@ HELPERS = {
     others = (before * after).reshape(moved.shape)
     return g * np.transpose(others, np.argsort(order))
 '''),
-    "prod_grad_tangent": (("prod_grad",), '''def prod_grad_tangent(g, x, dx, axis=None, keepdims=False):
-    """How prod_grad(g, x, axis, keepdims) changes as x moves along dx, g fixed (a second
-    derivative): the product of the others of element j moves by the sum over the others k
-    of dx_k times the product of the rest; no division, so exact where x holds zeros."""
-    x = np.asarray(x, dtype=float)
-    dx = np.broadcast_to(dx, x.shape)
-    if x.ndim == 0:
-        return 0.0 * dx
-    axes = range(x.ndim) if axis is None else np.atleast_1d(axis)
-    axes = [int(a) % x.ndim for a in axes]
-    if axis is not None and not keepdims:
-        g = np.expand_dims(g, tuple(axes))
-    order = [i for i in range(x.ndim) if i not in axes] + axes  # the reduced axes last
-    moved = np.transpose(x, order)
-    rows = moved.reshape(moved.shape[: x.ndim - len(axes)] + (-1,))
-    drows = np.transpose(dx, order).reshape(rows.shape)
-    tangent = np.zeros(rows.shape)
-    for j in range(rows.shape[-1]):  # element j's others: the row with x_j as 1 and dx_j as 0
-        rest, drest = rows.copy(), drows.copy()
-        rest[..., j], drest[..., j] = 1.0, 0.0
-        tangent[..., j] = np.sum(prod_grad(1.0, rest, axis=-1, keepdims=True) * drest, axis=-1)
-    return g * np.transpose(tangent.reshape(moved.shape), np.argsort(order))
-'''),
     "concatenate_grad": ((), '''def concatenate_grad(g, parts, i, axis):
     """The piece of g that part i of np.concatenate(parts, axis) became."""
     sizes = [np.shape(part)[axis] for part in parts]

@@ -435,8 +435,31 @@ primitive("array", spellings=["numpy.array", "numpy.asarray"], keywords=("dtype"
 # prod_grad's is written out, gradgen.rules.tangents, with prod_grad_tangent; that one has none)
 for _name, _tangent, _slots in (("unbroadcast", "linear_in_first", None), ("matmul_grad_a", "bilinear", (0, 2)),
                                 ("matmul_grad_b", "bilinear", (0, 1)), ("concatenate_grad", "linear_in_first", None),
-                                ("prod_grad", "explicit", None), ("prod_grad_tangent", None, None)):
+                                ("prod_grad", "explicit", None)):
     primitive(_name, None, sympy=None, kind="helper", tangent=_tangent, value_slots=_slots)
+helper("prod_grad_tangent", '''def prod_grad_tangent(g, x, dx, axis=None, keepdims=False):
+    """How prod_grad(g, x, axis, keepdims) changes as x moves along dx, g fixed (a second
+    derivative): the product of the others of element j moves by the sum over the others k
+    of dx_k times the product of the rest; no division, so exact where x holds zeros."""
+    x = np.asarray(x, dtype=float)
+    dx = np.broadcast_to(dx, x.shape)
+    if x.ndim == 0:
+        return 0.0 * dx
+    axes = range(x.ndim) if axis is None else np.atleast_1d(axis)
+    axes = [int(a) % x.ndim for a in axes]
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, tuple(axes))
+    order = [i for i in range(x.ndim) if i not in axes] + axes  # the reduced axes last
+    moved = np.transpose(x, order)
+    rows = moved.reshape(moved.shape[: x.ndim - len(axes)] + (-1,))
+    drows = np.transpose(dx, order).reshape(rows.shape)
+    tangent = np.zeros(rows.shape)
+    for j in range(rows.shape[-1]):  # element j's others: the row with x_j as 1 and dx_j as 0
+        rest, drest = rows.copy(), drows.copy()
+        rest[..., j], drest[..., j] = 1.0, 0.0
+        tangent[..., j] = np.sum(prod_grad(1.0, rest, axis=-1, keepdims=True) * drest, axis=-1)
+    return g * np.transpose(tangent.reshape(moved.shape), np.argsort(order))
+''', needs=("prod_grad",))
 
 
 # --- gradgen.stop_gradient, and calls of @gradgen.custom_vjp functions (gradgen/frontend/custom_calls.py) ---
