@@ -45,6 +45,12 @@ CASES = {
     "cholesky": (f"np.sum(np.linalg.cholesky({_spd('x')}) ** 3)", np.linspace(-1.0, 1.3, 9)),
     "solve_triangular": (f"np.sum(solve_triangular({_lower('x')}, np.cos(x[:3]), lower=True) ** 2)",
                          np.linspace(-1.0, 1.3, 9)),
+    # the rules issue 22 added whose backward helpers have tangents
+    "cross": ("np.sum(np.cross(np.reshape(x, (2, 3)), x[:3]) ** 2)", np.linspace(-1.0, 1.2, 6)),
+    "convolve": ("np.sum(np.convolve(x[:4], x[4:]) ** 2)", np.linspace(-1.0, 1.2, 6)),
+    "swapaxes": ("np.sum(np.sin(np.swapaxes(np.reshape(x, (2, 3)), 0, 1)) * np.arange(6.0).reshape(3, 2))",
+                 np.linspace(-1.0, 1.2, 6)),
+    "norm": ("np.linalg.norm(x) ** 3", np.linspace(-1.0, 1.2, 6)),
     "solve_triangular_upper_trans": (f"np.sum(solve_triangular({_lower('x')}.T, np.reshape(x, (3, 3)), trans=1) ** 2)",
                                      np.linspace(-1.0, 1.3, 9)),
 }

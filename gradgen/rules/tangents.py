@@ -21,11 +21,15 @@ one place a derivative is written:
   bilinear         a helper bilinear in the gradient and one operand (`matmul_grad_a`).
   zero             a made zero (`zero_gradient`): its tangent is zero.
   explicit         a few written out here (softmax, log_softmax, inv, solve, det, slogdet, sort,
-                   cholesky).
+                   cholesky, solve_triangular, cumprod, cho_factor, cho_solve), and the backward
+                   helpers of prod, einsum, solve, cholesky and solve_triangular (a second
+                   derivative: linear in the gradient they carry, plus how they move with the
+                   values they read).
   none             a result that carries no derivative (comparisons, floor, len, np.zeros).
 
 The helpers make a Hessian-vector product (forward over reverse) possible. A primitive that
-declares no class is refused by name: never a silent wrong tangent.
+declares no class is refused by name: never a silent wrong tangent (cumprod_grad, the helpers of
+cho_factor/cho_solve and mvn_logpdf: their second derivatives are not written yet).
 """
 
 from __future__ import annotations
