@@ -32,13 +32,15 @@ def _lower(x):
 
 # name -> (body of f(x), x); each reads x through the rule whose backward helper is named
 CASES = {
-    "prod": ("np.prod(x) + np.sum(np.prod(np.reshape(x, (2, 3)), axis=1) ** 2)", np.array([0.5, -1.2, 2.0, 0.7, 1.1, -0.4])),
+    "prod": ("np.prod(x) + np.sum(np.prod(np.reshape(x, (2, 3)), axis=1) ** 2)",
+             np.array([0.5, -1.2, 2.0, 0.7, 1.1, -0.4])),
     "prod_zero": ("np.prod(x)", np.array([0.5, 0.0, 2.0, -1.5])),
     "prod_keepdims": ("np.sum(np.sin(np.prod(np.reshape(x, (2, 3)), axis=0, keepdims=True)))",
                       np.array([0.5, -1.2, 2.0, 0.7, 1.1, -0.4])),
     "einsum": ("np.sum(np.einsum('ij,jk->ik', np.reshape(x, (2, 3)), np.reshape(x, (3, 2))) ** 2)",
                np.linspace(-1.0, 1.2, 6)),
-    "einsum_three": ("np.sum(np.einsum('i,ij,j->', x[:2], np.reshape(x, (2, 3)), x[3:]) ** 2)", np.linspace(-1.0, 1.2, 6)),
+    "einsum_three": ("np.sum(np.einsum('i,ij,j->', x[:2], np.reshape(x, (2, 3)), x[3:]) ** 2)",
+                     np.linspace(-1.0, 1.2, 6)),
     "solve": (f"np.sum(np.linalg.solve({_spd('x')}, np.sin(x[:3])) ** 2)", np.linspace(-1.0, 1.3, 9)),
     "solve_matrix": (f"np.sum(np.linalg.solve({_spd('x')} + np.reshape(x, (3, 3)), np.reshape(x, (3, 3))) ** 2)",
                      np.linspace(-1.0, 1.3, 9)),

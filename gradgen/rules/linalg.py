@@ -224,5 +224,5 @@ primitive("einsum", None, spellings=["numpy.einsum"], keywords=("subscripts",), 
           vjp=(lambda i: lambda g, out, *xs, **p: Call("einsum_grad", (g, Call("tuple", xs, "builtins"), Const(i),
                                                                       Const(p["subscripts"])), None),))
 
-ARRAY_RULES.update({"cho_factor", "cho_solve", "cross", "einsum", "solve", "inv", "det", "slogdet", "cholesky", "solve_triangular", "trace", "diag", "tril",
-                    "triu"})
+ARRAY_RULES.update({"einsum", "solve", "inv", "det", "slogdet", "cholesky", "solve_triangular", "trace", "diag", "tril",
+                    "triu", "cho_factor", "cho_solve", "cross"})

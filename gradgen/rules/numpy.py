@@ -12,7 +12,7 @@ import operator
 
 from gradgen.errors import CompileError
 from gradgen.ir.nodes import Call, Cond, Const, Spelled, variables
-from gradgen.rules.table import F, helper, primitive, sympy, twin
+from gradgen.rules.table import ARRAY_RULES, F, helper, primitive, sympy, twin
 
 
 def _maxlike(compare):
@@ -493,3 +493,6 @@ def _inverse(axes):
     for i, a in enumerate(axes):
         inverse[a] = i
     return tuple(inverse)
+
+
+ARRAY_RULES.update({"cumprod", "swapaxes"})  # (with the reductions and shapes in table.ARRAY_RULES)

@@ -184,6 +184,6 @@ for _name in ("argsort", "argmax", "argmin"):
               kind="piecewise", tangent="none")
 
 
-ARRAY_RULES.update({"convolve", "atleast_1d", "atleast_2d", "atleast_3d", "repeat", "tile", "roll", "meshgrid", "hstack",
-                    "vstack", "column_stack", "var", "std", "astype", "take_along_axis", "sort", "copy"})
+ARRAY_RULES.update({"atleast_1d", "atleast_2d", "atleast_3d", "repeat", "tile", "roll", "meshgrid", "hstack",
+                    "vstack", "column_stack", "var", "std", "astype", "take_along_axis", "sort", "copy", "convolve"})
 
