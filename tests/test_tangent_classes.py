@@ -6,7 +6,11 @@ gradgen/rules/tangents.py (LINEAR, MULTILINEAR, REDUCTIONS, ZERO, LINEAR_IN_FIRS
 BILINEAR_HELPERS, NO_TANGENT, EXPLICIT, and elementwise derived from the vector-Jacobian
 rule), computed from those sets before they went; SLOTS_TODAY which arguments of a linear or
 bilinear primitive carried a tangent, for each number of arguments it takes. The table must
-reproduce both exactly: moving the classes changed no tangent.
+reproduce both exactly: moving the classes changed no tangent. Since then (issue 22) the
+backward-pass helpers of prod, einsum, solve, cholesky and solve_triangular, and
+solve_triangular itself, have written-out rules (a second derivative), and their own
+tangent helpers (cholesky_grad_tangent, prod_grad_tangent) none; and the primitives issue 22
+added declare theirs (ISSUE_22, merged into the record).
 """
 
 from __future__ import annotations
@@ -41,18 +45,25 @@ TODAY = {
     ).split(),
     "bilinear": "matmul_grad_a matmul_grad_b".split(),
     "zero": "list_zeros zero_gradient zeros_like_tree".split(),
-    "explicit": "cholesky det inv log_softmax slogdet softmax solve sort".split(),
+    "explicit": ("cholesky cholesky_grad det einsum_grad inv log_softmax prod_grad slogdet softmax solve "
+                 "solve_grad_a solve_triangular solve_triangular_grad_a sort").split(),
     "none": (
         "and arange argmax argmin argsort ceil e eq eye factorial floor floordiv full ge ge_strict gt int "
         "invert le le_strict len linspace logical_and lt ndim ne not ones ones_like or pi range range_slice "
         "round shape sign size tau tree_keys tree_len trunc zeros zeros_like"
     ).split(),
     None: (  # refused by name: forward mode has no tangent for these
-        "add_at_path broadcast cholesky_grad custom_estimator custom_vjp draw einsum_grad jacobian_parts "
-        "list_add_at mvn_logpdf mvn_logpdf_grad prod_grad ravel_all solve_grad_a solve_triangular "
-        "solve_triangular_grad_a stop_gradient tree_add_at unravel_like"
+        "add_at_path broadcast cholesky_grad_tangent custom_estimator custom_vjp draw jacobian_parts "
+        "list_add_at mvn_logpdf mvn_logpdf_grad prod_grad_tangent ravel_all stop_gradient tree_add_at unravel_like"
     ).split(),
 }
+ISSUE_22 = {
+    "linear": ["swapaxes"], "multilinear": ["convolve", "cross"], "explicit": ["cho_factor", "cho_solve", "cumprod"],
+    "linear_in_first": ["cumprod_tangent"], "bilinear": ["convolve_grad"],
+    None: ["cho_factor_grad", "cho_factor_tangent", "cho_solve_grad_c", "cho_solve_tangent", "cumprod_grad"],
+}
+for _cls, _names in ISSUE_22.items():
+    TODAY[_cls] = TODAY[_cls] + _names
 RECORDED = {name: cls for cls, names in TODAY.items() for name in names}
 
 _ALL = {n: tuple(range(n)) for n in range(1, 5)}  # every argument carries a tangent
@@ -70,6 +81,8 @@ SLOTS_TODAY = {  # primitive -> {number of arguments: the arguments that carry a
     "tree_get": {1: (0,), 2: (0,), 3: (0,), 4: (0,)},
     "matmul_grad_a": {3: (0, 2)},
     "matmul_grad_b": {3: (0, 1)},
+    "swapaxes": {1: (0,)},
+    "convolve_grad": {3: (0, 1), 4: (0, 1)},
 }
 
 

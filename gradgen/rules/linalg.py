@@ -44,9 +44,9 @@ helper("solve_grad_a", '''def solve_grad_a(g, a, x):
     if np.ndim(x) == 1:
         return -np.outer(gb, x)
     return -gb @ np.swapaxes(x, -1, -2)
-''')
-# tangent="explicit": forward mode's rule is written out (gradgen.rules.tangents.EXPLICIT); the
-# helpers that compute these gradients declare no class, so a second derivative is refused by name
+''', tangent="explicit")
+# tangent="explicit": forward mode's rule is written out (gradgen.rules.tangents.EXPLICIT), for
+# the helpers that compute these gradients too (a second derivative: forward over reverse)
 primitive("solve", 2, spellings=["numpy.linalg.solve", "scipy.linalg.solve"], elementwise=False, tangent="explicit",
           vjp=(lambda g, out, a, b: F.solve_grad_a(g, a, out), lambda g, out, a, b: F.solve(F.T(a), g)))
 primitive("inv", spellings=["numpy.linalg.inv", "scipy.linalg.inv"], elementwise=False, tangent="explicit",
@@ -67,6 +67,20 @@ helper("cholesky_grad", '''def cholesky_grad(g, L):
     phi[np.diag_indices_from(phi)] *= 0.5
     s = np.linalg.solve(L.T, np.linalg.solve(L.T, phi).T).T
     return np.tril(s + s.T) - np.diag(np.diag(s))
+''', tangent="explicit")
+helper("cholesky_grad_tangent", '''def cholesky_grad_tangent(g, L, dL):
+    """How cholesky_grad(g, L) changes as L moves along dL, g fixed (a second derivative):
+    s = L^-T Phi(L^T g) L^-1 moves by L^-T Phi(dL^T g) L^-1 - L^-T dL^T s - s dL L^-1,
+    folded onto the lower triangle as cholesky_grad folds s."""
+    def between(m):  # L^-T m L^-1
+        return np.linalg.solve(L.T, np.linalg.solve(L.T, m).T).T
+
+    phi, dphi = np.tril(L.T @ g), np.tril(dL.T @ g)
+    phi[np.diag_indices_from(phi)] *= 0.5
+    dphi[np.diag_indices_from(dphi)] *= 0.5
+    s = between(phi)
+    ds = between(dphi) - np.linalg.solve(L.T, dL.T @ s) - np.linalg.solve(L.T, dL.T @ s.T).T
+    return np.tril(ds + ds.T) - np.diag(np.diag(ds))
 ''')
 primitive("cholesky", spellings=["numpy.linalg.cholesky"], elementwise=False, tangent="explicit",
           vjp=lambda g, out, a: F.cholesky_grad(g, out))
@@ -81,7 +95,7 @@ helper("solve_triangular_grad_a", '''def solve_triangular_grad_a(g, a, x, trans=
     d = -np.outer(gb, x) if np.ndim(x) == 1 else -gb @ x.T
     d = d if trans in (0, "N") else d.T
     return np.tril(d) if lower else np.triu(d)
-''')
+''', tangent="explicit")
 
 
 _TRANS = {"N": 0, "T": 1, "C": 1}
@@ -97,10 +111,64 @@ def _transposed(p):
 
 
 primitive("solve_triangular", 2, spellings=["scipy.linalg.solve_triangular"], keywords=("trans", "lower"),
-          elementwise=False,
+          elementwise=False, tangent="explicit",
           vjp=(lambda g, out, a, b, **p: F.solve_triangular_grad_a(g, a, out, Const(_TRANS.get(p.get("trans"), p.get("trans")) or 0),
                                                                    Const(bool(p.get("lower", False)))),
                lambda g, out, a, b, **p: F.solve_triangular(a, g, **_transposed(p))))
+
+# --- a Cholesky factor kept for solves: scipy.linalg.cho_factor / cho_solve ------------------------
+# cho_factor(a, lower=False) is the pair (c, lower): c holds the factor in the triangle `lower`
+# names (the other triangle is arbitrary, and gets no gradient). cho_solve((c, lower), b) solves
+# a x = b: its gradient to c is solve's gradient to a, -(a^-1 g) x^T, carried back through
+# a = L L^T (G -> (G + G^T) L on the factor's triangle), and cho_factor's carries that
+# to a as cholesky's does, onto the triangle of a it reads.
+helper("cho_solve_grad_c", '''def cho_solve_grad_c(g, factor, x):
+    """Gradient of x = scipy.linalg.cho_solve(factor, b) with respect to c, factor = (c, lower)
+    from cho_factor, given g, the gradient of x: with G = -(a^-1 g) x^T, (G + G^T) L on L's
+    triangle (its transpose for an upper factor)."""
+    c, lower = factor
+    L = np.tril(c) if lower else np.triu(c).T
+    gb = scipy.linalg.cho_solve(factor, g)
+    G = -np.outer(gb, x) if np.ndim(x) == 1 else -gb @ x.T
+    d = np.tril((G + G.T) @ L)
+    return d if lower else d.T
+''', needs=(), tangent=None)
+helper("cho_factor_grad", '''def cho_factor_grad(g, c, lower=False):
+    """Gradient of (c, lower) = scipy.linalg.cho_factor(a, lower) with respect to a, given g,
+    the gradient of c: cholesky's, on the triangle of a that cho_factor reads."""
+    if lower:
+        return cholesky_grad(np.tril(g), np.tril(c))
+    return cholesky_grad(np.triu(g).T, np.triu(c).T).T
+''', needs=("cholesky_grad",))
+helper("cho_factor_tangent", '''def cho_factor_tangent(da, c, lower=False):
+    """Tangent of (c, lower) = scipy.linalg.cho_factor(a, lower) along da: cholesky's,
+    dL = L Phi(L^-1 da L^-T), on the factor's triangle (lower is a flag: tangent 0). Only the
+    triangle of a that cho_factor reads moves it: da is that triangle, mirrored."""
+    L = np.tril(c) if lower else np.triu(c).T
+    da = np.tril(da) + np.tril(da, -1).T if lower else np.triu(da) + np.triu(da, 1).T
+    inner = np.linalg.solve(L, np.linalg.solve(L, da).T).T
+    dL = L @ (np.tril(inner, -1) + 0.5 * np.diag(np.diag(inner)))
+    return (dL if lower else dL.T), 0.0
+''')
+helper("cho_solve_tangent", '''def cho_solve_tangent(dfactor, factor, x):
+    """Tangent of x = scipy.linalg.cho_solve(factor, b) as the factor moves along dfactor
+    (b fixed): -a^-1 da x, da = dL L^T + L dL^T from the factor's tangent."""
+    (c, lower), dc = factor, dfactor[0]
+    L, dL = (np.tril(c), np.tril(dc)) if lower else (np.triu(c).T, np.triu(dc).T)
+    return -scipy.linalg.cho_solve(factor, (dL @ L.T + L @ dL.T) @ x)
+''')
+primitive("cho_factor", spellings=["scipy.linalg.cho_factor"], keywords=("lower",), elementwise=False, result="tuple",
+          tangent="explicit",
+          vjp=lambda g, out, a, **p: F.cho_factor_grad(component(g, 0), component(out, 0),
+                                                       *((Const(True),) if p.get("lower") else ())))
+primitive("cho_solve", 2, spellings=["scipy.linalg.cho_solve"], elementwise=False, tangent="explicit",
+          vjp=(lambda g, out, factor, b: Call("tuple", (F.cho_solve_grad_c(g, factor, out), Const(0.0))),
+               lambda g, out, factor, b: F.cho_solve(factor, g)))
+
+# --- the cross product of 3-vectors, along the last axis (stacks broadcast) ---------------------
+# (tangent="multilinear": the product rule; the adjoints sum back over the broadcast stack)
+primitive("cross", 2, spellings=["numpy.cross"], elementwise=True, tangent="multilinear",
+          vjp=(lambda g, out, a, b: F.cross(b, g), lambda g, out, a, b: F.cross(g, a)))
 
 # --- trace, diagonal, triangles -------------------------------------------------------------------
 def _offset(p, name):
@@ -149,7 +217,7 @@ helper("einsum_grad", '''def einsum_grad(g, operands, i, subscripts):
         sizes = [np.shape(operands[i])[parts[i].index(c)] for c in own]
         piece = np.einsum(kept + "," + own + "->" + parts[i], piece, np.ones(sizes))
     return piece
-''')
+''', tangent="explicit")
 primitive("einsum", None, spellings=["numpy.einsum"], keywords=("subscripts",), min_args=1, elementwise=False,
           tangent="multilinear",
 
@@ -157,4 +225,4 @@ primitive("einsum", None, spellings=["numpy.einsum"], keywords=("subscripts",), 
                                                                       Const(p["subscripts"])), None),))
 
 ARRAY_RULES.update({"einsum", "solve", "inv", "det", "slogdet", "cholesky", "solve_triangular", "trace", "diag", "tril",
-                    "triu"})
+                    "triu", "cho_factor", "cho_solve", "cross"})

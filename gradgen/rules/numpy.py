@@ -7,10 +7,12 @@ gradgen/rules/table.py (which says what a rule is). The library modules beside t
 from __future__ import annotations
 
 import ast
+import math
 import operator
 
+from gradgen.errors import CompileError
 from gradgen.ir.nodes import Call, Cond, Const, Spelled, variables
-from gradgen.rules.table import F, primitive, sympy, twin
+from gradgen.rules.table import ARRAY_RULES, F, helper, primitive, sympy, twin
 
 
 def _maxlike(compare):
@@ -256,6 +258,58 @@ def _extreme(g, out, x, p):
     return kept(g, p) * hit / F.sum(hit, axis=p.get("axis"), keepdims=True)
 
 
+def _norm(g, out, x, p):
+    """np.linalg.norm(x, ord, axis, keepdims): a vector norm along an axis (ord None or 2:
+    x / norm; 1: sign(x); inf: sign(x) at the largest |x|, shared among ties), or the
+    Frobenius norm (ord None) of the whole array or of the axes named."""
+    order, axis = p.get("ord"), p.get("axis")
+    if order not in (None, 1, 2, math.inf) or (order is not None and isinstance(axis, tuple)):
+        raise CompileError(f"np.linalg.norm(..., ord={order!r}{', axis=' + repr(axis) if axis is not None else ''}) "
+                           "has no derivative rule: gradgen differentiates vector norms (ord None, 2, 1, np.inf) and "
+                           "the Frobenius norm (ord None)")
+    g, out = kept(g, p), kept(out, p)
+    if order in (None, 2):
+        return _over_norm(g, x, out)
+    if order == 1:
+        return g * F.sign(x)
+    hit = Call("eq", (F.abs(x), out), "op")
+    return g * F.sign(x) * hit / F.sum(hit, axis=axis, keepdims=True)
+
+
+def _axis_given(p):
+    """The axis as a helper's last argument, when the call gave one."""
+    return (Const(p["axis"]),) if p.get("axis") is not None else ()
+
+
+helper("cumprod_grad", '''def cumprod_grad(g, x, axis=None):
+    """Gradient of np.cumprod(x, axis) given g: element j gets before_j * r_j, before_j the
+    product of the elements before it and r_j = g_j + x_(j+1) r_(j+1) (the rest of each
+    product, summed from the end); no division, so exact where x holds zeros."""
+    x = np.asarray(x, dtype=float)
+    if axis is None:
+        return np.reshape(cumprod_grad(np.ravel(g), np.ravel(x), 0), np.shape(x))
+    xs, gs = np.moveaxis(x, axis, 0), np.moveaxis(np.asarray(g, dtype=float), axis, 0)
+    before = np.cumprod(np.concatenate([np.ones_like(xs[:1]), xs[:-1]]), axis=0)
+    r = np.zeros(xs.shape)
+    for j in reversed(range(len(xs))):
+        r[j] = gs[j] + (xs[j + 1] * r[j + 1] if j + 1 < len(xs) else 0.0)
+    return np.moveaxis(before * r, 0, axis)
+''')
+helper("cumprod_tangent", '''def cumprod_tangent(dx, x, axis=None):
+    """Tangent of np.cumprod(x, axis) along dx: d_i = d_(i-1) x_i + c_(i-1) dx_i, c the
+    products so far (the product rule, one element at a time; no division)."""
+    x = np.asarray(x, dtype=float)
+    if axis is None:
+        return cumprod_tangent(np.ravel(np.broadcast_to(dx, np.shape(x))), np.ravel(x), 0)
+    xs, ts = np.moveaxis(x, axis, 0), np.moveaxis(np.broadcast_to(dx, np.shape(x)), axis, 0)
+    d, c = np.zeros(xs.shape), np.ones(xs.shape[1:])
+    for i in range(len(xs)):
+        d[i] = (d[i - 1] * xs[i] if i else 0.0) + c * ts[i]
+        c = c * xs[i]
+    return np.moveaxis(d, 0, axis)
+''', tangent="linear_in_first")
+
+
 def _reversed_cumsum(g, out, x, axis=None):
     if axis is None:
         return F.reshape(F.flip(F.cumsum(F.flip(g))), F.shape(x))
@@ -277,8 +331,11 @@ primitive("amin", spellings=["numpy.min", "numpy.amin"], keywords=REDUCE, method
           vjp=lambda g, out, x, **p: _extreme(g, out, x, p), tangent="reduction")
 primitive("cumsum", spellings=["numpy.cumsum"], keywords=("axis",), method=True, sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: _reversed_cumsum(g, out, x, p.get("axis")), tangent="linear")
-primitive("norm", spellings=["numpy.linalg.norm"], sympy=lambda x: abs(x), vjp=lambda g, out, x: _over_norm(g, x, out),
-          elementwise=False, tangent="reduction")
+# np.cumprod: divide-free (out / x is nan where x holds a 0), by the recurrences in its helpers
+primitive("cumprod", spellings=["numpy.cumprod"], keywords=("axis",), method=True, sympy=lambda x, **p: x,
+          vjp=lambda g, out, x, **p: F.cumprod_grad(g, x, *_axis_given(p)), tangent="explicit")
+primitive("norm", spellings=["numpy.linalg.norm"], keywords=("ord", "axis", "keepdims"), sympy=lambda x, **p: abs(x),
+          vjp=lambda g, out, x, **p: _norm(g, out, x, p), elementwise=False, result="reduction", tangent="reduction")
 primitive("sum_list", None, spellings=[], sympy=lambda *xs: sum(xs), min_args=1,
           vjp=lambda i: lambda g, out, *xs: _spread(g, xs[i]), elementwise=False, tangent="linear")
 
@@ -292,6 +349,8 @@ primitive("outer", 2, spellings=["numpy.outer"], sympy=operator.mul, elementwise
 primitive("inner", 2, spellings=["numpy.inner"], sympy=operator.mul, elementwise=False, tangent="multilinear",
           vjp=(lambda g, out, a, b: g * b, lambda g, out, a, b: g * a))
 primitive("T", spellings=[], sympy=lambda x: x, vjp=lambda g, out, x: F.T(g), elementwise=False, tangent="linear")
+primitive("swapaxes", spellings=["numpy.swapaxes"], keywords=("axis1", "axis2"), method=True, sympy=lambda x, **p: x,
+          vjp=lambda g, out, x, **p: F.swapaxes(g, **p), elementwise=False, tangent="linear")
 primitive("transpose", spellings=["numpy.transpose"], keywords=("axes",), method=True, sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: F.transpose(g, axes=_inverse(p.get("axes"))), tangent="linear")
 _reshaped = lambda g, out, x, *rest, **p: F.reshape(g, F.shape(x))  # noqa: E731 - any pure reshape
@@ -373,11 +432,34 @@ primitive("array", spellings=["numpy.array", "numpy.asarray"], keywords=("dtype"
 
 # --- helpers the backward pass calls; written into the generated module when used -------
 # (tangent="bilinear": in the gradient and one operand, `value_slots` the two that carry tangents;
-# prod_grad has none: forward mode refuses the second derivative of np.prod)
+# prod_grad's is written out, gradgen.rules.tangents, with prod_grad_tangent; that one has none)
 for _name, _tangent, _slots in (("unbroadcast", "linear_in_first", None), ("matmul_grad_a", "bilinear", (0, 2)),
                                 ("matmul_grad_b", "bilinear", (0, 1)), ("concatenate_grad", "linear_in_first", None),
-                                ("prod_grad", None, None)):
+                                ("prod_grad", "explicit", None)):
     primitive(_name, None, sympy=None, kind="helper", tangent=_tangent, value_slots=_slots)
+helper("prod_grad_tangent", '''def prod_grad_tangent(g, x, dx, axis=None, keepdims=False):
+    """How prod_grad(g, x, axis, keepdims) changes as x moves along dx, g fixed (a second
+    derivative): the product of the others of element j moves by the sum over the others k
+    of dx_k times the product of the rest; no division, so exact where x holds zeros."""
+    x = np.asarray(x, dtype=float)
+    dx = np.broadcast_to(dx, x.shape)
+    if x.ndim == 0:
+        return 0.0 * dx
+    axes = range(x.ndim) if axis is None else np.atleast_1d(axis)
+    axes = [int(a) % x.ndim for a in axes]
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, tuple(axes))
+    order = [i for i in range(x.ndim) if i not in axes] + axes  # the reduced axes last
+    moved = np.transpose(x, order)
+    rows = moved.reshape(moved.shape[: x.ndim - len(axes)] + (-1,))
+    drows = np.transpose(dx, order).reshape(rows.shape)
+    tangent = np.zeros(rows.shape)
+    for j in range(rows.shape[-1]):  # element j's others: the row with x_j as 1 and dx_j as 0
+        rest, drest = rows.copy(), drows.copy()
+        rest[..., j], drest[..., j] = 1.0, 0.0
+        tangent[..., j] = np.sum(prod_grad(1.0, rest, axis=-1, keepdims=True) * drest, axis=-1)
+    return g * np.transpose(tangent.reshape(moved.shape), np.argsort(order))
+''', needs=("prod_grad",))
 
 
 # --- gradgen.stop_gradient, and calls of @gradgen.custom_vjp functions (gradgen/frontend/custom_calls.py) ---
@@ -411,3 +493,6 @@ def _inverse(axes):
     for i, a in enumerate(axes):
         inverse[a] = i
     return tuple(inverse)
+
+
+ARRAY_RULES.update({"cumprod", "swapaxes"})  # (with the reductions and shapes in table.ARRAY_RULES)

@@ -113,6 +113,21 @@ for _how in ("hstack", "vstack", "column_stack"):
               vjp=(lambda how: lambda i: lambda g, out, *xs: F.stack_part_grad(g, F.tuple(*xs), Const(i),
                                                                                 Const(how)))(_how))
 
+# --- np.convolve(a, v, mode): bilinear, each input's gradient g correlated with the other ----------
+helper("convolve_grad", '''def convolve_grad(g, v, a, mode="full"):
+    """Gradient of np.convolve(a, v, mode) with respect to a, given g: g put back where its
+    entries sit in the full convolution, correlated with v."""
+    n, m = len(a), len(v)
+    full = np.zeros(n + m - 1)
+    start = {"full": 0, "same": (min(n, m) - 1) // 2, "valid": min(n, m) - 1}[mode]
+    full[start:start + len(g)] = g
+    return np.correlate(full, v, "valid")
+''', tangent="bilinear", value_slots=(0, 1))
+# (mode= is a string, which the lowering does not read as a static parameter yet: "full" only)
+primitive("convolve", 2, spellings=["numpy.convolve"], keywords=("mode",), elementwise=False, tangent="multilinear",
+          vjp=(lambda g, out, a, v, **p: F.convolve_grad(g, v, a, *_given(p, "mode")),
+               lambda g, out, a, v, **p: F.convolve_grad(g, a, v, *_given(p, "mode"))))
+
 # --- statistics: var, std (axis=, ddof=, keepdims=) --------------------------------------------------
 _STATS = ("axis", "dtype", "out", "ddof", "keepdims")  # NumPy's positional order
 
@@ -170,5 +185,5 @@ for _name in ("argsort", "argmax", "argmin"):
 
 
 ARRAY_RULES.update({"atleast_1d", "atleast_2d", "atleast_3d", "repeat", "tile", "roll", "meshgrid", "hstack",
-                    "vstack", "column_stack", "var", "std", "astype", "take_along_axis", "sort", "copy"})
+                    "vstack", "column_stack", "var", "std", "astype", "take_along_axis", "sort", "copy", "convolve"})
 

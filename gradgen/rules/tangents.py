@@ -21,11 +21,15 @@ one place a derivative is written:
   bilinear         a helper bilinear in the gradient and one operand (`matmul_grad_a`).
   zero             a made zero (`zero_gradient`): its tangent is zero.
   explicit         a few written out here (softmax, log_softmax, inv, solve, det, slogdet, sort,
-                   cholesky).
+                   cholesky, solve_triangular, cumprod, cho_factor, cho_solve), and the backward
+                   helpers of prod, einsum, solve, cholesky and solve_triangular (a second
+                   derivative: linear in the gradient they carry, plus how they move with the
+                   values they read).
   none             a result that carries no derivative (comparisons, floor, len, np.zeros).
 
 The helpers make a Hessian-vector product (forward over reverse) possible. A primitive that
-declares no class is refused by name: never a silent wrong tangent.
+declares no class is refused by name: never a silent wrong tangent (cumprod_grad, the helpers of
+cho_factor/cho_solve and mvn_logpdf: their second derivatives are not written yet).
 """
 
 from __future__ import annotations
@@ -53,7 +57,8 @@ def value_slots(prim, n):
 
 # a backward-pass helper, by the primitive whose gradient it computes (for messages)
 _HELPER_OF = {"prod_grad": "prod", "solve_grad_a": "solve", "cholesky_grad": "cholesky", "einsum_grad": "einsum",
-              "solve_triangular_grad_a": "solve_triangular", "mvn_logpdf_grad": "mvn_logpdf"}
+              "solve_triangular_grad_a": "solve_triangular", "mvn_logpdf_grad": "mvn_logpdf",
+              "cumprod_grad": "cumprod"}
 
 
 def spelling(prim):
@@ -183,6 +188,99 @@ def _cholesky(ts, out, a):
     return F.matmul(out, F.tril(inner, k=-1) + 0.5 * F.diag(F.diag(inner)))
 
 
+def _triangle(a, lower, trans):
+    """The matrix solve_triangular reads from `a` (its triangle), transposed where trans says."""
+    t = F.tril(a) if lower else F.triu(a)
+    return t if trans in (0, "N", None) else F.T(t)
+
+
+def _solve_triangular(ts, out, a, b, trans=0, lower=False):
+    ta, tb = ts
+    rhs = tb if ta is None else (-F.matmul(_triangle(ta, lower, trans), out) if tb is None
+                                 else tb - F.matmul(_triangle(ta, lower, trans), out))
+    params = {k: v for k, v in (("trans", trans), ("lower", lower)) if v}
+    return F.solve_triangular(a, rhs, **params)
+
+
+# --- the backward pass's helpers, for a second derivative (forward over reverse) -----------
+# Each is linear in the gradient g it carries; the other terms say how it changes as the
+# primal values it reads move. `_plus` adds the terms that are there.
+
+def _plus(*terms):
+    return _sum(t for t in terms if t is not None)
+
+
+def _solve_grad_a(ts, out, g, a, x):
+    # -(a^-T g) x^T: the a^-T g moves by a^-T (dg - da^T a^-T g), the x^T by dx^T
+    tg, ta, tx = ts
+    moved = tg if ta is None else (-F.matmul(F.T(ta), F.solve(F.T(a), g)) if tg is None
+                                   else tg - F.matmul(F.T(ta), F.solve(F.T(a), g)))
+    return _plus(None if moved is None else F.solve_grad_a(moved, a, x),
+                 None if tx is None else F.solve_grad_a(g, a, tx))
+
+
+def _solve_triangular_grad_a(ts, out, g, a, x, trans, lower):
+    # as solve's, with the triangle of a that is read, transposed for trans
+    tg, ta, tx = ts[:3]
+    t, low = trans.value, lower.value
+    pushed = None if ta is None else -F.matmul(F.T(_triangle(ta, low, t)), F.solve(F.T(_triangle(a, low, t)), g))
+    moved = _plus(tg, pushed)
+    return _plus(None if moved is None else F.solve_triangular_grad_a(moved, a, x, trans, lower),
+                 None if tx is None else F.solve_triangular_grad_a(g, a, tx, trans, lower))
+
+
+def _cholesky_grad(ts, out, g, L):
+    tg, tL = ts
+    return _plus(None if tg is None else F.cholesky_grad(tg, L),
+                 None if tL is None else F.cholesky_grad_tangent(g, L, tL))
+
+
+def _prod_grad(ts, out, g, x, **p):
+    tg, tx = ts
+    return _plus(None if tg is None else F.prod_grad(tg, x, **p),
+                 None if tx is None else F.prod_grad_tangent(g, x, tx, **p))
+
+
+def _einsum_grad(ts, out, g, operands, i, subscripts):
+    # multilinear in g and each operand but i (operand i gives only its shape): the product rule
+    tg, t_operands = ts[:2]
+    terms = [None if tg is None else F.einsum_grad(tg, operands, i, subscripts)]
+    if t_operands is not None:
+        if not (isinstance(operands, Call) and operands.prim == "tuple" and isinstance(t_operands, Call)
+                and t_operands.prim == "tuple"):
+            raise NoTangentRule("einsum_grad")
+        for k, tk in enumerate(t_operands.args):
+            if k != i.value and not _made_zero(tk):
+                moved = Call("tuple", tuple(tk if j == k else x for j, x in enumerate(operands.args)), operands.ns)
+                terms.append(F.einsum_grad(g, moved, i, subscripts))
+    return _plus(*terms)
+
+
+def _cumprod(ts, out, x, axis=None):
+    (t,) = ts
+    return F.cumprod_tangent(t, x, *(() if axis is None else (Const(axis),)))
+
+
+def _cho_factor(ts, out, a, lower=False):
+    (t,) = ts
+    return F.cho_factor_tangent(t, Call("getitem", (out, Const(0)), "op", params=(("index", ("i",)),)),
+                                *((Const(True),) if lower else ()))
+
+
+def _cho_solve(ts, out, factor, b):
+    tf, tb = ts
+    return _plus(None if tf is None else F.cho_solve_tangent(tf, factor, out),
+                 None if tb is None else F.cho_solve(factor, tb))
+
+
+def _made_zero(t):
+    """Whether `t` is the zero forward mode builds for an input without a tangent (0.0 * x)."""
+    return t == Const(0.0) or (isinstance(t, Call) and t.prim == "mul" and t.args[0] == Const(0.0))
+
+
 EXPLICIT = {"softmax": _softmax, "log_softmax": _log_softmax, "inv": _inv, "solve": _solve, "det": _det,
-            "slogdet": _slogdet, "sort": _sort, "cholesky": _cholesky}
+            "slogdet": _slogdet, "sort": _sort, "cholesky": _cholesky, "solve_triangular": _solve_triangular,
+            "solve_grad_a": _solve_grad_a, "solve_triangular_grad_a": _solve_triangular_grad_a,
+            "cholesky_grad": _cholesky_grad, "prod_grad": _prod_grad, "einsum_grad": _einsum_grad, "cumprod": _cumprod,
+            "cho_factor": _cho_factor, "cho_solve": _cho_solve}
 
