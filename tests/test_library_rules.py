@@ -185,16 +185,8 @@ def finite_differences(f, inputs, name, h=1e-6):
     return grad
 
 
-# np.linalg.norm along an axis is an array: gradgen/analysis/arrays.py (_SCALAR_RESULTS) and
-# analysis/stated.py (_NUMBERS) still call every norm a number, so these wait for "norm" to
-# move to the reductions there (the rules themselves are right: checked with that change made)
-AWAITING_ANALYSIS = {"norm_axis", "norm_axis_keepdims", "norm_ord_1", "norm_ord_inf"}
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_library_rule_matches_finite_differences(case, request):
-    if case in AWAITING_ANALYSIS:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="the shape analysis calls every norm a number"))
+def test_library_rule_matches_finite_differences(case):
     expression, build = CASES[case]
     inputs = build(_rng(case))
     names = list(inputs)

@@ -15,7 +15,7 @@ from gradgen.rules.lists import list_names
 from gradgen.rules.table import TABLE
 
 # primitives whose result is a plain number whatever their input
-_SCALAR_RESULTS = {"len", "shape", "ndim", "size", "max", "min", "norm", "float", "int", "round", "sum_list",
+_SCALAR_RESULTS = {"len", "shape", "ndim", "size", "max", "min", "float", "int", "round", "sum_list",
                    "tree_len", "tree_keys", "range_slice",
                    "inner"} | {name for name, p in TABLE.items() if p.result == "number"}
 # reductions: a number unless axis= or keepdims= keep axes (the library's are marked in the table)
@@ -24,7 +24,7 @@ _REDUCTIONS = {"sum", "mean", "prod", "amax", "amin"} | {name for name, p in TAB
 _POINT_DENSITIES = {"mvn_logpdf"}
 # arrays even of numbers: np.array([np.sum(x) for x in X]) is a vector, never one number
 _ARRAY_RESULTS = {"zeros", "ones", "eye", "arange", "linspace", "full", "stack", "concatenate", "outer",
-                  "expand_dims", "reshape", "broadcast_to", "cumsum", "stack_list", "array_list",
+                  "expand_dims", "reshape", "broadcast_to", "cumsum", "cumprod", "stack_list", "array_list",
                   "concatenate_list", "vstack_list", "hstack_list"}
 
 

@@ -28,8 +28,8 @@ JAXTYPING = {"Float", "Float16", "Float32", "Float64", "Int", "Int8", "Int16", "
              "BFloat16", "Key"}
 _SAME_AS_FIRST = {"softmax", "log_softmax", "flip", "copy", "pos", "zeros_like", "ones_like",
                   "array", "astype"}
-_NUMBERS = {"len", "ndim", "size", "float", "int", "norm", "det", "logdet", "trace", "inner", "tree_len", "vdot"}
-_REDUCTIONS = {"sum", "mean", "prod", "amax", "amin", "std", "var", "logsumexp", "max", "min", "nansum", "nanmean"}
+_NUMBERS = {"len", "ndim", "size", "float", "int", "det", "logdet", "trace", "inner", "tree_len", "vdot"}
+_REDUCTIONS = {"sum", "mean", "prod", "amax", "amin", "std", "var", "logsumexp", "max", "min", "nansum", "nanmean", "norm"}
 
 
 # ---- what the source says -----------------------------------------------------------------
@@ -241,8 +241,8 @@ class StaticShapes:
             return _reduced(self.of(e.args[0]), params.get("axis"), params.get("keepdims", False))
         if e.prim in _SAME_AS_FIRST:
             return self.of(e.args[0])
-        if e.prim in ("cumsum", "sort"):  # along an axis: the same shape; axis=None: of the flattened array
-            flat = params.get("axis", None if e.prim == "cumsum" else -1) is None
+        if e.prim in ("cumsum", "cumprod", "sort"):  # along an axis: the same shape; axis=None: flattened
+            flat = params.get("axis", -1 if e.prim == "sort" else None) is None
             return _flattened(self.of(e.args[0])) if flat else self.of(e.args[0])
         rule = _RULES.get(e.prim)
         return rule(self, e, params) if rule is not None else None
