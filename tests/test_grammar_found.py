@@ -136,7 +136,7 @@ def f(u, P):
 def f(W, x):
     S = x
     for t in range(2):
-        q = S[t] * W
+        q = S[t] + W
     for xi in x:
         S = xi
     return q
