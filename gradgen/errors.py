@@ -46,6 +46,16 @@ def printable(text) -> str:
     return "".join(c if c.isprintable() else "?" for c in text)
 
 
+class Final(CompileError):
+    """A refusal that keeping the expression as written (gradgen.frontend.inactive) would
+    not cure: Python itself would fail there (`x + None`, a number plus a string)."""
+
+
+class NoRule(CompileError):
+    """A function, method or attribute gradgen has no rule for: on data it runs as written;
+    where a derivative reaches it, gradgen.analysis.activity says "no derivative rule for"."""
+
+
 def error_at(node, message, ctx):
     """Build a CompileError at an AST node; `ctx` knows the file name and source lines.
 

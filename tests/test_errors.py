@@ -19,7 +19,8 @@ CASES = [
      "bad.py:2:12: unknown function 'foo': gradgen differentiates its known primitives and functions "
      "defined in this file\n        return foo(x)\n               ^"),
     ("no rule", "import numpy as np\ndef f(x):\n    return np.frobnicate(x)\n", {},
-     "bad.py:3:12: gradgen has no derivative rule for 'np.frobnicate'\n        return np.frobnicate(x)\n"
+     "bad.py:3:12: no derivative rule for 'np.frobnicate' on the value of 'x' (a differentiated parameter)\n"
+     "        return np.frobnicate(x)\n"
      "               ^"),
     ("recursion", "def f(x):\n    return f(x) * x\n", {},
      "bad.py:2:12: recursive call to 'f': gradgen cannot differentiate recursion\n"
@@ -86,7 +87,8 @@ CASES = [
      "bad.py:5:12: 'sq' is a lambda, which gradgen does not inline yet; write it as a 'def' in this file\n"
      "        return sq(x)\n               ^"),
     ("a helper of another file, not a missing rule", "from model import sq\n\n\ndef f(x):\n    return sq(x)\n", {},
-     "bad.py:5:12: 'sq' comes from 'model', which gradgen does not read: it differentiates functions of this "
+     "bad.py:5:12: no derivative rule for 'sq' on the value of 'x' (a differentiated parameter); "
+     "'sq' comes from 'model', which gradgen does not read: it differentiates functions of this "
      "file and known library functions; copy the function into this file\n        return sq(x)\n"
      "               ^"),
     ("a draw from Python's random module", "import random\n\n\ndef f(x):\n    return x * random.random()\n", {},

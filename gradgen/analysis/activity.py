@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradgen.errors import CompileError
+from gradgen.errors import CompileError, NoRule
 from gradgen.ir.nodes import (
     Assign, Call, Cond, For, If, IndexAdd, Restore, Save, Var, While, expressions, is_draw, subexpressions, variables,
     walk
@@ -45,8 +45,12 @@ def diff_vars(expr, out=None):
 
 
 def _differentiable(e):
-    """The arguments a derivative flows to: those a smooth rule has, a conditional's arms."""
+    """The arguments a derivative flows to: those a smooth rule has, a conditional's arms, and
+    (when in doubt, active) every variable an expression kept as written reads."""
     if isinstance(e, Call):
+        if e.prim == "verbatim":
+            measured = dict(e.params)["measured"]
+            return [a for a in e.args if a.name not in measured]
         prim = TABLE[e.prim]
         return [a for i, a in enumerate(e.args) if _has_rule(prim, i)] if prim.kind == "smooth" else ()
     return (e.body, e.orelse) if isinstance(e, Cond) else ()
@@ -83,6 +87,7 @@ def left_out_parameters(fn, wrt):
         if differentiable:
             diff_vars(expr, used_diff)
     data = {p.name for p in fn.params if p.keyword_only}
+    nones = {p.name for p in fn.params if p.has_default and not p.function and not isinstance(p.default, (int, float))}
     functions = {p.name: p.function for p in fn.params if p.function}
     counts = _integer_parameters(fn, names)
     why = {}
@@ -91,6 +96,8 @@ def left_out_parameters(fn, wrt):
             why[n] = "a function: the gradient is compiled for its default"
         elif n in data:
             why[n] = "keyword-only data"
+        elif n in nones:
+            why[n] = f"its default is {p_default(fn, n)!r}, not a number: data"
         elif n in counts:
             why[n] = "a count or an index: it reaches range(), int() or an index"
         elif n in used and n not in used_diff and n in drawn_from:
@@ -98,6 +105,10 @@ def left_out_parameters(fn, wrt):
         elif n in used and n not in used_diff:
             why[n] = "used only where no derivative exists (comparisons, floor, ...)"
     return why
+
+
+def p_default(fn, name):
+    return next(p.default for p in fn.params if p.name == name)
 
 
 def _integer_parameters(fn, names):
@@ -164,6 +175,7 @@ def analyse(fn, wrt, module) -> Activity:
     for stmt in walk(fn.body):
         if isinstance(stmt, Assign) and stmt.target in useful:
             _refuse_integer_uses(stmt.expr, origin, module)
+            _refuse_kept_as_written(stmt.expr, origin, fn, module)
         elif isinstance(stmt, (For, While, If)):
             _refuse_integer_uses(expressions(stmt)[0], origin, module)
     return Activity(list(wrt), {n for n in useful if n in origin})
@@ -222,6 +234,42 @@ def _refuse_integer_uses(expr, origin, module):
                 _refuse(Call("index", e.args[1:], loc=e.loc), origin, module)
             elif e.prim == "setitem":
                 _refuse(Call("index", e.args[2:], loc=e.loc), origin, module)
+
+
+def _refuse_kept_as_written(expr, origin, fn, module):
+    """An expression kept as the source wrote it (gradgen.frontend.inactive) that the result
+    depends on and a differentiated parameter reaches: it has no rule, so refuse it there."""
+    for e in subexpressions(expr, _differentiable):
+        if isinstance(e, Call) and e.prim == "verbatim":
+            reached = next((v.name for v in _differentiable(e) if v.name in origin), None)
+            if reached is not None:
+                raise no_rule_error(e, fn.display.get(reached, reached), origin[reached], module)
+
+
+def no_rule_error(call, name, param, module):
+    """The error at an expression kept as written that a derivative would have to go through:
+    the lowering's own where it was used wrongly (two values for one argument, an operator
+    gradgen lacks), else "no derivative rule for ..."."""
+    refusal = dict(call.params)["refusal"]
+    if not isinstance(refusal, NoRule):
+        return refusal
+    line, col = call.loc or (None, None)
+    return CompileError(no_rule_message(call, name, param), module.filename, line, col, module.line_text(line))
+
+
+def no_rule_message(call, name, param):
+    """'no derivative rule for np.cumprod on the value of 'c' (which depends on 'w')', with why
+    the lowering did not know the expression when there is more to say."""
+    params = dict(call.params)
+    message = f"no derivative rule for '{params['what']}' on the value of '{name}'"
+    if param is None:
+        message += " (which a derivative reaches)"
+    else:
+        message += f" (which depends on '{param}')" if param != name else " (a differentiated parameter)"
+    why = str(params["refusal"].args[0]) if params["refusal"].args else ""
+    if why and not why.startswith(("unknown function", "gradgen has no derivative rule", "unknown name")):
+        message += f"; {why}"
+    return message
 
 
 def varied(stmts, seeds):

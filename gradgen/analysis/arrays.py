@@ -93,6 +93,8 @@ def _rows_of_arrays(expr, arrays):
     reduction along an axis (`np.prod(x, axis=0)` of a vector) unless it keeps its dims."""
     if isinstance(expr, Call) and expr.prim == "getitem" and all(k == "i" for k in dict(expr.params)["index"]):
         return False
+    if isinstance(expr, Call) and expr.prim == "verbatim":  # may be an array, as a parameter may: no evidence
+        return False
     if isinstance(expr, Call) and expr.prim in ("matmul", "dot", "squeeze"):  # squeeze: of a (1, 1) array, a number
         return False
     if isinstance(expr, Call) and expr.prim in _REDUCTIONS:  # along an axis of a vector: a number
@@ -238,6 +240,8 @@ def may_be_array(expr, arrays) -> bool:
         return may_be_array(expr.body, arrays) or may_be_array(expr.orelse, arrays)
     if not isinstance(expr, Call):
         return False
+    if expr.prim == "verbatim":  # the user's own text (gradgen.frontend.inactive): anything
+        return True
     if expr.ns == "math" or expr.prim in _SCALAR_RESULTS or TABLE[expr.prim].kind == "integer":
         return False
     if expr.prim in _REDUCTIONS:

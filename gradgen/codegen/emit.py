@@ -79,6 +79,22 @@ class Emitter:
             return ast.UnaryOp(ast.USub(), ast.Constant(-value))
         return ast.Constant(value)  # (also a string: a dict's key, a loop over ["W", "b"])
 
+    def _as_written(self, e):
+        """A draw or an expression kept as the source wrote it: its text, each variable it
+        read spelled as its argument is now (a pass may have renamed it since)."""
+        params = dict(e.params)
+        self.imports.update(params["modules"])
+        tree = ast.parse(params["text"], mode="eval").body
+        now = {old: self.expr(arg) for old, arg in zip(params.get("names", ()), e.args)}
+        if all(isinstance(a, ast.Name) and a.id == old for old, a in now.items()):
+            return tree
+
+        class _Respelled(ast.NodeTransformer):
+            def visit_Name(self, node):
+                return now.get(node.id, node) if isinstance(node.ctx, ast.Load) else node
+
+        return _Respelled().visit(tree)
+
     def _attr(self, module, name):
         """`np.exp`, `np.linalg.det`, `scipy.stats.norm.logpdf`: a name in an imported module."""
         self.imports.add(module)
@@ -88,10 +104,8 @@ class Emitter:
         return node
 
     def _call(self, e):
-        if e.prim == "draw":  # a random draw, as the source wrote it (gradgen/frontend/effects.py)
-            params = dict(e.params)
-            self.imports.update(params["modules"])
-            return ast.parse(params["text"], mode="eval").body
+        if e.prim in ("draw", "verbatim"):  # as the source wrote it (gradgen/frontend/effects.py, inactive.py)
+            return self._as_written(e)
         prim = TABLE[e.prim]
         if e.prim == "neg" and isinstance(e.args[0], Call) and e.args[0].prim in ("mul", "div"):
             return self._negated_product(e.args[0])

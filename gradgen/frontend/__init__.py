@@ -5,6 +5,7 @@
 `lower_lists`, `lower_loops`, `lower_assign`, `known_lists`) turn one function's AST into straight-line SSA
 over primitives, with `scopes`, `fold` (values known when compiling), `closures`,
 `comprehensions`, `structured` (parameters that are lists, tuples, dicts), `effects`
-(print, assert, logging) and `custom_calls` (reading `@gradgen.custom_vjp` rules). May import
+(print, assert, logging), `inactive` (code outside the subset kept as written, for the
+activity analysis to accept where no derivative flows) and `custom_calls` (reading `@gradgen.custom_vjp` rules). May import
 `gradgen.ir`, `gradgen.rules`, `gradgen.analysis`; never the transforms (an independent layer).
 """

@@ -54,6 +54,7 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         self.namer = namer
         self.sigmoid_name = sigmoid_name
         self.body = []  # the statement list being filled (a branch or loop body while inside one)
+        self.whole_value = None  # the right side of `name = ...` being lowered (kept as written: not renamed)
         self.depth = 0  # nesting of if/for/while: inside, assignments overwrite in place
         self.loop_depth = 0
         self.bound = set()  # SSA names assigned so far on the path being lowered
@@ -146,6 +147,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         return None
 
     def _default(self, node, name):
+        if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, str)):
+            return node.value  # data, or a choice (`if x is None:`, `if kind == "l1":`)
         try:
             value = constant_value(node, self.m)
         except ValueError:
@@ -229,6 +232,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             value = custom_calls.lower_call(self, scope, stmt.value, custom, named=False)
         else:
             value = self.expr(scope, stmt.value, function_ok=scope.helper is not None and scope.result is None)
+        if top and isinstance(value, Const) and not isinstance(value.value, (int, float)):
+            raise self.m.error(stmt.value, f"only real numbers are supported, not {type(value.value).__name__} constants")
         if scope.result is not None:
             self._emit_result(scope, value, stmt)
             return None
@@ -320,7 +325,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         renamed = effects.rename(self.m, node, lambda n: _lookup(scope, n), self.m.error,
                                  f"the draw '{ast.unparse(node)}'")
         return self._call("draw", renamed.reads, "numpy", node,
-                          (("text", renamed.text), ("modules", tuple(sorted(renamed.modules)))))
+                          (("text", renamed.text), ("modules", tuple(sorted(renamed.modules))),
+                           ("names", tuple(v.name for v in renamed.reads))))
 
     def _bind(self, scope, name, value, stmt, augmented=False):
         """`name = value`: a fresh SSA name in straight-line code; inside control flow the
@@ -413,6 +419,11 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
 
     def _if(self, scope, stmt):
         test = self.expr(scope, stmt.test, test=True)
+        if isinstance(test, Const):  # known when compiling (`if b is None:` of a helper's default)
+            taken = stmt.body if test.value else stmt.orelse
+            self._prebind(scope, taken, stmt)
+            self.body.extend(self._block(scope, taken))
+            return
         self._prebind(scope, stmt.body + stmt.orelse, stmt)
         lists = {name: scope.env[name] for name in self._made_lists(scope, stmt.body + stmt.orelse)}
         entry = set(self.bound)

@@ -41,7 +41,10 @@ class AssignLowering:
             custom = custom_calls.called(self, scope, value)  # y = safe_log(x): y is the custom call itself
             self._bind(scope, target.id, custom_calls.lower_call(self, scope, value, custom, named=False), stmt)
         elif isinstance(target, ast.Name):
-            self._bind(scope, target.id, self.expr(scope, value, function_ok=True), stmt)
+            self.whole_value = value
+            lowered = self.expr(scope, value, function_ok=True)
+            self.whole_value = None
+            self._bind(scope, target.id, lowered, stmt)
         elif isinstance(target, ast.Tuple):
             names = [t for t in target.elts]
             if not all(isinstance(t, ast.Name) for t in names):

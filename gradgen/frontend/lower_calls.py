@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from gradgen.frontend import custom_calls, effects
+from gradgen.frontend import custom_calls, effects, inactive
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, own_nodes
 from gradgen.frontend.known_lists import STATIC_VALUES
 from gradgen.frontend.parse import constant_value
@@ -74,12 +74,12 @@ class CallLowering:
         spelled = ast.unparse(func)
         if qualified is None:
             if isinstance(func, ast.Name):
-                raise self.m.error(node, f"unknown function '{spelled}': gradgen differentiates its "
-                                         "known primitives and functions defined in this file")
-            raise self.m.error(node, f"unknown function '{spelled}'")
+                raise inactive.no_rule(self.m.error(node, f"unknown function '{spelled}': gradgen differentiates "
+                                                          "its known primitives and functions defined in this file"))
+            raise inactive.no_rule(self.m.error(node, f"unknown function '{spelled}'"))
         found = table.lookup(qualified)
         if found is None:
-            raise self.m.error(node, self._no_rule(qualified, spelled, node))
+            raise inactive.no_rule(self.m.error(node, self._no_rule(qualified, spelled, node)))
         return self._primitive_call(scope, node, spelled, *found)
 
     def _extreme_of_list(self, scope, node):
@@ -128,7 +128,7 @@ class CallLowering:
         name = {"dot": "matmul", "max": "amax", "min": "amin", "flatten": "ravel"}.get(func.attr, func.attr)
         prim = table.TABLE.get(name)
         if prim is None or not (prim.method or name in ("matmul", "amax", "amin")):
-            raise self.m.error(node, f"gradgen has no derivative rule for the method '.{func.attr}()'")
+            raise inactive.no_rule(self.m.error(node, f"gradgen has no derivative rule for the method '.{func.attr}()'"))
         shape_args = node.args
         if name == "reshape" and not (len(node.args) == 1 and isinstance(node.args[0], ast.Tuple)):
             shape_args = [ast.copy_location(ast.Tuple(elts=list(node.args), ctx=ast.Load()), node)]
@@ -178,7 +178,7 @@ class CallLowering:
         for arg in args:
             if isinstance(arg, ast.Starred):
                 raise self.m.error(arg, "starred arguments are not supported")
-            if isinstance(arg, ast.Tuple):
+            if isinstance(arg, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in arg.elts):
                 values.append(self._call("tuple", tuple(self.expr(scope, e) for e in arg.elts), "builtins", arg))
             else:
                 values.append(self._library_argument(scope, arg, ns))

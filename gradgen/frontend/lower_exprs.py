@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import ast
 
-from gradgen.frontend import comprehensions
+from gradgen.errors import CompileError, Final
+from gradgen.frontend import comprehensions, inactive
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def
 from gradgen.frontend.known_lists import STATIC_VALUES
 from gradgen.frontend.parse import NAMED
@@ -47,7 +48,14 @@ class ExprLowering:
         """The IR of expression `node`; a function value (a lambda, `np.tanh`, a helper named
         without a call) only where `function_ok` (an argument, a return of a helper, the
         right of an assignment), else a located error."""
-        value = self._expr(scope, node, test)
+        start = len(self.body)
+        try:
+            value = self._expr(scope, node, test)
+        except Final:
+            raise
+        except CompileError as refusal:  # outside the subset: kept as written if no derivative needs it
+            del self.body[start:]
+            return self._as_written(scope, node, refusal, test)
         if isinstance(value, STATIC_VALUES) and not function_ok:
             raise self._static_misuse(node, value)
         if isinstance(value, ArgsTuple) and not function_ok:
@@ -57,6 +65,14 @@ class ExprLowering:
             raise self.m.error(node, f"'{ast.unparse(node) if not isinstance(node, ast.Lambda) else 'lambda'}' is a "
                                      "function, not a number")
         return value
+
+    def _as_written(self, scope, node, refusal, test):
+        """`node` as the source wrote it (gradgen.frontend.inactive), in a variable of its
+        own unless it is the whole value of an assignment or a condition."""
+        call = inactive.as_written(self, scope, node, refusal)
+        if test or node is self.whole_value:
+            return call
+        return self._named(inactive.base_name(node), call, node)
 
     def _expr(self, scope, node, test=False):
         static = self._static_expr(scope, node)
@@ -83,7 +99,9 @@ class ExprLowering:
             op = _BINOPS.get(type(node.op))
             if op is None:
                 raise self.m.error(node, f"operator '{_OP_TEXT.get(type(node.op), '?')}' is not supported")
-            return self._call(op, (self.expr(scope, node.left), self.expr(scope, node.right)), "op", node)
+            operands = (self.expr(scope, node.left), self.expr(scope, node.right))
+            self._refuse_non_numbers(node, (node.left, node.right), operands)
+            return self._call(op, operands, "op", node)
         if isinstance(node, ast.UnaryOp):
             op = _UNARY.get(type(node.op))
             if op is None or (op == "not" and not test):
@@ -108,6 +126,8 @@ class ExprLowering:
         if isinstance(node, ast.IfExp):
             start = len(self.body)
             cond = self.expr(scope, node.test, test=True)
+            if isinstance(cond, Const):  # known when compiling: only that arm exists
+                return self.expr(scope, node.body if cond.value else node.orelse)
             mark = len(self.body)
             body, orelse = self.expr(scope, node.body), self.expr(scope, node.orelse)
             if len(self.body) > mark:  # a branch runs statements: only the branch taken may run them
@@ -123,6 +143,19 @@ class ExprLowering:
             return self._attribute(node, scope)
         message = _UNSUPPORTED_EXPR.get(type(node), f"'{type(node).__name__}' expressions are not supported")
         raise self.m.error(node, message)
+
+    def _refuse_non_numbers(self, node, nodes, operands):
+        """`x + None`, `w * "a"`: Python's own TypeError, refused where it is (a string's
+        `%` formatting and joining two strings run as written)."""
+        texts = [isinstance(v, Const) and isinstance(v.value, str) for v in operands]
+        for v in operands:
+            if isinstance(v, Const) and v.value is None:
+                raise inactive.final(self.m.error(node, f"'{self.m.segment(node)}' computes with None"))
+        if any(texts) and not all(texts) and not (texts[0] and isinstance(node.op, ast.Mod)):
+            n = nodes[texts.index(True)]
+            raise inactive.final(self.m.error(n, "only real numbers are supported, not str constants"))
+        if any(texts):  # "a" + "b", "%d steps" % n
+            raise self.m.error(node, "an operation on strings: kept as written")
 
     def _subscript(self, scope, node):
         """`x[i, 1:n, None, ...]`: getitem on x, the index as expressions plus their layout."""
@@ -183,12 +216,14 @@ class ExprLowering:
         return Const(value)
 
     def _constant(self, node):
-        if type(node.value) in (int, float, bool):
+        if type(node.value) in (int, float, bool, str) or node.value is None:
             return Const(node.value)
         kind = type(node.value).__name__
         raise self.m.error(node, f"only real numbers are supported, not {kind} constants")
 
     def _compare(self, scope, node):
+        if any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            return self._identity(scope, node)
         left = Const(node.left.value) if _is_text(node.left) else self.expr(scope, node.left)
         parts = []
         for op, right_node in zip(node.ops, node.comparators):
@@ -199,6 +234,15 @@ class ExprLowering:
             parts.append(self._call(prim, (left, right), "op", node))
             left = right
         return parts[0] if len(parts) == 1 else self._call("and", tuple(parts), "op", node)
+
+    def _identity(self, scope, node):
+        """`b is None`, `b is not None`: known when compiling where both sides are constants
+        (a helper's None default, a number passed in), else left to run as written."""
+        values = [self.expr(scope, n) for n in [node.left, *node.comparators]]
+        if len(node.ops) != 1 or not all(isinstance(v, Const) for v in values):
+            raise self.m.error(node, "'is' compares objects; gradgen keeps it as written")
+        same = values[0].value is values[1].value or values[0].value == values[1].value is None
+        return Const(same if isinstance(node.ops[0], ast.Is) else not same)
 
     def _call(self, prim, args, ns, node, params=()):
         # (a list in an index is a fancy index, as NumPy reads it: `y[[0, 1, 1]]`, `W[0][idx]`)
@@ -279,4 +323,4 @@ class ExprLowering:
             return LibraryFunction(qualified, ast.unparse(node))
         if isinstance(node, ast.Attribute) and qualified is None and node.attr in _FACTS | {"T"}:
             return self._call(node.attr, (self.expr(scope, node.value),), "numpy", node)
-        raise self.m.error(node, f"unknown name '{ast.unparse(node)}'")
+        raise inactive.no_rule(self.m.error(node, f"unknown name '{ast.unparse(node)}'"))

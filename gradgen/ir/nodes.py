@@ -415,6 +415,12 @@ def is_draw(expr) -> bool:
     return isinstance(expr, Call) and expr.prim == "draw"
 
 
+def as_written(expr) -> bool:
+    """A draw, or an expression kept as the source wrote it (gradgen.frontend.inactive): its
+    value is data, computed by the user's own text, and carries no derivative."""
+    return isinstance(expr, Call) and expr.prim in ("draw", "verbatim")
+
+
 def has_effect(stmt) -> bool:
     """Whether a statement (or one nested in it) must run even if nothing reads its result."""
     return any(isinstance(s, Effect) or (isinstance(s, Assign) and is_draw(s.expr)) for s in walk([stmt]))

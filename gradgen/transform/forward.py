@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gradgen.analysis.activity import no_rule_message
 from gradgen.analysis.arrays import may_be_array
 from gradgen.errors import CompileError
 from gradgen.ir import simplify
@@ -152,6 +153,13 @@ class Forward:
                         orelse if orelse is not None else self._arm_zero(e.orelse))
         if not isinstance(e, Call) or not (_reads(e) & self.active) or e.prim == "draw":
             return None
+        if e.prim == "verbatim":  # kept as written (gradgen.frontend.inactive): it has no rule
+            measured = dict(e.params)["measured"]
+            reached = next((v.name for v in e.args if v.name in self.active and v.name not in measured), None)
+            if reached is None:  # it reads only the shapes of values with tangents
+                return None
+            message = no_rule_message(e, reached, None)
+            raise CompileError(message) if self.where is None else self.where(e.loc, message)
         if rules_forward.no_tangent(e.prim):
             return None
         tangents = [self.expr(a, None) for a in e.args]

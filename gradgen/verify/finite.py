@@ -210,7 +210,7 @@ def _candidate(params, wrt, rng, random_states=()):
     spread = rng.choice([(0.1, 0.9), (0.1, 0.9), (-0.9, 0.9), (-2.0, 2.0), (0.5, 3.0)])
     point = {}
     for p in params:
-        if p.name in wrt and p.has_default:
+        if p.name in wrt and p.has_default and isinstance(p.default, (int, float)):
             point[p.name] = round(p.default * rng.uniform(0.7, 1.3) + rng.uniform(-0.1, 0.1), 6)
         elif p.name in wrt:
             point[p.name] = round(rng.uniform(*spread), 6)

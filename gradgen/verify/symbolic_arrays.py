@@ -18,7 +18,7 @@ import time
 import numpy as np
 import sympy
 
-from gradgen.ir.nodes import Cond, Const, Var, is_draw
+from gradgen.ir.nodes import Cond, Const, Var, as_written
 from gradgen.limits import time_limit
 from gradgen.rules.table import TABLE, casts_to_int
 from gradgen.verify.trace import _CUSTOM, _custom_value, _index_of, _real, _Trace, _Unsupported
@@ -87,7 +87,7 @@ class _ArrayTrace(_Trace):
 
     def evaluate(self, expr):
         value = self.value(expr)
-        return value, _as_object(value) if is_draw(expr) else self.symbolic(expr)
+        return value, _as_object(value) if as_written(expr) else self.symbolic(expr)
 
     def symbolic(self, e):
         if isinstance(e, Var):

@@ -15,7 +15,7 @@ import numpy as np
 import sympy
 
 from gradgen.codegen.emit import Emitter
-from gradgen.ir.nodes import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, is_draw, variables
+from gradgen.ir.nodes import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, as_written, variables
 from gradgen.rules.table import SCIPY_MODULES, TABLE, casts_to_int
 from gradgen.verify.symbolic_plans import Fallback, _number, partials
 from gradgen.verify.usercode import fresh
@@ -137,6 +137,8 @@ class _Trace:
                 return out
             text = ast.unparse(self.emitter.expr(expr))
             code = self.compiled[id(expr)] = (compile(text, "<trace>", "eval"), expr)
+            if as_written(expr):  # the user's own text: the modules it names
+                _import_into(self.env, dict(expr.params)["modules"])
         return eval(code[0], self.env, self.values)  # noqa: S307 - gradgen's own IR
 
     def array_tangent(self, expr, value):
@@ -149,7 +151,7 @@ class _Trace:
         if isinstance(expr, Call) and expr.prim in _LIST_TANGENTS:  # a list's tangent: its elements'
             return self.value(expr), _LIST_TANGENTS[expr.prim](self, expr)
         value = self.value(expr)
-        if is_draw(expr):  # data: evaluating it again would draw other numbers
+        if as_written(expr):  # data: evaluating it again would draw other numbers
             return value, self.zero
         if _holds_array(value) or any(_holds_array(self.values.get(n)) for n in self._names(expr)):
             if isinstance(expr, Var):  # (`hs = [h0]`: h0's own tangent)
@@ -277,3 +279,15 @@ def _holds_array(value):
     """Whether the scalar trace must follow `value` element by element: an array of one or
     more axes, or a list (whose elements may be arrays)."""
     return isinstance(value, list) or (isinstance(value, np.ndarray) and value.ndim > 0)
+
+
+def _import_into(env, modules):
+    """`scipy.special`, `mylib`: imported, each under its first name (as the generated module
+    spells it), for the text of an expression kept as the source wrote it."""
+    for module in modules:
+        top = {"numpy": "np"}.get(module, module.split(".")[0])
+        if top not in env:
+            importlib.import_module(module)
+            env[top] = importlib.import_module(module.split(".")[0])
+        else:
+            importlib.import_module(module)

@@ -1,0 +1,118 @@
+"""Issue 22 item 1: code no derivative flows through runs as written.
+
+The corpus in tests/corpus/inactive/ writes each form the issue names (np.empty, a
+function gradgen has never heard of, `dtype=X.dtype`, `dtype=bool`, `(*w.shape, 1)`,
+`range(...)` kept as a value, `[0] * (n + 1)`, builtin `sum(xs, start)`, `is None` on a None
+default, None passed to a helper, isinstance, f-strings, string comparisons, a generator
+made by np.random.default_rng inside the loss, sliding_window_view, multigammaln of
+integers, a method of a data array) inside a loss whose gradient `gradgen check` compares
+with finite differences and sympy. Where a derivative would have to pass through such code,
+the error is located at it and names the call, the value and the parameter.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gradgen import CompileError, compile_source
+from gradgen.verify.check import check_source
+
+CORPUS = Path(__file__).parent / "corpus" / "inactive"
+CASES = [(path.name, node.name[len("inputs_"):]) for path in sorted(CORPUS.glob("*.py"))
+         for node in ast.parse(path.read_text()).body
+         if isinstance(node, ast.FunctionDef) and node.name.startswith("inputs_")]
+
+
+def _program(file_name):
+    namespace = {"__name__": "inactive_" + file_name[:-3]}
+    exec(compile((CORPUS / file_name).read_text(), str(CORPUS / file_name), "exec"), namespace)
+    return namespace
+
+
+def test_the_corpus_writes_every_form_of_the_issue():
+    text = "".join(p.read_text() for p in CORPUS.glob("*.py"))
+    for form in ("np.empty(", "dtype=X.dtype", "dtype=bool", "(*w.shape, 1)", "range(n)\n", "[0] * (n + 1)",
+                 "sum(counts, 0)", "is None", "penalty(w, None)", "isinstance(", 'f"', '== "l1"',
+                 "default_rng(", "sliding_window_view(", "multigammaln(", "X.argmax(", "polyvander("):
+        assert form in text, form
+    assert len(CASES) >= 5
+
+
+@pytest.mark.parametrize(("file_name", "function_name"), CASES, ids=[f"{f}::{n}" for f, n in CASES])
+def test_inactive_code_runs_as_written_and_the_gradient_is_right(file_name, function_name):
+    path = CORPUS / file_name
+    program = _program(file_name)
+    inputs = program["inputs_" + function_name]()
+    first = next(iter(inputs))  # the parameter the loss is fitted in; the rest is data
+    (report,) = check_source(path.read_text(), str(path), functions=[function_name], wrt=[first], at=inputs)
+    (point,) = report.points
+    assert report.wrt == [first]
+    a, b = float(point.value_generated), float(point.value_original)
+    assert math.isclose(a, b, rel_tol=1e-9), (a, b)
+    assert point.rows and all(row.ok for row in point.rows), [(r.param, r.generated, r.fd) for r in point.rows]
+    assert report.ok
+
+
+def _refusal(source):
+    with pytest.raises(CompileError) as caught:
+        compile_source(source, "loss.py")
+    return caught.value.format()
+
+
+def test_an_active_value_into_a_call_without_a_rule_is_located_and_named():
+    source = ("import numpy as np\nfrom mystery import smooth\n\n\ndef loss(w, X):\n    z = X @ w\n"
+              "    s = smooth(z)\n    return np.sum(s)\n")
+    assert _refusal(source.replace("def loss(w, X)", "def loss(w, *, X)")) == (
+        "loss.py:7:9: no derivative rule for 'smooth' on the value of 'z' (which depends on 'w'); 'smooth' comes "
+        "from 'mystery', which gradgen does not read: it differentiates functions of this file and known library "
+        "functions; copy the function into this file\n        s = smooth(z)\n            ^")
+
+
+def test_a_method_without_a_rule_on_an_active_value():
+    source = "import numpy as np\n\n\ndef loss(w):\n    v = (w * 2).tolist()\n    return sum(v)\n"
+    assert _refusal(source) == (
+        "loss.py:5:9: no derivative rule for '.tolist()' on the value of 'w' (a differentiated parameter)\n"
+        "        v = (w * 2).tolist()\n            ^")
+
+
+def test_inactive_code_that_only_decides_a_branch_runs_even_on_a_differentiated_value():
+    # cond(X) reads X, which is differentiated, but only picks a branch: no derivative flows there
+    source = ("import numpy as np\n\n\ndef loss(w, X):\n    z = X @ w\n    if np.linalg.cond(X) > 1e8:\n"
+              "        z = z * 0.5\n    return np.sum(z ** 2)\n")
+    compiled = compile_source(source, "loss.py")
+    assert "np.linalg.cond(X)" in compiled.text
+
+
+def test_forward_mode_refuses_an_expression_kept_as_written_that_a_tangent_reaches():
+    source = "import numpy as np\nfrom mystery import smooth\n\n\ndef loss(w):\n    return np.sum(smooth(w))\n"
+    with pytest.raises(CompileError) as caught:
+        compile_source(source, "loss.py", emit_kinds=("hvp",))
+    assert caught.value.message.startswith("no derivative rule for 'smooth' on the value of 'w'")
+
+
+def test_python_errors_stay_errors():
+    # keeping an expression as written never hides what Python itself would refuse
+    assert _refusal("def f(x):\n    return x + None\n") == (
+        "loss.py:2:12: 'x + None' computes with None\n        return x + None\n               ^")
+    assert _refusal("def f(x):\n    return x * 'a'\n") == (
+        "loss.py:2:16: only real numbers are supported, not str constants\n        return x * 'a'\n"
+        "                   ^")
+
+
+def test_the_generated_code_keeps_the_users_text_with_generated_names():
+    source = ("import numpy as np\n\n\ndef loss(w, X):\n    buf = np.empty(X.shape[0], dtype=X.dtype)\n"
+              "    buf[:] = 1.0\n    for i in range(3):\n        w = w * 1.5\n    return np.sum(buf * (X @ w))\n")
+    text = compile_source(source, "loss.py").text
+    assert "buf = np.empty(X.shape[0], dtype=X.dtype)" in text
+    ns = {}
+    exec(text, ns)
+    rng = np.random.RandomState(0)
+    w, X = rng.randn(2), rng.randn(4, 2)
+    dw, dX = ns["loss_grad"](w, X)
+    np.testing.assert_allclose(dw, 1.5 ** 3 * X.sum(axis=0))
+    np.testing.assert_allclose(dX, np.outer(np.ones(4), 1.5 ** 3 * w))
