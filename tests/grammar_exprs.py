@@ -199,6 +199,7 @@ class ExprGrammar:
         self.worlds: _Worlds | None = None
         self.owned: set = set()  # names whose value no other name holds (from arithmetic)
         self.updated: set = set()  # names updated in place (`k -= e`) inside a loop or branch
+        self.inactive_names: set = set()  # names bound to code kept as written (data; stmt_inactive)
         self.loop_vars: list = []  # per loop being drawn, its variables and what it runs over (never assigned)
 
     # -- small choices -----------------------------------------------------------------------
@@ -224,6 +225,9 @@ class ExprGrammar:
         return [n for n, k in self.scope.kinds.items() if k == kind]
 
     def bind(self, name: str, kind: str) -> None:
+        self.inactive_names.discard(name)  # (rebound: maybe to a differentiated value)
+        if name in self.scope.kinds and self.params.get(name) == "data":
+            self.params[name] = "data rebound"
         self.scope.kinds.pop(name, None)
         self.owned.discard(name)
         self.scope.kinds[name] = kind

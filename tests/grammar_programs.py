@@ -123,7 +123,7 @@ class GrammarBuilder(ExprGrammar):
     def statement(self) -> list | None:
         """One statement, kept only if it runs at every point; None if none fitted."""
         forms = ["assign"] * 8 + ["write", "write", "if", "if", "for", "for", "unpack", "accumulate", "indices",
-                                  "list", "append"]
+                                  "list", "append", "inactive"]
         if self.depth >= 2:
             forms = [f for f in forms if f not in ("if", "for")]
         for _ in range(5):
@@ -162,6 +162,36 @@ class GrammarBuilder(ExprGrammar):
         if e.prec < ATOM and " if " not in e.text:
             self.owned.add(name)
         return self.commit([(f"{name} = {e.text}", f"{name} = {e.probe}")])
+
+    def stmt_inactive(self) -> list | None:
+        """Code outside the subset that no derivative flows through, kept as written (issue 22
+        item 1): a function gradgen has no rule for applied to data, a buffer from np.empty, a
+        dtype= read from a value, a shape measured from a differentiated value, an f-string."""
+        data = [n for n in self.names("num") if self.params.get(n) == "data" or n in self.inactive_names]
+        nums = self.names("num")
+        if not nums:
+            return None
+        a = self.choice(nums)
+        forms = ["np.ones({a}.shape, dtype={a}.dtype) * 0.5", "np.cumprod(np.ones(np.shape({a}))) / 8.0",
+                 "np.full(np.shape({a}), 0.25, dtype={a}.dtype)"]
+        if data:
+            forms += ["np.percentile({d}, 40.0)", "np.ptp({d}) * 0.1", "np.median({d}, axis=0)",
+                      "np.diff({d}, prepend=0.0) * 0.5", "np.quantile({d}, 0.25) + np.zeros(np.shape({a}))"]
+        name = self.fresh()
+        text = self.choice(forms).format(a=a, d=self.choice(data) if data else a)
+        e = self.make(text)
+        if e is None:
+            return None
+        lines = [(f"{name} = {text}", f"{name} = {text}")]
+        if self.chance(0.3):  # a buffer filled from it, and a label only an assert reads
+            lines = [(f"{name} = np.empty(np.shape({text}))", f"{name} = np.empty(np.shape({text}))"),
+                     (f"{name}[...] = {text}", f"{name}[...] = {text}")]
+            tag = self.fresh(("tag", "label"))
+            lines.append((f'{tag} = f"{{np.shape({name})}}"', f'{tag} = f"{{np.shape({name})}}"'))
+            lines.append((f"assert isinstance({tag}, str), {tag}", f"assert isinstance({tag}, str), {tag}"))
+        self.bind(name, "num")
+        self.inactive_names.add(name)
+        return self.commit(lines)
 
     def part_of_itself(self, name: str):
         """`v[1:]`, `v[::-1]`, `h[..., None]`, `np.tanh(h) + h[-1]`, `g + h[-1]`, `h + g[-1]`: the

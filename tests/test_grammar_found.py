@@ -10,6 +10,21 @@ from differences import central
 from gradgen import CompileError, compile_source, load_module
 
 PROGRAMS = {
+    # a write of an array made from a list: the list's gradient was rows of a view of the
+    # written part of the adjoint, which the write's backward then zeroed (seed 502 #164)
+    "write_of_an_array_made_from_a_list": ("""
+def f(W, h):
+    buf = np.copy(W)
+    buf[:-1] = np.array([h for i in range(2)])
+    return buf.sum()
+""", {"W": np.ones((3, 3)), "h": np.array([0.45, -0.95, 0.93])}),
+    "write_of_an_array_made_from_a_literal_list": ("""
+def f(W, h):
+    buf = np.copy(W)
+    items = [h * 2.0, h]
+    buf[1:] = np.array(items)
+    return np.sum(buf ** 2)
+""", {"W": np.ones((3, 3)), "h": np.array([0.45, -0.95, 0.93])}),
     # a parameter rebound in a loop or branch: its gradient is made from the value passed
     "rebound_in_a_loop": ("""
 def f(w, A):

@@ -311,7 +311,7 @@ def carries(expr, active):
     if isinstance(expr, Cond):
         return carries(expr.body, active) or carries(expr.orelse, active)
     if isinstance(expr, Call) and not is_draw(expr) and not no_tangent(expr.prim):
-        return any(carries(a, active) for a in expr.args)
+        return any(carries(a, active) for a in (_differentiable(expr) if expr.prim == "verbatim" else expr.args))
     return False
 
 

@@ -106,6 +106,7 @@ def jvp(fn, body, chosen, fnamer, name, emitter, where, display, arrays=frozense
     value = fn.result
     needed = {v.name for e in (value, t) for v in variables(e)}
     stmts = forward.tidy(simplify.dead_code(stmts, needed))
+    forward.refuse_needed(stmts, (value, t), where)
     stmts = _computed_once(fn, stmts, fnamer, arrays, set(fnamer.tangents.values()))
     along = ", ".join(tangents[p] for p in chosen) or "nothing"
     doc = (f"Value of {fn.name} and its derivative along ({along}), by forward mode: one pass, each "
@@ -149,6 +150,7 @@ def hvp(fn, parts, chosen, fnamer, name, emitter, where, display, arrays=frozens
             needed |= {s.target} | {v.name for e in expressions(s) for v in variables(e)}
     needed |= {s.name for s in walk(body) if isinstance(s, Save)}  # (kept: it pushes its value)
     body = forward.tidy(simplify.dead_code(body, needed))
+    forward.refuse_needed(body, outs, where)
     body = _computed_once(fn, body, fnamer, arrays, set(fnamer.tangents.values()))
     along = ", ".join(tangents[p] for p in chosen)
     doc = (f"Hessian of {fn.name} times the direction ({along}), by forward mode over the gradient.\n\n"

@@ -25,6 +25,7 @@ import builtins
 from gradgen.errors import Final, NoRule
 from gradgen.frontend import effects
 from gradgen.frontend.scopes import _lookup
+from gradgen.frontend.structured import TreeRef
 from gradgen.ir.nodes import Call, Var
 from gradgen.rules.table import primitive
 
@@ -108,19 +109,30 @@ _MEASURES = {"len", "shape", "ndim", "size"}  # len(x), np.shape(x), ...
 
 def _measured_only(node, scope):
     """The variables `node` reads only for their shape or dtype (`X.shape[0]`, `dtype=w.dtype`,
-    `len(xs)`): no derivative flows from them, whatever the expression does with the answer."""
+    `len(xs)`, `np.shape(np.diff(x))`): no derivative flows from them, whatever the expression
+    does with the answer."""
     measured, other = set(), set()
-    parents = {child: parent for parent in ast.walk(node) for child in ast.iter_child_nodes(parent)}
-    for n in ast.walk(node):
-        if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
-            continue
-        parent = parents.get(n)
-        fact = isinstance(parent, ast.Attribute) and parent.attr in _FACTS
-        measure = isinstance(parent, ast.Call) and parent.args == [n] and not parent.keywords and \
-            (getattr(parent.func, "id", None) in _MEASURES or getattr(parent.func, "attr", None) in _MEASURES)
-        (measured if fact or measure else other).add(n.id)
-    names = [_lookup(scope, name) for name in sorted(measured - other)]
-    return tuple(v.name for v in names if isinstance(v, Var))
+
+    def visit(n, inside):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            (measured if inside else other).add(n.id)
+            return
+        fact = isinstance(n, ast.Attribute) and n.attr in _FACTS
+        measure = isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords and \
+            (getattr(n.func, "id", None) in _MEASURES or getattr(n.func, "attr", None) in _MEASURES)
+        for child in ast.iter_child_nodes(n):
+            visit(child, inside or fact or (measure and child is n.args[0]))
+
+    visit(node, False)
+    names = [_variable(_lookup(scope, name)) for name in sorted(measured - other)]
+    return tuple(v.name for v in names if v is not None)
+
+
+def _variable(value):
+    """The variable a name's value is read from: itself, or the leaf of a structured part."""
+    if isinstance(value, TreeRef):
+        value = value.leaf
+    return value if isinstance(value, Var) else None
 
 
 def _what(m, node):
@@ -160,6 +172,6 @@ def _names(node, scope):
     if isinstance(node, ast.Starred):
         node = node.value
     if isinstance(node, ast.Name):
-        value = _lookup(scope, node.id)
-        return [value] if isinstance(value, Var) else []
+        value = _variable(_lookup(scope, node.id))
+        return [value] if value is not None else []
     return []

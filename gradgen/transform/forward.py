@@ -21,11 +21,18 @@ from gradgen.analysis.arrays import may_be_array
 from gradgen.errors import CompileError
 from gradgen.ir import simplify
 from gradgen.ir.nodes import (
-    Assign, Call, Comment, Cond, Const, For, If, IndexAdd, Init, Restore, Save, Var, While, variables, walk
+    Assign, Call, Comment, Cond, Const, For, If, IndexAdd, Init, Restore, Save, Var, While, expressions,
+    subexpressions, variables, walk
 )
 from gradgen.rules import tangents as rules_forward
 from gradgen.rules.lists import LIST_MAKERS
+from gradgen.rules.table import primitive
 from gradgen.transform.reverse.expression import _in_namespace
+
+# The tangent of an expression kept as written that a tangent reaches: an error if anything
+# still needs it once dead code is gone (refuse_needed), else nothing at all.
+REFUSED = "refused_tangent"
+primitive(REFUSED, None, kind="opaque", min_args=0)
 
 # primitives whose value is a Python list (or a tree of them): their zero is a tree of zeros
 _MADE_ZEROS = {"zeros_like", "zeros", "zero_gradient", "zeros_like_tree", "list_zeros"}
@@ -158,8 +165,7 @@ class Forward:
             reached = next((v.name for v in e.args if v.name in self.active and v.name not in measured), None)
             if reached is None:  # it reads only the shapes of values with tangents
                 return None
-            message = no_rule_message(e, reached, None)
-            raise CompileError(message) if self.where is None else self.where(e.loc, message)
+            return Call(REFUSED, (), params=(("message", no_rule_message(e, reached, None)), ("loc", e.loc)))
         if rules_forward.no_tangent(e.prim):
             return None
         tangents = [self.expr(a, None) for a in e.args]
@@ -222,6 +228,18 @@ class Forward:
                    "emit only the gradient here (--emit grad, or grad/vjp), or write it with operations it knows")
         return CompileError(message) if self.where is None else self.where(loc, message)
 
+
+
+def refuse_needed(stmts, outs, where):
+    """After dead code is gone: a tangent that would have gone through an expression kept as
+    written (REFUSED) and is still needed is the located error it holds; one nothing needs
+    (the tangent of a value only a branch or an unused name reads) is no error at all."""
+    exprs = [e for s in walk(stmts) for e in expressions(s)] + list(outs)
+    for e in exprs:
+        for c in subexpressions(e):
+            if isinstance(c, Call) and c.prim == REFUSED:
+                params = dict(c.params)
+                raise CompileError(params["message"]) if where is None else where(params["loc"], params["message"])
 
 
 def tidy(stmts):

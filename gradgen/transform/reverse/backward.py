@@ -17,7 +17,7 @@ but only when the backward pass reads that variable (Tapenade's "to be recorded"
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gradgen.analysis import sameshape
 from gradgen.analysis.arrays import may_repeat
@@ -419,12 +419,19 @@ def _is_append(stmt):
 
 def _unshared(contributions, g, v):
     """`x[i] = e` backward: e's gradient is g[i], and then g[i] is zeroed in place; where e's
-    gradient would be a view of g (e a name: `out[i] = e`), it is a copy of that part."""
+    gradient would be a view of g (e a name: `out[i] = e`), it is a copy of that part; a list's
+    gradient (`out[i] = np.array(items)`: the rows of g[i]) is a list of rows of that copy
+    (fuzz seed 502 #164: the rows were views, and zeroing g[i] zeroed them)."""
     def copied(c):
+        if isinstance(c, Call) and c.prim in _ROWS_OF and _view_of(c.args[0], g):
+            return replace(c, args=(Call("copy", (c.args[0],), "numpy"), *c.args[1:]))
         return Call("copy", (c,), "numpy") if _view_of(c, g) else c
 
     return [Temporary(c.name, copied(c.expr), c.heir) if isinstance(c, Temporary)
             else c if c[0] == v else (c[0], copied(c[1])) for c in contributions]
+
+
+_ROWS_OF = ("unstack", "unconcatenate", "unjoin")  # a list of parts of their first argument (views)
 
 
 def _view_of(c, g):
