@@ -96,46 +96,33 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         namer.taken.add(name)
     names = {f: (namer.grad_function(f), namer.value_and_grad_function(f)) for f in selected}
     emitter = emit.Emitter(_default_namespace(module), {})
-    results, texts, constants, sigmoid_ns, skipped = [], [], set(), {}, {}
+    results, texts, constants, sigmoid_ns, skipped, refusals = [], [], set(), {}, {}, []
     for fname in selected:
-        custom = custom_calls.not_compiled(module, fname)  # a custom_vjp function or its rule
-        if custom is not None:
-            if functions:
-                raise module.error(module.functions[fname], f"'{fname}' has {custom}")
-            skipped[fname] = custom
+        kept = (set(namer.taken), dict(namer.helpers), dict(emitter.helpers), set(emitter.imports),
+                set(emitter.used_helpers))
+        try:
+            compiled, text = _compile_selected(module, fname, namer, names[fname], sigmoid_name, wrt, emitter,
+                                               emit_kinds, guarded, strict=bool(functions))
+        except _Skipped as skip:  # (nothing it named stays either)
+            namer.taken, namer.helpers, emitter.helpers, emitter.imports, emitter.used_helpers = kept
+            skipped[fname] = skip.reason
             continue
-        if closures.returns_a_function(module.functions[fname], module):
-            if functions:
-                raise module.error(module.functions[fname], _FACTORY.format(name=fname))
-            skipped[fname] = "no gradient: it returns a function (its closure is inlined where a loss calls it)"
+        except CompileError as exc:
+            if functions:  # `--function NAME`: strict
+                raise
+            # the rest of the file still compiles: this function is skipped, and nothing it named stays
+            namer.taken, namer.helpers, emitter.helpers, emitter.imports, emitter.used_helpers = kept
+            skipped[fname] = _refused_here(exc, module.functions[fname])
+            refusals.append(exc)
             continue
-        called = closures.called_parameter(module.functions[fname])
-        if called is not None:
-            if functions:
-                raise module.error(module.functions[fname], _CALLS_PARAMETER.format(name=fname, param=called))
-            skipped[fname] = f"no gradient: it calls its parameter '{called}' (it is inlined where a loss passes a function)"
-            continue
-        fn, fnamer = _lower(module, fname, namer, sigmoid_name)
-        if guarded:
-            emitter.constant_params, emitter.stated = guards.entry(module, fn, _constants_read(fn, module),
-                                                                   _default_namespace(module) == "numpy")
-            emitter.user_params = {p.name for p in fn.params}
-        array_result = not lower.returns_a_number(module.functions[fname]) and array_facts.result_is_array(fn, module)
-        if array_result and not set(emit_kinds) & derivatives.FOR_ARRAYS:
-            if functions:
-                raise module.error(module.functions[fname], _ARRAY_RESULT.format(name=fname))
-            skipped[fname] = "no gradient: its result is an array (it is inlined where a loss calls it)"
-            continue
-        if emit_kinds == ("grad",):
-            compiled, text = _compile_function(module, fn, fnamer, names[fname], wrt, emitter)
-        else:
-            compiled, text = _compile_kinds(module, fn, fnamer, namer, names[fname], wrt, emitter, emit_kinds,
-                                            array_result)
+        finally:
+            emitter.constant_params, emitter.stated = [], {}
         results.append(compiled)
         texts.extend(text)
         constants |= _constants_read(compiled.ir, module)
-        emitter.constant_params, emitter.stated = [], {}
         sigmoid_ns.update(_sigmoid_namespaces(compiled.ir))
+    if not results and refusals:  # nothing compiled: the first refusal, located, is the answer
+        raise refusals[0]
     if not results:
         raise CompileError("no function here returns a number, so none has a gradient: "
                            + "; ".join(f"{f} returns an array" for f in skipped)
@@ -156,7 +143,8 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         functools.partial(freshness.header_lines, shown, str(filename), module.sha256,
                           options=generated.options(emit_kinds, shapes_from),
                           extra=[generated.shapes_line(assumed, shapes_from), guards.constants_line(carried, shown) if guarded else None,
-                                 guards.folded_line(module, carried, selected)]),
+                                 guards.folded_line(module, carried, selected),
+                                 generated.skipped_line(module, skipped)]),
         generated.module_docstring(compiled_names, shown, emit_kinds),
         carried, helpers, texts, imports)
     generated.check_generated(text, module, results, carried)
@@ -171,6 +159,74 @@ _CALLS_PARAMETER = ("'{name}' calls its parameter '{param}', a function known on
 _ARRAY_RESULT = ("'{name}' returns an array, and a gradient needs one number: return one (np.sum(...), "
                  "np.mean(...)), or annotate 'def {name}(...) -> float' if it is one; a function whose result is "
                  "an array is inlined where a loss calls it")
+
+
+class _Skipped(Exception):
+    """A function of the file that has no gradient of its own (`reason` says why)."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _skip(strict, module, fnode, message, reason):
+    """`--function NAME` asked for it: a located error; else the function is skipped."""
+    if strict:
+        raise module.error(fnode, message)
+    raise _Skipped(reason)
+
+
+def _caller(module, fname):
+    """The first function of the file that calls `fname` by name, or None."""
+    return next((g for g, node in module.functions.items() if g != fname and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == fname for n in ast.walk(node))),
+        None)
+
+
+def _all_defaulted(fn):
+    return all(p.has_default or p.keyword_only for p in fn.params)
+
+
+def _refused_here(exc, fnode):
+    """Why a function of a whole file was skipped: gradgen's refusal, where it is."""
+    where = f" (line {exc.line})" if exc.line is not None and exc.line != fnode.lineno else ""
+    return f"{exc.message}{where}"
+
+
+def _compile_selected(module, fname, namer, names, sigmoid_name, wrt, emitter, emit_kinds, guarded, strict):
+    """One selected function's compiled record and texts; `_Skipped` (or, `strict`, an error)
+    where it has no gradient of its own: a custom rule, a factory, a function that calls its
+    parameter, one that takes no parameters, one whose result is an array."""
+    fnode = module.functions[fname]
+    custom = custom_calls.not_compiled(module, fname)  # a custom_vjp function or its rule
+    if custom is not None:
+        _skip(strict, module, fnode, f"'{fname}' has {custom}", custom)
+    if closures.returns_a_function(fnode, module):
+        _skip(strict, module, fnode, _FACTORY.format(name=fname),
+              "no gradient: it returns a function (its closure is inlined where a loss calls it)")
+    called = closures.called_parameter(fnode)
+    if called is not None:
+        _skip(strict, module, fnode, _CALLS_PARAMETER.format(name=fname, param=called),
+              f"no gradient: it calls its parameter '{called}' (it is inlined where a loss passes a function)")
+    if not strict and not (fnode.args.posonlyargs + fnode.args.args + fnode.args.kwonlyargs):
+        raise _Skipped("no gradient: it takes no parameters")
+    fn, fnamer = _lower(module, fname, namer, sigmoid_name)
+    if guarded:
+        emitter.constant_params, emitter.stated = guards.entry(module, fn, _constants_read(fn, module),
+                                                               _default_namespace(module) == "numpy")
+        emitter.user_params = {p.name for p in fn.params}
+    array_result = not lower.returns_a_number(fnode) and array_facts.result_is_array(fn, module)
+    if array_result and not set(emit_kinds) & derivatives.FOR_ARRAYS:
+        _skip(strict, module, fnode, _ARRAY_RESULT.format(name=fname),
+              "no gradient: its result is an array (it is inlined where a loss calls it)")
+    caller = _caller(module, fname)  # (a helper whose every parameter has a default runs alone: a loss too)
+    if not strict and caller is not None and not lower.returns_a_number(fnode) and not _all_defaulted(fn) \
+            and array_facts.may_be_array(fn.result, array_facts.array_values(fn, module, result_may_be_array=True)):
+        raise _Skipped(f"no gradient of its own: a helper '{caller}' calls, whose result may be an array "
+                       "(annotate '-> float' where it is a loss too)")
+    if emit_kinds == ("grad",):
+        return _compile_function(module, fn, fnamer, names, wrt, emitter)
+    return _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, array_result)
 
 
 def _select(module, functions):

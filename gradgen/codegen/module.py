@@ -122,3 +122,13 @@ def display_name(filename):
     quote, a backslash) or that is not printable replaced by `?`."""
     name = os.path.basename(filename) if filename and not filename.startswith("<") else (filename or "<string>")
     return "".join(c if c.isprintable() and c not in "\"\\`" else "?" for c in name)
+
+
+def skipped_line(module, skipped):
+    """The header's record of the file's functions that got no gradient of their own (a
+    whole file compiled: data builders, drivers, helpers), so a reader and a recompile see
+    which functions the module is for; None when every function compiled."""
+    if not skipped:
+        return None
+    listed = ", ".join(f"{name} (line {module.functions[name].lineno})" for name in skipped)
+    return f"Skipped (no gradient of their own; gradgen compile says why): {listed}."

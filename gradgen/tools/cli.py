@@ -165,6 +165,8 @@ def _compile_one(args):
         print(f"  jit: {compiled.jit}{kept}")
     for line in summary_lines(compiled):
         print(f"  {line}")
+    for line in skipped_lines(compiled):
+        print(line, file=sys.stderr)
     return _check(args) if args.check else 0
 
 
@@ -191,8 +193,13 @@ def summary_lines(compiled):
         if reasons:
             line += "; not " + "; ".join(f"{', '.join(ps)} ({why})" for why, ps in reasons.items())
         lines.append(line)
-    lines.extend(f"{name}: {why}" for name, why in compiled.skipped.items())
     return lines
+
+
+def skipped_lines(compiled):
+    """One line per function of the file that got no gradient of its own, and why."""
+    functions = compiled.module.functions
+    return [f"skipped {name} (line {functions[name].lineno}): {why}" for name, why in compiled.skipped.items()]
 
 
 def _check(args):
