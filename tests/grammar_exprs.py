@@ -198,6 +198,7 @@ class ExprGrammar:
         self.params: dict = {}  # f's parameters -> their kinds
         self.worlds: _Worlds | None = None
         self.owned: set = set()  # names whose value no other name holds (from arithmetic)
+        self.updated: set = set()  # names updated in place (`k -= e`) inside a loop or branch
         self.loop_vars: list = []  # per loop being drawn, its variables and what it runs over (never assigned)
 
     # -- small choices -----------------------------------------------------------------------

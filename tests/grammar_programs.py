@@ -152,6 +152,8 @@ class GrammarBuilder(ExprGrammar):
         if e is None or e.text == name or not self.reads_variable(e) or all(
                 isinstance(v, (int, np.integer)) for v in e.values):
             return None
+        if name in self.updated and self.depth and not (e.prec < ATOM and " if " not in e.text):
+            return None  # (`k -= e`, then `k = theta[...]` in the same loop: the next trip's `-=` changes theta)
         self.bind(name, "num")
         self.owned.discard(e.text)  # (`A = R`: R's object has another name now, so `R -= ...` may change A)
         self.owned.discard(name)  # (`z = b` after `z = e`: z holds b's object now, a caller's array maybe)
@@ -182,6 +184,8 @@ class GrammarBuilder(ExprGrammar):
         if e is None:
             return None
         op = self.choice(["+=", "-=", f"= {name} +"] if name in self.owned else [f"= {name} +", f"= {name} -"])
+        if op in ("+=", "-=") and self.depth:
+            self.updated.add(name)
         return self.commit([(f"{name} {op} {e.text}", f"{name} {op} {e.probe}")])
 
     def stmt_indices(self) -> list | None:

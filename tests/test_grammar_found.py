@@ -130,6 +130,17 @@ def f(u, P):
     c += P
     return np.sum(c * u) + a
 """, {"u": np.array([0.3, -0.7, 1.1]), "P": np.array([[0.5, 1.5], [-0.2, 0.4]])}),
+    # the zeros an adjoint is made an array with before a loop are of the value the loop saw,
+    # which a later loop rebinds (soak seed 2006 #7721: np.zeros_like(S) of S's last number)
+    "zeros_before_a_loop_of_a_value_rebound_later": ("""
+def f(W, x):
+    S = x
+    for t in range(2):
+        q = S[t] + W
+    for xi in x:
+        S = xi
+    return q
+""", {"W": 0.7, "x": np.array([0.3, -0.7, 1.1])}),
     # a restarted (0.0) adjoint times a value, unbroadcast into an index of b: stretched first
     "restarted_adjoint_into_an_index": ("""
 def f(xs: tuple, b=0.0):

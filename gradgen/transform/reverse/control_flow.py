@@ -118,6 +118,9 @@ class ControlFlow:
                        stmt.count, direction="times")
         else:
             loop = For(stmt.target, stmt.iter, body, stmt.line, stmt.source, stmt.count, direction="reversed")
+        # what the code before the loop reads (`np.zeros_like(S)`) is S as the loop left it: a
+        # later statement that rebinds S saves it for here (soak seed 2006 #7721)
+        self.reads.setdefault(id(stmt), set()).update(simplify.names_read(pre) - self.adj_set)
         return pre + [loop]
 
 
