@@ -129,7 +129,10 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
                            + " (annotate '-> float' where a function returns a number)", module.filename)
     compiled_names = [f.name for f in results]
     shown = generated.display_name(filename)
-    helpers = [emit.sigmoid_helper(name, sigmoid_ns.get(prim, "math"), shown, lower.sigmoid_parameter(module))
+    for prim, name in emitter.helpers.items():  # (a helper only a custom rule calls: the file's library)
+        if prim == "sigmoid":
+            sigmoid_ns.setdefault(prim, _default_namespace(module))
+    helpers = [emit.sigmoid_helper(name, sigmoid_ns[prim], shown, lower.sigmoid_parameter(module))
                for prim, name in sorted(emitter.helpers.items()) if prim == "sigmoid"]
     helpers += emit.helper_sources(emitter.used_helpers)
     imports = set(emitter.imports) | {ns for ns in sigmoid_ns.values() if ns in ("math", "numpy")}
