@@ -543,3 +543,15 @@ def test_a_custom_function_or_rule_named_with_function_is_refused():
         compile_source(source, "bad.py", functions=["f_vjp"])
     assert exc.value.format() == ("bad.py:9:1: 'f_vjp' has no gradient: it is the custom rule of 'f', written where "
                                   "'f' is called\n    def f_vjp(g, out, x):\n    ^")
+
+
+def test_a_sigmoid_helper_only_a_rule_calls_takes_the_files_library():
+    """With --function loss, the sigmoid helper was written with math.exp (and no import of
+    math): only the custom rule calls it, and the namespace came from compiled bodies alone."""
+    source = ("import numpy as np\nimport gradgen\n\n\ndef sigmoid(x):\n    return 1 / (1 + np.exp(-x))\n\n\n"
+              "@gradgen.custom_vjp\ndef softplus(z):\n    return np.log1p(np.exp(z))\n\n\n@softplus.defvjp\n"
+              "def softplus_vjp(g, out, z):\n    return g * sigmoid(z)\n\n\ndef loss(w, *, X):\n"
+              "    return np.sum(softplus(X @ w))\n")
+    generated = load_module(compile_source(source, "sp.py", functions=["loss"]).text)
+    w, X = np.array([0.5, -0.2]), np.array([[1.0, 0.3], [-0.4, 2.0]])
+    np.testing.assert_allclose(generated.loss_grad(w, X=X), X.T @ (1 / (1 + np.exp(-(X @ w)))), rtol=1e-12)

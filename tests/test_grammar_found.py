@@ -288,3 +288,14 @@ def test_a_name_bound_to_parts_in_a_loop_then_carried_by_another_is_refused():
     with pytest.raises(CompileError) as refused:
         compile_source(source, "parts.py")
     assert str(refused.value).startswith("parts.py:7:5: 'm' was bound to data inside a loop or branch")
+
+
+def test_the_tangent_of_a_transpose_of_a_number():
+    """Seed 2009 #1138: `c = c.T` of a number in a loop: the jvp wrote `dc = dc.T`, and the
+    caller's tangent, a Python float, has no .T; it is np.transpose(dc)."""
+    source = "import numpy as np\n\n\ndef f(c):\n    for step in range(2):\n        c = np.tanh(step) + c * c\n" \
+             "        c = c.T\n    return c\n"
+    generated = load_module(compile_source(source, "tr.py", emit_kinds=("grad", "jvp")).text)
+    value, derivative = generated.f_jvp(0.3, dc=1.0)
+    assert derivative == pytest.approx(generated.f_grad(0.3), rel=1e-12)
+    assert derivative == pytest.approx(central(load_module(source).f, np.array(0.3)), rel=1e-6)

@@ -163,6 +163,8 @@ class Forward:
             raise self._refuse(e, rules_forward.spelling(missing.prim)) from None
         if t is not None and e.prim in ("add", "sub"):
             t = self._stretched(e, tangents, t)
+        if isinstance(t, Call) and t.prim == "T":  # a tangent may be the caller's float: np.transpose takes one
+            t = Call("transpose", t.args, "numpy", t.loc)
         if self.writes and t is not None and e.prim not in VIEWS:
             t = self._owned(t)
         return None if t is None else _in_namespace(t, e.ns)
