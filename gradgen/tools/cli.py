@@ -197,9 +197,15 @@ def summary_lines(compiled):
 
 
 def skipped_lines(compiled):
-    """One line per function of the file that got no gradient of its own, and why."""
+    """One line for each function of the file that got no gradient of its own, and for each
+    stretch of module-level code, in the file's order, and why."""
     functions = compiled.module.functions
-    return [f"skipped {name} (line {functions[name].lineno}): {why}" for name, why in compiled.skipped.items()]
+    lines = [(functions[name].lineno, f"skipped {name} (line {functions[name].lineno}): {why}")
+             for name, why in compiled.skipped.items()]
+    for what, first, last, why in compiled.top_level:
+        where = f"line {first}" if first == last else f"lines {first}-{last}"
+        lines.append((first, f"skipped {what} ({where}): {why}"))
+    return [line for _, line in sorted(lines, key=lambda item: item[0])]
 
 
 def _check(args):
