@@ -54,7 +54,7 @@ class CompiledModule:
     functions: list = field(default_factory=list)
     module: object = None
     skipped: dict = field(default_factory=dict)  # function -> why it has no gradient (a whole file's, in order)
-    top_level: list = field(default_factory=list)  # (what, first line, last line, why) of the code left to run
+    top_level: list = field(default_factory=list)  # (what, [(first line, last line)], why) of the code left to run
     backend: str = "numpy"  # "array-api": the text respelled by gradgen/codegen/array_api.py
     jit: str = "none"  # "numba": the functions decorated for numba.njit by gradgen/codegen/numba_jit.py
 

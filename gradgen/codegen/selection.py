@@ -16,7 +16,7 @@ import ast
 from gradgen.frontend.closures import called_parameter, own_nodes
 
 PLOTTING = ("matplotlib", "seaborn", "plotly")  # a function that uses one draws a plot
-DRIVER = "a driver, such as a training loop: it runs the gradient gradgen writes"
+DRIVER = "a driver, such as a training loop"
 
 
 def skipped_before_compiling(module):
@@ -146,26 +146,23 @@ CLASS = "gradgen compiles top-level functions, not classes"
 
 
 def top_level_code(module):
-    """(what, first line, last line, why) of each stretch of the file's top level that does
-    something when the file runs: the main block, a script's statements, a class."""
-    found, run = [], []
-
-    def close():  # the statements in a row that run the program: one stretch
-        if run:
-            found.append(("module-level code", run[0].lineno, run[-1].end_lineno or run[-1].lineno, RUNS))
-            run.clear()
-
+    """(what, [(first line, last line), ...], why) for what does something when the file
+    runs: the main block, each class, and the module-level statements (one entry for all)."""
+    found, script = [], []
     for stmt in module.tree.body:
-        if _is_main_block(stmt) or isinstance(stmt, ast.ClassDef):
-            close()
-            found.append((MAIN_BLOCK, stmt.lineno, stmt.lineno, MAIN_RUNS) if isinstance(stmt, ast.If) else
-                         (f"class {stmt.name}", stmt.lineno, stmt.lineno, CLASS))
+        first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+        if _is_main_block(stmt):
+            found.append((MAIN_BLOCK, [(first, first)], MAIN_RUNS))
+        elif isinstance(stmt, ast.ClassDef):
+            found.append((f"class {stmt.name}", [(first, first)], CLASS))
         elif _runs_the_program(module, stmt):
-            run.append(stmt)
-        else:
-            close()
-    close()
-    return found
+            if script and script[-1][1] == first - 1:
+                script[-1] = (script[-1][0], last)  # on the next line: one stretch
+            else:
+                script.append((first, last))
+    if script:
+        found.append(("module-level code", script, RUNS))
+    return sorted(found, key=lambda entry: entry[1][0])
 
 
 def _is_main_block(stmt):

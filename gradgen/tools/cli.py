@@ -202,9 +202,10 @@ def skipped_lines(compiled):
     functions = compiled.module.functions
     lines = [(functions[name].lineno, f"skipped {name} (line {functions[name].lineno}): {why}")
              for name, why in compiled.skipped.items()]
-    for what, first, last, why in compiled.top_level:
-        where = f"line {first}" if first == last else f"lines {first}-{last}"
-        lines.append((first, f"skipped {what} ({where}): {why}"))
+    for what, stretches, why in compiled.top_level:
+        spans = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in stretches)
+        where = f"line {spans}" if len(stretches) == 1 and stretches[0][0] == stretches[0][1] else f"lines {spans}"
+        lines.append((stretches[0][0], f"skipped {what} ({where}): {why}"))
     return [line for _, line in sorted(lines, key=lambda item: item[0])]
 
 
