@@ -60,7 +60,8 @@ class CompiledModule:
 
 
 def compile_source(source, filename="<string>", functions=None, wrt=None, emit_kinds=("grad",),
-                   backend="numpy", jit="none", shapes=None, shapes_from=None, constants=None, keep=()) -> CompiledModule:
+                   backend="numpy", jit="none", shapes=None, shapes_from=None, constants=None,
+                   keep=()) -> CompiledModule:
     """Compile every selected top-level function of `source` (str or bytes) to gradient code
     (and the other kinds `emit_kinds` names: see gradgen.codegen.derivatives); `backend="array-api"`
     respells the NumPy module for any Array API library (gradgen/codegen/array_api.py); `jit="numba"`
@@ -110,20 +111,19 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
     names = {f: (namer.grad_function(f), namer.value_and_grad_function(f)) for f in tried}
     emitter = emit.Emitter(_default_namespace(module), {})
     results, texts, constants, sigmoid_ns, refusals = [], [], set(), {}, []
-    skipped = {f: why for f, why in before.items()}
+    skipped = dict(before)
     budget = _Budget()
     for fname in tried:
         strict = not whole or fname in keep
         if not strict and budget.spent > FILE_INLINED_NODES:
             skipped[fname] = _NOT_TRIED.format(bound=FILE_INLINED_NODES, name=fname)
             continue
-        kept = (set(namer.taken), dict(namer.helpers), dict(emitter.helpers), set(emitter.imports),
-                set(emitter.used_helpers))
+        kept = _named_so_far(namer, emitter)  # (a function skipped leaves nothing it named)
         try:
             compiled, text = _compile_selected(module, fname, namer, names[fname], sigmoid_name, wrt, emitter,
                                                emit_kinds, guarded, strict, helper_of.get(fname), budget)
-        except _Skipped as skip:  # nothing it named stays
-            namer.taken, namer.helpers, emitter.helpers, emitter.imports, emitter.used_helpers = kept
+        except _Skipped as skip:
+            _named_so_far(namer, emitter, kept)
             skipped[fname] = skip.reason
             continue
         except CompileError as exc:
@@ -132,7 +132,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
                 exc.args = (exc.message,)
             if strict:  # `--function NAME`, or a function the module this compile replaces has
                 raise
-            namer.taken, namer.helpers, emitter.helpers, emitter.imports, emitter.used_helpers = kept
+            _named_so_far(namer, emitter, kept)
             skipped[fname] = _refused_here(exc, module.functions[fname], helper_of.get(fname))
             refusals.append((fname in helper_of, exc))
             continue
@@ -198,6 +198,15 @@ class _Skipped(Exception):
     def __init__(self, reason):
         super().__init__(reason)
         self.reason = reason
+
+
+def _named_so_far(namer, emitter, restored=None):
+    """What the functions compiled so far have named (and the helpers and imports they use),
+    or, given that, the namer and emitter put back to it."""
+    if restored is not None:
+        namer.taken, namer.helpers, emitter.helpers, emitter.imports, emitter.used_helpers = restored
+    return (set(namer.taken), dict(namer.helpers), dict(emitter.helpers), set(emitter.imports),
+            set(emitter.used_helpers))
 
 
 @dataclass

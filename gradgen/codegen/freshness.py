@@ -169,7 +169,8 @@ def report_lines(entries, out_dir):
     lines = []
     for e in entries:
         line = f"{e.state:<{width}}  {printable(e.module)}"
-        made = f"; compiled {', '.join(e.compiled or [])}; skipped {', '.join(e.skipped)}" if e.skipped else ""
+        n = len(e.skipped or ())  # a whole file compiled: which functions the module is for (--json: the skipped too)
+        made = f"; compiled {', '.join(e.compiled or [])}; {n} function{'s' if n > 1 else ''} skipped" if n else ""
         line += f" (from {printable(e.source)}{printable(made)})" if e.source is not None else ""
         lines.append(line + ("" if e.state == FRESH else f": {printable(e.reason)}"))
     counts = {}

@@ -182,8 +182,8 @@ def _status(args):
 
 
 def summary_lines(compiled):
-    """Per function, what it is differentiated with respect to and why any parameter is not,
-    and which functions got no gradient: a surprising default is seen at once."""
+    """Per function, what it is differentiated with respect to and why any parameter is not:
+    a surprising default is seen at once (which functions got no gradient: skipped_lines)."""
     lines = []
     for f in compiled.functions:
         line = f"{f.name}: d/d({', '.join(f.wrt)})" if f.wrt else f"{f.name}: no parameter differentiated"
