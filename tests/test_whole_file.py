@@ -349,3 +349,98 @@ def test_the_api_reports_the_module_level_code_left_to_run():
     assert caught.value.format() == ('decay.py:40:12: dicts are not supported\n    '
                                      '    return {"amplitude": theta[0], "damping": theta[1], "frequency": theta[2]}\n'
                                      "               ^")
+
+
+FORMS = '''import numpy as np
+import seaborn as sns
+import logreg_grad as grads
+from generated.mlp_grad import loss_value_and_grad
+
+
+def init_layers(sizes, seed=0):
+    rng = np.random.default_rng(seed)
+    params = []
+    for m, n in zip(sizes[:-1], sizes[1:]):
+        params.append((rng.normal(size=(m, n)), np.zeros(n)))
+    return params
+
+
+def init_dict(d):
+    params = {}
+    params["w"] = np.zeros(d)
+    return params
+
+
+def either(x, flag):
+    out = {}
+    if flag:
+        out = x
+    return out
+
+
+def label(x):
+    return f"x = {x}"
+
+
+def batches(X, size):
+    for i in range(0, len(X), size):
+        yield X[i:i + size]
+
+
+def train(w, X, steps=10):
+    for _ in range(steps):
+        w = w - 0.1 * grads.loss_grad(w, X=X)
+    return w
+
+
+def train_mlp(params, X):
+    value, g = loss_value_and_grad(params, X=X)
+    return value
+
+
+def heatmap(w):
+    sns.heatmap(w)
+
+
+def show(w):
+    print(w)
+
+
+def apply(f, x):
+    return f(x)
+
+
+def total(*xs):
+    return xs[0] + xs[1]
+
+
+async def fetch(x):
+    return x
+
+
+def loss(w, *, X):
+    return np.sum((X @ w) ** 2) + total(w[0], w[1]) + apply(np.tanh, w[0])
+'''
+
+
+def test_each_form_of_a_function_that_is_no_loss_is_named():
+    compiled = compile_source(FORMS, "forms.py")
+    assert [f.name for f in compiled.functions] == ["loss"]
+    assert compiled.skipped == {
+        "init_layers": "returns a list, not one number",
+        "init_dict": "returns a dict, not one number",
+        "either": "dicts are not supported (line 22)",  # one return, two kinds of value: tried, and refused
+        "label": "returns a string, not one number",
+        "batches": "is a generator (it yields), not a function returning one number",
+        "train": "calls 'grads.loss_grad' from logreg_grad (a driver, such as a training loop)",
+        "train_mlp": "calls 'loss_value_and_grad' from generated.mlp_grad (a driver, such as a training loop)",
+        "heatmap": "draws a plot (it uses seaborn)",
+        "show": "returns nothing, not one number",
+        "apply": "calls its parameter 'f' (it is inlined where a loss passes a function)",
+        "total": "takes the *args its callers pass (it is inlined where a loss calls it)",
+    }
+    assert compiled.top_level == [("async def fetch", [(64, 64)], "gradgen compiles plain functions, not coroutines")]
+    module = load_module(compiled.text)
+    w, X = np.array([0.3, -0.7]), np.array([[1.0, 2.0], [0.5, -1.0]])
+    expected = 2 * X.T @ (X @ w) + np.array([1.0 + 1.0 / np.cosh(w[0]) ** 2, 1.0])
+    np.testing.assert_allclose(module.loss_grad(w, X=X), expected, rtol=1e-14)

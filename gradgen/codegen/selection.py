@@ -97,13 +97,21 @@ def _plotting(module, fnode):
 
 
 def _generated_call(module, fnode):
-    """(name, module) of a call to a function imported from a generated module (`*_grad`)."""
+    """(name called, module) of a call into a generated module (`*_grad`): `loss_grad(...)`
+    imported from it, or `grads.loss_grad(...)` through the module itself."""
     imported = _imported(module, fnode)
     for node in own_nodes(fnode.body):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in imported:
-            source, _, _ = imported[node.func.id].rpartition(".")
-            if source.rpartition(".")[2].endswith("_grad"):
-                return node.func.id, source
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in imported:
+            name, source = func.id, imported[func.id].rpartition(".")[0]
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in imported:
+            name, source = f"{func.value.id}.{func.attr}", imported[func.value.id]
+        else:
+            continue
+        if source.rpartition(".")[2].endswith("_grad"):
+            return name, source
     return None
 
 
@@ -112,7 +120,8 @@ def _returns_no_number(fnode, called):
     values = [n.value for n in own_nodes(fnode.body) if isinstance(n, ast.Return)]
     if all(v is None or (isinstance(v, ast.Constant) and v.value is None) for v in values):
         return "returns nothing, not one number"
-    kinds = {_kind(v) for v in values}
+    bound = _bound(fnode)
+    kinds = {_kind(v, bound) for v in values}
     if len(kinds) != 1 or None in kinds:
         return None
     kind = kinds.pop()
@@ -121,7 +130,30 @@ def _returns_no_number(fnode, called):
     return f"returns {kind}, not one number"
 
 
-def _kind(value):
+def _bound(fnode):
+    """{local name: the values assigned to it, None for a binding of another form}: what a
+    returned name may hold (`params = {}`, then `return params`)."""
+    simple, bound = set(), {}
+    for node in own_nodes(fnode.body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target = node.target
+        else:
+            continue
+        if isinstance(target, ast.Name):
+            simple.add(target)
+            bound.setdefault(target.id, []).append(node.value)
+    for node in own_nodes(fnode.body):  # a loop variable, `+=`, unpacking, `with ... as`: any value
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node not in simple:
+            bound.setdefault(node.id, []).append(None)
+    return bound
+
+
+def _kind(value, bound):
+    if isinstance(value, ast.Name) and value.id in bound:
+        kinds = {_kind(v, {}) if v is not None else None for v in bound[value.id]}
+        return kinds.pop() if len(kinds) == 1 else None
     if isinstance(value, (ast.Dict, ast.DictComp)) or _calls(value, "dict"):
         return "a dict"
     if isinstance(value, ast.Tuple) or _calls(value, "tuple"):
@@ -155,6 +187,9 @@ def top_level_code(module):
             found.append((MAIN_BLOCK, [(first, first)], MAIN_RUNS))
         elif isinstance(stmt, ast.ClassDef):
             found.append((f"class {stmt.name}", [(first, first)], CLASS))
+        elif isinstance(stmt, ast.AsyncFunctionDef):
+            found.append((f"async def {stmt.name}", [(first, first)], "gradgen compiles plain functions, not "
+                                                                     "coroutines"))
         elif _runs_the_program(module, stmt):
             if script and script[-1][1] == first - 1:
                 script[-1] = (script[-1][0], last)  # on the next line: one stretch
