@@ -444,3 +444,16 @@ def test_each_form_of_a_function_that_is_no_loss_is_named():
     w, X = np.array([0.3, -0.7]), np.array([[1.0, 2.0], [0.5, -1.0]])
     expected = 2 * X.T @ (X @ w) + np.array([1.0 + 1.0 / np.cosh(w[0]) ** 2, 1.0])
     np.testing.assert_allclose(module.loss_grad(w, X=X), expected, rtol=1e-14)
+
+
+def test_a_long_functions_line_keeps_the_options_after_it(tmp_path, monkeypatch, capsys):
+    """The header's functions line of a file of many functions is long; the backend line after
+    it is still read, so a plain recompile keeps the backend."""
+    monkeypatch.chdir(tmp_path)
+    source = "import numpy as np\n\n\n" + "".join(f"def make_{i}():\n    return {i}.0\n\n\n" for i in range(300))
+    Path("many.py").write_text(source + "def loss(w):\n    return np.sum(w ** 2)\n")
+    assert run(capsys, "compile", "many.py", "--backend", "array-api")[0] == 0
+    assert len(Path("generated/many_grad.py").read_text().split("\n")[3]) > 4096
+    status, out, err = run(capsys, "compile", "many.py")
+    assert status == 0 and "backend: array-api (the backend of the module it replaced" in out
+    assert len(err.splitlines()) == 300

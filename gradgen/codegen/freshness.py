@@ -41,6 +41,7 @@ _FUNCTION_OPTION = re.compile(r" --function ([^\s`]+)")
 SKIPPED_LEAD = "Skipped (gradgen compile says why): "
 _FUNCTIONS = re.compile(r"# Compiled: (?P<compiled>[^.]*)\.(?: " + re.escape(SKIPPED_LEAD) + r"(?P<skipped>.*)\.)?")
 BOM = b"\xef\xbb\xbf"
+HEAD_BYTES = 1 << 20  # read of a module for its header: the functions line of a large file is long
 
 FRESH, STALE, EDITED, ORPHANED, MISSING = "fresh", "stale", "edited", "orphaned", "missing"
 
@@ -252,14 +253,8 @@ def recorded_option(path, pattern, default):
     """What a header line matching `pattern` (a bytes regex with a `name` group) records in
     the module at `path`: that name, `default` for any other module gradgen wrote, None
     when there is none to read (a pipe in the way is never opened: it would block)."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return None
-    if not head.startswith(HEADER_MARK.encode("utf-8")):
+    head = _head(path, HEAD_BYTES)
+    if head is None:
         return None
     for line in head.split(b"\n"):
         if not line.startswith(b"#"):
@@ -273,7 +268,7 @@ def recorded_option(path, pattern, default):
 def recorded_functions(path):
     """The header of the module at `path`: (its --function names, the functions it was compiled
     for), each None when not recorded (or no module gradgen wrote is there to read)."""
-    head = _head(path, 1 << 20)
+    head = _head(path, HEAD_BYTES)
     if head is None:
         return None, None
     header = read_header(head)
