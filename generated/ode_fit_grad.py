@@ -2,6 +2,7 @@
 # Do not edit: run `gradgen compile examples/ode_fit.py` again instead.
 # Source "examples/ode_fit.py"; body sha256 059b53d44a2aff9cfdf8c60acf1779957f58a51503bb2bff992cc8187aadbb8b.
 # Constants copied from ode_fit.py: N_STEPS, DT, TARGET; each function that reads one takes it as a keyword argument defaulting to the copy (N_STEPS=...).
+# Compiled: loss.
 """Reverse-mode gradients of loss, compiled from ode_fit.py by gradgen."""
 
 N_STEPS = 200

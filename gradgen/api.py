@@ -19,10 +19,12 @@ from gradgen.analysis import arrays as array_facts
 from gradgen.codegen import array_api as backends
 from gradgen.codegen import derivatives, emit, freshness, guards
 from gradgen.codegen import module as generated
+from gradgen.codegen import selection
 from gradgen.codegen import numba_jit as jits
 from gradgen.codegen.naming import ModuleNamer, identifiers, top_level_identifiers
 from gradgen.errors import CompileError
 from gradgen.frontend import closures, custom_calls, lower, parse
+from gradgen.frontend.scopes import MAX_INLINED_NODES
 from gradgen.frontend.structured import NeedsStructure, UsedWhole
 from gradgen.ir import simplify
 from gradgen.ir.nodes import Call, Var, assigned, expressions, subexpressions, variables, walk
@@ -51,13 +53,15 @@ class CompiledModule:
     text: str
     functions: list = field(default_factory=list)
     module: object = None
-    skipped: dict = field(default_factory=dict)  # function -> why it has no gradient
+    skipped: dict = field(default_factory=dict)  # function -> why it has no gradient (a whole file's, in order)
+    top_level: list = field(default_factory=list)  # (what, [(first line, last line)], why) of the code left to run
     backend: str = "numpy"  # "array-api": the text respelled by gradgen/codegen/array_api.py
     jit: str = "none"  # "numba": the functions decorated for numba.njit by gradgen/codegen/numba_jit.py
 
 
 def compile_source(source, filename="<string>", functions=None, wrt=None, emit_kinds=("grad",),
-                   backend="numpy", jit="none", shapes=None, shapes_from=None, constants=None) -> CompiledModule:
+                   backend="numpy", jit="none", shapes=None, shapes_from=None, constants=None,
+                   keep=()) -> CompiledModule:
     """Compile every selected top-level function of `source` (str or bytes) to gradient code
     (and the other kinds `emit_kinds` names: see gradgen.codegen.derivatives); `backend="array-api"`
     respells the NumPy module for any Array API library (gradgen/codegen/array_api.py); `jit="numba"`
@@ -65,10 +69,15 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
     from `--shapes FILE:FUNC`, named in the header as `shapes_from`) are the shapes the
     module assumes, as if each parameter were annotated with them (gradgen.analysis.stated).
     `constants` ({name: value}) replace the values the source gives its module constants
-    (the Python API compiles again for a notebook that changed one gradgen folds)."""
+    (the Python API compiles again for a notebook that changed one gradgen folds).
+
+    Without `functions`, the whole file: the functions that have a gradient are compiled, and
+    each of the others is skipped (`skipped` says why; gradgen/codegen/selection.py). `keep`
+    names functions that must compile again (the module this one replaces has them): a
+    refusal of one is an error, as with `functions`."""
     try:
         compiled = _compile_source(source, filename, functions, wrt, tuple(emit_kinds), shapes or {}, shapes_from,
-                                   guarded=jit == "none", constants=constants)
+                                   guarded=jit == "none", constants=constants, keep=frozenset(keep or ()))
         if backend != "numpy":
             compiled.text, compiled.backend = backends.rewrite(compiled, backend), backend
         if jit != "none":
@@ -82,64 +91,62 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
 
 
 def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assumed=None, shapes_from=None,
-                    guarded=True, constants=None):
+                    guarded=True, constants=None, keep=()):
     """`guarded`: constants as keyword arguments and shapes checked on entry (gradgen.codegen.guards);
-    not for --jit numba, which compiles module globals as the constants they are."""
+    not for --jit numba, which compiles module globals as the constants they are. `keep`: see
+    compile_source."""
     module = parse.parse_module(source, filename)
     module.constants.update({k: v for k, v in (constants or {}).items() if k in module.constants})
     module.assumed_shapes = dict(assumed or {})
     selected = _select(module, functions)
+    whole = not functions  # the whole file: what compiles, and a line for each function skipped
+    before = {f: why for f, why in selection.skipped_before_compiling(module).items() if f not in keep} if whole else {}
+    tried = [f for f in selected if f not in before]
+    helper_of = selection.called_by(module, tried) if whole else {}
     namer = ModuleNamer(identifiers(module.tree), list(module.constants), top_level_identifiers(module.tree))
     _check_wrt(module, selected, wrt)
     sigmoid_name = namer.helper(lower.sigmoid_helper_name(module))
     for name in emit.HELPERS:  # reserved, so that no local variable shadows them
         namer.taken.add(name)
-    names = {f: (namer.grad_function(f), namer.value_and_grad_function(f)) for f in selected}
+    names = {f: (namer.grad_function(f), namer.value_and_grad_function(f)) for f in tried}
     emitter = emit.Emitter(_default_namespace(module), {})
-    results, texts, constants, sigmoid_ns, skipped = [], [], set(), {}, {}
-    for fname in selected:
-        custom = custom_calls.not_compiled(module, fname)  # a custom_vjp function or its rule
-        if custom is not None:
-            if functions:
-                raise module.error(module.functions[fname], f"'{fname}' has {custom}")
-            skipped[fname] = custom
+    results, texts, constants, sigmoid_ns, refusals = [], [], set(), {}, []
+    skipped = dict(before)
+    budget = _Budget()
+    for fname in tried:
+        strict = not whole or fname in keep
+        if not strict and budget.spent > FILE_INLINED_NODES:
+            skipped[fname] = _NOT_TRIED.format(bound=FILE_INLINED_NODES, name=fname)
             continue
-        if closures.returns_a_function(module.functions[fname], module):
-            if functions:
-                raise module.error(module.functions[fname], _FACTORY.format(name=fname))
-            skipped[fname] = "no gradient: it returns a function (its closure is inlined where a loss calls it)"
+        kept = _named_so_far(namer, emitter)  # (a function skipped leaves nothing it named)
+        try:
+            compiled, text = _compile_selected(module, fname, namer, names[fname], sigmoid_name, wrt, emitter,
+                                               emit_kinds, guarded, strict, helper_of.get(fname), budget)
+        except _Skipped as skip:
+            _named_so_far(namer, emitter, kept)
+            skipped[fname] = skip.reason
             continue
-        called = closures.called_parameter(module.functions[fname])
-        if called is not None:
-            if functions:
-                raise module.error(module.functions[fname], _CALLS_PARAMETER.format(name=fname, param=called))
-            skipped[fname] = f"no gradient: it calls its parameter '{called}' (it is inlined where a loss passes a function)"
+        except CompileError as exc:
+            if fname in keep:
+                exc.message += _KEPT.format(name=fname)
+                exc.args = (exc.message,)
+            if strict:  # `--function NAME`, or a function the module this compile replaces has
+                raise
+            _named_so_far(namer, emitter, kept)
+            skipped[fname] = _refused_here(exc, module.functions[fname], helper_of.get(fname))
+            refusals.append((fname in helper_of, exc))
             continue
-        fn, fnamer = _lower(module, fname, namer, sigmoid_name)
-        if guarded:
-            emitter.constant_params, emitter.stated = guards.entry(module, fn, _constants_read(fn, module),
-                                                                   _default_namespace(module) == "numpy")
-            emitter.user_params = {p.name for p in fn.params}
-        array_result = not lower.returns_a_number(module.functions[fname]) and array_facts.result_is_array(fn, module)
-        if array_result and not set(emit_kinds) & derivatives.FOR_ARRAYS:
-            if functions:
-                raise module.error(module.functions[fname], _ARRAY_RESULT.format(name=fname))
-            skipped[fname] = "no gradient: its result is an array (it is inlined where a loss calls it)"
-            continue
-        if emit_kinds == ("grad",):
-            compiled, text = _compile_function(module, fn, fnamer, names[fname], wrt, emitter)
-        else:
-            compiled, text = _compile_kinds(module, fn, fnamer, namer, names[fname], wrt, emitter, emit_kinds,
-                                            array_result)
+        finally:
+            emitter.constant_params, emitter.stated = [], {}
         results.append(compiled)
         texts.extend(text)
         constants |= _constants_read(compiled.ir, module)
-        emitter.constant_params, emitter.stated = [], {}
         sigmoid_ns.update(_sigmoid_namespaces(compiled.ir))
-    if not results:
-        raise CompileError("no function here returns a number, so none has a gradient: "
-                           + "; ".join(f"{f} returns an array" for f in skipped)
-                           + " (annotate '-> float' where a function returns a number)", module.filename)
+    if not results:  # the first refusal of a function no other calls, located; else why none has a gradient
+        if refusals:
+            raise min(refusals, key=lambda refusal: refusal[0])[1]
+        raise _nothing_compiled(module, skipped)
+    skipped = {f: skipped[f] for f in selected if f in skipped}  # in file order
     compiled_names = [f.name for f in results]
     shown = generated.display_name(filename)
     for prim, name in emitter.helpers.items():  # (a helper only a custom rule calls: the file's library)
@@ -157,13 +164,15 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         imports.add("math")  # written math.inf / math.nan
     text = emit.module_text(
         functools.partial(freshness.header_lines, shown, str(filename), module.sha256,
-                          options=generated.options(emit_kinds, shapes_from),
+                          options=generated.options(emit_kinds, shapes_from, functions),
                           extra=[generated.shapes_line(assumed, shapes_from), guards.constants_line(carried, shown) if guarded else None,
-                                 guards.folded_line(module, carried, selected)]),
+                                 guards.folded_line(module, carried, compiled_names),
+                                 generated.functions_line(module, compiled_names, skipped)]),
         generated.module_docstring(compiled_names, shown, emit_kinds),
         carried, helpers, texts, imports)
     generated.check_generated(text, module, results, carried)
-    return CompiledModule(filename, text, results, module, skipped)
+    top_level = selection.top_level_code(module) if whole else []
+    return CompiledModule(filename, text, results, module, skipped, top_level=top_level)
 
 
 _FACTORY = ("'{name}' returns a function: a factory has no gradient of its own; write the loss as a function "
@@ -174,6 +183,107 @@ _CALLS_PARAMETER = ("'{name}' calls its parameter '{param}', a function known on
 _ARRAY_RESULT = ("'{name}' returns an array, and a gradient needs one number: return one (np.sum(...), "
                  "np.mean(...)), or annotate 'def {name}(...) -> float' if it is one; a function whose result is "
                  "an array is inlined where a loss calls it")
+# helpers inlined into one function copy at most MAX_INLINED_NODES syntax nodes; the functions
+# of a whole file together, about as many (each is tried: shared helpers would multiply the work)
+FILE_INLINED_NODES = MAX_INLINED_NODES
+_NOT_TRIED = ("not tried: the functions before it inlined helpers of more than {bound:,} syntax nodes in all, "
+              "gradgen's bound for one file; compile it alone (--function {name})")
+_KEPT = (" ('{name}' has a gradient in the module compiled from this file before: fix this, or delete that "
+         "module to compile the file without it)")
+
+
+class _Skipped(Exception):
+    """A function of the file that has no gradient of its own (`reason` says why)."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _named_so_far(namer, emitter, restored=None):
+    """What the functions compiled so far have named (and the helpers and imports they use),
+    or, given that, the namer and emitter put back to it."""
+    if restored is not None:
+        namer.taken, namer.helpers, emitter.helpers, emitter.imports, emitter.used_helpers = restored
+    return (set(namer.taken), dict(namer.helpers), dict(emitter.helpers), set(emitter.imports),
+            set(emitter.used_helpers))
+
+
+@dataclass
+class _Budget:
+    """The syntax nodes inlining has copied into the functions of one file so far."""
+    spent: int = 0
+
+
+def _skip(strict, module, fnode, message, reason):
+    """`--function NAME` asked for it: a located error; else the function is skipped."""
+    if strict:
+        raise module.error(fnode, message)
+    raise _Skipped(reason)
+
+
+def _all_defaulted(fn):
+    return all(p.has_default or p.keyword_only for p in fn.params)
+
+
+def _refused_here(exc, fnode, caller):
+    """Why a function of a whole file was skipped: gradgen's refusal, where it is."""
+    where = f" (line {exc.line})" if exc.line is not None and exc.line != fnode.lineno else ""
+    return f"inlined where '{caller}' calls it; alone: {exc.message}{where}" if caller else f"{exc.message}{where}"
+
+
+def _nothing_compiled(module, skipped):
+    """No function of the file has a gradient, and none was refused: each is skipped, why."""
+    listed = "; ".join(f"{f} (line {module.functions[f].lineno}): {why}" for f, why in skipped.items())
+    hint = "; annotate '-> float' where a function returns a number" if "array" in listed else ""
+    message = f"no function here has a gradient of its own: {listed}{hint}"
+    if len(skipped) == 1:  # at its def
+        return module.error(module.functions[next(iter(skipped))], message)
+    return CompileError(message, module.filename)
+
+
+def _compile_selected(module, fname, namer, names, sigmoid_name, wrt, emitter, emit_kinds, guarded, strict,
+                      caller=None, budget=None):
+    """One selected function's compiled record and texts; `_Skipped` (or, `strict`, an error)
+    where it has no gradient of its own: a custom rule, a factory, a function that calls its
+    parameter, one whose result is an array, a helper of `caller` whose result may be one."""
+    fnode = module.functions[fname]
+    custom = custom_calls.not_compiled(module, fname)  # a custom_vjp function or its rule
+    if custom is not None:
+        _skip(strict, module, fnode, f"'{fname}' has {custom}", _reason(custom))
+    if closures.returns_a_function(fnode, module):
+        _skip(strict, module, fnode, _FACTORY.format(name=fname),
+              "returns a function (its closure is inlined where a loss calls it)")
+    called = closures.called_parameter(fnode)
+    if called is not None:
+        _skip(strict, module, fnode, _CALLS_PARAMETER.format(name=fname, param=called),
+              f"calls its parameter '{called}' (it is inlined where a loss passes a function)")
+    fn, fnamer = _lower(module, fname, namer, sigmoid_name, budget)
+    if guarded:
+        emitter.constant_params, emitter.stated = guards.entry(module, fn, _constants_read(fn, module),
+                                                               _default_namespace(module) == "numpy")
+        emitter.user_params = {p.name for p in fn.params}
+    array_result = not lower.returns_a_number(fnode) and array_facts.result_is_array(fn, module)
+    if array_result and not set(emit_kinds) & derivatives.FOR_ARRAYS:
+        _skip(strict, module, fnode, _ARRAY_RESULT.format(name=fname),
+              "its result is an array (it is inlined where a loss calls it)")
+    # a helper whose result may be an array is inlined where it is called (one whose every parameter
+    # has a default runs alone: a loss too)
+    if not strict and caller is not None and not lower.returns_a_number(fnode) and not _all_defaulted(fn) \
+            and array_facts.may_be_array(fn.result, array_facts.array_values(fn, module, result_may_be_array=True)):
+        raise _Skipped(f"its result may be an array, and '{caller}' calls it: it is inlined there (annotate "
+                       "'-> float' if it is a loss too)")
+    if emit_kinds == ("grad",):
+        return _compile_function(module, fn, fnamer, names, wrt, emitter)
+    return _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, array_result)
+
+
+def _reason(why):
+    """A reason as a skip line gives it (`skipped f (line 3): <reason>`): no 'no gradient' before it."""
+    for lead in ("no gradient of its own: ", "no gradient: "):
+        if why.startswith(lead):
+            return why[len(lead):]
+    return why
 
 
 def _select(module, functions):
@@ -186,24 +296,14 @@ def _select(module, functions):
                                         "compiles a function only as its 'def' wrote it")
     if not module.functions:
         raise CompileError("no functions found: gradgen compiles top-level 'def' functions", module.filename)
-    if not functions:  # a helper that returns a tuple, or takes the *args its callers pass, has no gradient of its own
-        called = {n.func.id for node in module.functions.values() for n in ast.walk(node)
-                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-        scalar = [f for f, node in module.functions.items()
-                  if not _returns_tuples(node) and not (node.args.vararg is not None and f in called)]
-        return scalar or list(module.functions)
+    if not functions:  # the whole file (gradgen/codegen/selection.py: which are tried)
+        return list(module.functions)
     for f in functions:
         if f not in module.functions:
             available = ", ".join(module.functions)
             raise CompileError(f"no function named '{f}' (from --function); the file defines: {available}",
                                module.filename)
     return list(dict.fromkeys(functions))
-
-
-def _returns_tuples(fnode):
-    """Every `return` of `fnode` returns a tuple (a helper whose call is unpacked)."""
-    returns = [n for n in ast.walk(fnode) if isinstance(n, ast.Return)]
-    return bool(returns) and all(isinstance(r.value, ast.Tuple) for r in returns)
 
 
 def _check_wrt(module, selected, wrt):
@@ -222,14 +322,16 @@ def _default_namespace(module):
     return "numpy" if any(q.split(".")[0] == "numpy" for q in module.imports.values()) else "math"
 
 
-def _lower(module, fname, namer, sigmoid_name):
-    """Function `fname` lowered to IR, with the names of its generated functions' locals."""
+def _lower(module, fname, namer, sigmoid_name, budget=None):
+    """Function `fname` lowered to IR, with the names of its generated functions' locals; the
+    syntax nodes inlining copied are added to `budget` (a whole file's)."""
     structured, soft, arrays_only = set(), set(), set()
     while True:  # again, with a parameter structured, each time a use needs a container
         fnamer = namer.function_namer(lower.parameter_names(module.functions[fname]))
+        lowerer = lower.Lowerer(module, module.functions[fname], fnamer, sigmoid_name, frozenset(structured),
+                                frozenset(arrays_only))
         try:
-            return lower.lower_function(module, fname, fnamer, sigmoid_name, frozenset(structured),
-                                        frozenset(arrays_only)), fnamer
+            return lowerer.lower(), fnamer
         except NeedsStructure as need:
             assert need.param not in structured, need.param
             structured.add(need.param)
@@ -240,6 +342,9 @@ def _lower(module, fname, namer, sigmoid_name):
                 raise whole.error from None
             structured.discard(whole.param)  # only looped over, and used whole: an array after all
             arrays_only.add(whole.param)
+        finally:
+            if budget is not None:  # (the count gradgen/frontend/lower_calls.py bounds for one function)
+                budget.spent += getattr(lowerer, "inlined", 0)
 
 
 def _compile_function(module, fn, fnamer, names, wrt, emitter):

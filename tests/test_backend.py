@@ -87,10 +87,11 @@ def test_the_mlp_module_reads_as_array_api_code():
 def test_header_records_the_backend_and_the_body_hash():
     text = compiled("mlp", "array-api").text
     lines = text.split("\n")
-    body = text.split("\n", 4)[4]
+    body = text.split("\n", 5)[5]
     assert lines[1] == "# Do not edit: run `gradgen compile --backend array-api examples/mlp.py` again instead."
     assert lines[2] == f'# Source "examples/mlp.py"; body sha256 {hashlib.sha256(body.encode()).hexdigest()}.'
-    assert lines[3] == ("# Backend: array-api (the array library is taken from the arguments; needs "
+    assert lines[3] == "# Compiled: loss."
+    assert lines[4] == ("# Backend: array-api (the array library is taken from the arguments; needs "
                         "array-api-compat).")
     header = freshness.read_header(text.encode("utf-8"))
     assert (header.source, header.body_ok) == ("examples/mlp.py", True)

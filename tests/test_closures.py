@@ -201,10 +201,10 @@ def test_factories_and_higher_order_helpers_get_no_gradient_of_their_own():
     compiled = compile_source(_source("factory"), filename="fa.py")
     assert [f.name for f in compiled.functions] == ["loss"]
     assert compiled.skipped == {
-        "make_objective": "no gradient: it returns a function (its closure is inlined where a loss calls it)"}
+        "make_objective": "returns a function (its closure is inlined where a loss calls it)"}
     compiled = compile_source(_source("lambda_as_argument"), filename="la.py")
     assert compiled.skipped == {
-        "apply_twice": "no gradient: it calls its parameter 'g' (it is inlined where a loss passes a function)"}
+        "apply_twice": "calls its parameter 'g' (it is inlined where a loss passes a function)"}
 
 
 def test_recursion_through_a_closure_is_refused():

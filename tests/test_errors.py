@@ -4,6 +4,8 @@ import pytest
 
 from gradgen import CompileError, compile_source
 
+PRINT_OF_A_HELPER = "def h(x):\n    return x * x\n\n\ndef f(x):\n    print(h(x))\n    return x\n"
+
 CASES = [
     ("syntax error", "def f(x):\n    return x +\n", {},
      "bad.py:2:15: syntax error: invalid syntax\n        return x +\n                  ^"),
@@ -28,7 +30,7 @@ CASES = [
     ("mutual recursion", "def g(x):\n    return f(x)\n\ndef f(x):\n    return g(x) + 1\n", {"functions": ["f"]},
      "bad.py:2:12: recursive call to 'f': gradgen cannot differentiate recursion\n        return f(x)\n"
      "               ^"),
-    ("generator", "def f(x):\n    yield x\n", {},
+    ("generator", "def f(x):\n    yield x\n", {"functions": ["f"]},
      "bad.py:2:5: generators are not supported\n        yield x\n        ^"),
     ("global", "def f(x):\n    global k\n    return x\n", {},
      "bad.py:2:5: 'global' is not supported\n        global k\n        ^"),
@@ -61,10 +63,10 @@ CASES = [
      "parameter\n        return x * DATA\n                   ^"),
     ("read before assignment", "def f(x):\n    y = y + x\n    return y\n", {},
      "bad.py:2:9: 'y' is read before it is assigned\n        y = y + x\n            ^"),
-    ("tuple return", "def f(x):\n    return x, x\n", {},
+    ("tuple return", "def f(x):\n    return x, x\n", {"functions": ["f"]},
      "bad.py:2:12: gradgen differentiates functions that return one number\n        return x, x\n"
      "               ^"),
-    ("no return", "def f(x):\n    y = x\n", {},
+    ("no return", "def f(x):\n    y = x\n", {"functions": ["f"]},
      "bad.py:1:1: function 'f' has no 'return' at its end\n    def f(x):\n    ^"),
     ("**kwargs", "def f(x, **kw):\n    return x\n", {},
      "bad.py:1:12: **kwargs parameters are not supported: name each parameter\n    def f(x, **kw):\n"
@@ -95,7 +97,7 @@ CASES = [
      "bad.py:5:16: 'random.random()' draws from Python's random module, whose state the generated code cannot "
      "share: draw with NumPy (a np.random.RandomState or Generator parameter, or np.random.*), or pass the noise "
      "in as data (def f(..., *, eps))\n        return x * random.random()\n                   ^"),
-    ("print of a helper's result", "def h(x):\n    return x * x\n\n\ndef f(x):\n    print(h(x))\n    return x\n", {},
+    ("print of a helper's result", PRINT_OF_A_HELPER, {"functions": ["f"]},
      "bad.py:6:11: 'print(...)' may use the function's variables, module constants and library functions; 'h' "
      "is none of these here\n        print(h(x))\n              ^"),
     ("a factory, named", "def make(d):\n    def objective(p):\n        return p * d\n    return objective\n",
@@ -105,7 +107,7 @@ CASES = [
      "    def make(d):\n    ^"),
     ("default not a number", "def f(x=[1]):\n    return x\n", {},
      "bad.py:1:9: the default value of 'x' must be a number\n    def f(x=[1]):\n            ^"),
-    ("string", "def f(x):\n    return 'a'\n", {},
+    ("string", "def f(x):\n    return 'a'\n", {"functions": ["f"]},
      "bad.py:2:12: only real numbers are supported, not str constants\n        return 'a'\n"
      "               ^"),
     ("decorator", "import functools\n@functools.cache\ndef f(x):\n    return x\n", {},
@@ -196,6 +198,41 @@ def test_error_message_and_place(source, kwargs, expected):
     with pytest.raises(CompileError) as caught:
         compile_source(source, "bad.py", **kwargs)
     assert caught.value.format() == expected
+
+
+WHOLE_FILE = [
+    ("print of a helper's result", PRINT_OF_A_HELPER, ["h"],
+     {"f": "'print(...)' may use the function's variables, module constants and library functions; 'h' is none "
+           "of these here (line 6)"}),
+    ("generator", "def f(x):\n    yield x\n", None,
+     "bad.py:1:1: no function here has a gradient of its own: f (line 1): is a generator (it yields), not a "
+     "function returning one number\n    def f(x):\n    ^"),
+    ("tuple return", "def f(x):\n    return x, x\n", None,
+     "bad.py:1:1: no function here has a gradient of its own: f (line 1): returns a tuple, not one number\n"
+     "    def f(x):\n    ^"),
+    ("no return", "def f(x):\n    y = x\n", None,
+     "bad.py:1:1: no function here has a gradient of its own: f (line 1): returns nothing, not one number\n"
+     "    def f(x):\n    ^"),
+    ("string", "def f(x):\n    return 'a'\n", None,
+     "bad.py:1:1: no function here has a gradient of its own: f (line 1): returns a string, not one number\n"
+     "    def f(x):\n    ^"),
+    ("no parameters", "def f():\n    return 1.0\n\n\ndef g():\n    return 2.0\n", None,
+     "bad.py: no function here has a gradient of its own: f (line 1): takes no parameters; g (line 5): takes "
+     "no parameters"),
+]
+
+
+@pytest.mark.parametrize("source,compiled,expected", [c[1:] for c in WHOLE_FILE], ids=[c[0] for c in WHOLE_FILE])
+def test_a_whole_file_skips_what_it_refuses_and_names_each_when_nothing_compiles(source, compiled, expected):
+    """The cases above that --function refuses: a whole file compiles the rest and skips each
+    (with why), or, when nothing has a gradient, says so."""
+    if compiled is None:
+        with pytest.raises(CompileError) as caught:
+            compile_source(source, "bad.py")
+        assert caught.value.format() == expected
+        return
+    result = compile_source(source, "bad.py")
+    assert [f.name for f in result.functions] == compiled and result.skipped == expected
 
 
 def test_loop_count_parameter_is_left_out_by_default():

@@ -10,6 +10,7 @@ import math
 import os
 
 from gradgen.analysis import stated
+from gradgen.codegen.freshness import SKIPPED_LEAD
 from gradgen.errors import CompileError
 
 
@@ -19,9 +20,10 @@ def listed(shapes):
     return ", ".join(text[:-1]) + " and " + text[-1] if len(text) > 1 else text[0]
 
 
-def options(emit_kinds, shapes_from):
+def options(emit_kinds, shapes_from, functions=None):
     """The compile options beyond the defaults, as the regenerate command spells them."""
-    out = "" if emit_kinds == ("grad",) else f" --emit {','.join(emit_kinds)}"
+    out = "".join(f" --function {name}" for name in dict.fromkeys(functions or ()))
+    out += "" if emit_kinds == ("grad",) else f" --emit {','.join(emit_kinds)}"
     return out + (f" --shapes {shapes_from}" if shapes_from else "")
 
 
@@ -122,3 +124,16 @@ def display_name(filename):
     quote, a backslash) or that is not printable replaced by `?`."""
     name = os.path.basename(filename) if filename and not filename.startswith("<") else (filename or "<string>")
     return "".join(c if c.isprintable() and c not in "\"\\`" else "?" for c in name)
+
+
+def functions_line(module, compiled, skipped):
+    """The header's record of which functions the module is for, and which of the file's
+    others got no gradient of their own (a whole file compiled: data builders, drivers,
+    helpers): a reader sees it at once, and a recompile keeps the compiled ones
+    (gradgen/tools/files.py reads it back with gradgen.codegen.freshness.recorded_functions)."""
+    line = f"Compiled: {', '.join(compiled)}."
+    if skipped:
+        listed = ", ".join(f"{name} (line {module.functions[name].lineno})" for name in skipped)
+        line += f" {SKIPPED_LEAD}{listed}."
+    return line
+

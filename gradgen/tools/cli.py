@@ -165,6 +165,8 @@ def _compile_one(args):
         print(f"  jit: {compiled.jit}{kept}")
     for line in summary_lines(compiled):
         print(f"  {line}")
+    for line in skipped_lines(compiled):
+        print(line, file=sys.stderr)
     return _check(args) if args.check else 0
 
 
@@ -180,8 +182,8 @@ def _status(args):
 
 
 def summary_lines(compiled):
-    """Per function, what it is differentiated with respect to and why any parameter is not,
-    and which functions got no gradient: a surprising default is seen at once."""
+    """Per function, what it is differentiated with respect to and why any parameter is not:
+    a surprising default is seen at once (which functions got no gradient: skipped_lines)."""
     lines = []
     for f in compiled.functions:
         line = f"{f.name}: d/d({', '.join(f.wrt)})" if f.wrt else f"{f.name}: no parameter differentiated"
@@ -191,8 +193,20 @@ def summary_lines(compiled):
         if reasons:
             line += "; not " + "; ".join(f"{', '.join(ps)} ({why})" for why, ps in reasons.items())
         lines.append(line)
-    lines.extend(f"{name}: {why}" for name, why in compiled.skipped.items())
     return lines
+
+
+def skipped_lines(compiled):
+    """One line for each function of the file that got no gradient of its own, and for each
+    stretch of module-level code, in the file's order, and why."""
+    functions = compiled.module.functions
+    lines = [(functions[name].lineno, f"skipped {name} (line {functions[name].lineno}): {why}")
+             for name, why in compiled.skipped.items()]
+    for what, stretches, why in compiled.top_level:
+        spans = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in stretches)
+        where = f"line {spans}" if len(stretches) == 1 and stretches[0][0] == stretches[0][1] else f"lines {spans}"
+        lines.append((stretches[0][0], f"skipped {what} ({where}): {why}"))
+    return [line for _, line in sorted(lines, key=lambda item: item[0])]
 
 
 def _check(args):

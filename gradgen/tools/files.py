@@ -41,7 +41,9 @@ def compile_file(path, out_dir="generated", functions=None, wrt=None, force=Fals
     existing file that gradgen did not write is kept unless `force`. `backend` None keeps
     the backend of the module it replaces (numpy for a new one): compiling again, by hand
     or by the pre-commit hook, never changes it; nor does `jit` None (gradgen/codegen/numba_jit.py), nor
-    `shapes_from` None (the `--shapes FILE:FUNC` the module was written for).
+    `shapes_from` None (the `--shapes FILE:FUNC` the module was written for), nor `functions` None:
+    the module's `--function` names again, or the whole file, where each function the module
+    has must compile again (its header lists them: a refusal of one is an error, not a skip).
     """
     data = read_source(path)
     target = output_path(path, out_dir)
@@ -54,13 +56,17 @@ def compile_file(path, out_dir="generated", functions=None, wrt=None, force=Fals
     if emit_kinds is None:
         kinds = freshness.recorded_option(target, _EMIT_RECORDED, None)
         emit_kinds = parse_kinds(kinds) if kinds else ("grad",)
+    keep = ()
+    if functions is None:
+        functions, keep = freshness.recorded_functions(target)
     shapes = None
     if shapes_from == "none":  # `--shapes none`: for any shapes again
         shapes_from = None
     if shapes_from:
         shapes = symbolic_shapes(load_inputs(shapes_from))  # lengths as letters: a partial batch is no other shape
 
-    compiled = compile_source(data, str(path), functions, wrt, emit_kinds, backend, jit, shapes, shapes_from)
+    compiled = compile_source(data, str(path), functions, wrt, emit_kinds, backend, jit, shapes, shapes_from,
+                              keep=keep or ())
     _refuse_foreign(target, force)
     write_atomically(target, compiled.text)
     return target, compiled

@@ -1,0 +1,222 @@
+"""What a whole file compiles (`gradgen compile FILE`, no --function): which of its functions
+are tried, and why each of the others has no gradient of its own.
+
+A scientific file holds more than losses: data builders, `init_params`, plots, training
+loops, a `main`. Each is recognised here from its syntax alone, before anything is lowered,
+so it costs nothing and says why in words (`takes no parameters`, `returns a dict, not one
+number`); gradgen.api tries the rest and skips what it refuses. Module-level code (the
+`if __name__ == "__main__":` block, a script's statements) is listed too: it runs as
+written, and the user sees that gradgen left it so. With --function nothing here applies.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gradgen.frontend.closures import called_parameter, own_nodes
+
+PLOTTING = ("matplotlib", "seaborn", "plotly")  # a function that uses one draws a plot
+DRIVER = "a driver, such as a training loop"
+
+
+def skipped_before_compiling(module):
+    """{function: why it is not tried}, in file order, for the functions whose syntax shows
+    they return no number or run the program: the rest are compiled, or refused, by gradgen.api.
+    A call from one of those does not make a function a helper."""
+    runs = {name: why for name, fnode in module.functions.items() if (why := _runs(module, fnode)) is not None}
+    called = called_by(module, [name for name in module.functions if name not in runs])
+    returns = {name: why for name, fnode in module.functions.items()
+               if name not in runs and (why := _returns(fnode, name in called)) is not None}
+    return {name: runs.get(name) or returns[name] for name in module.functions if name in runs or name in returns}
+
+
+def called_by(module, names):
+    """{function: the first of `names` that calls it or passes it by name}: a helper of theirs."""
+    found = {}
+    for caller in names:
+        for node in own_nodes(module.functions[caller].body):
+            if isinstance(node, ast.Name) and node.id in module.functions and node.id != caller:
+                found.setdefault(node.id, caller)
+    return found
+
+
+def _runs(module, fnode):
+    """Why the function is part of the program around the losses, if it is: it takes nothing,
+    yields, plots, or runs a gradient gradgen wrote."""
+    args = fnode.args
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own_nodes(fnode.body)):
+        return "is a generator (it yields), not a function returning one number"
+    if not (args.posonlyargs + args.args + args.kwonlyargs) and args.vararg is None and args.kwarg is None:
+        return "takes no parameters"
+    library = _plotting(module, fnode)
+    if library is not None:
+        return f"draws a plot (it uses {library})"
+    generated = _generated_call(module, fnode)
+    if generated is not None:
+        return f"calls '{generated[0]}' from {generated[1]} ({DRIVER})"
+    return None
+
+
+def _returns(fnode, called):
+    """Why the function returns no number of its own, if its syntax shows it: it is given a
+    function to call (a driver), takes its callers' *args, or every `return` gives a dict,
+    a tuple, a list, a string or nothing."""
+    param = called_parameter(fnode)
+    if param is not None and not called:
+        return f"takes a function, '{param}', and calls it ({DRIVER})"
+    if fnode.args.vararg is not None and called:
+        return "takes the *args its callers pass (it is inlined where a loss calls it)"
+    return _returns_no_number(fnode, called)
+
+
+def _imported(module, fnode):
+    """{local name: qualified name} of the module's imports and the function's own."""
+    names = dict(module.imports)
+    for node in own_nodes(fnode.body):
+        if isinstance(node, ast.Import):
+            names.update({a.asname or a.name.split(".")[0]: a.name if a.asname else a.name.split(".")[0]
+                          for a in node.names})
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
+    return names
+
+
+def _plotting(module, fnode):
+    """The plotting library the function uses, if any."""
+    imported = _imported(module, fnode)
+    for node in own_nodes(fnode.body):
+        if isinstance(node, ast.Name) and node.id in imported:
+            top = imported[node.id].split(".")[0]
+            if top in PLOTTING:
+                return top
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            tops = [(getattr(node, "module", None) or a.name).split(".")[0] for a in node.names]
+            if any(t in PLOTTING for t in tops):
+                return next(t for t in tops if t in PLOTTING)
+    return None
+
+
+def _generated_call(module, fnode):
+    """(name called, module) of a call into a generated module (`*_grad`): `loss_grad(...)`
+    imported from it, or `grads.loss_grad(...)` through the module itself."""
+    imported = _imported(module, fnode)
+    for node in own_nodes(fnode.body):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in imported:
+            name, source = func.id, imported[func.id].rpartition(".")[0]
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in imported:
+            name, source = f"{func.value.id}.{func.attr}", imported[func.value.id]
+        else:
+            continue
+        if source.rpartition(".")[2].endswith("_grad"):
+            return name, source
+    return None
+
+
+def _returns_no_number(fnode, called):
+    """Why every `return` of the function gives something other than a number, if they all do."""
+    values = [n.value for n in own_nodes(fnode.body) if isinstance(n, ast.Return)]
+    if all(v is None or (isinstance(v, ast.Constant) and v.value is None) for v in values):
+        return "returns nothing, not one number"
+    bound = _bound(fnode)
+    kinds = {_kind(v, bound) for v in values}
+    if len(kinds) != 1 or None in kinds:
+        return None
+    kind = kinds.pop()
+    if kind == "a tuple" and called:
+        return "returns a tuple, not one number (it is inlined where a loss unpacks its call)"
+    return f"returns {kind}, not one number"
+
+
+def _bound(fnode):
+    """{local name: the values assigned to it, None for a binding of another form}: what a
+    returned name may hold (`params = {}`, then `return params`)."""
+    simple, bound = set(), {}
+    for node in own_nodes(fnode.body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target = node.target
+        else:
+            continue
+        if isinstance(target, ast.Name):
+            simple.add(target)
+            bound.setdefault(target.id, []).append(node.value)
+    for node in own_nodes(fnode.body):  # a loop variable, `+=`, unpacking, `with ... as`: any value
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node not in simple:
+            bound.setdefault(node.id, []).append(None)
+    return bound
+
+
+def _kind(value, bound):
+    if isinstance(value, ast.Name) and value.id in bound:
+        kinds = {_kind(v, {}) if v is not None else None for v in bound[value.id]}
+        return kinds.pop() if len(kinds) == 1 else None
+    if isinstance(value, (ast.Dict, ast.DictComp)) or _calls(value, "dict"):
+        return "a dict"
+    if isinstance(value, ast.Tuple) or _calls(value, "tuple"):
+        return "a tuple"
+    if isinstance(value, (ast.List, ast.ListComp)) or _calls(value, "list"):
+        return "a list"
+    if isinstance(value, ast.JoinedStr) or (isinstance(value, ast.Constant) and isinstance(value.value, (str, bytes))):
+        return "a string"
+    return None
+
+
+def _calls(value, name):
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == name
+
+
+# ---- module-level code ---------------------------------------------------------------------
+
+MAIN_BLOCK = 'the if __name__ == "__main__" block'
+RUNS = "it runs when the file runs; gradgen compiles the functions it calls"
+MAIN_RUNS = "it runs the file as a script; gradgen compiles the functions it calls"
+CLASS = "gradgen compiles top-level functions, not classes"
+
+
+def top_level_code(module):
+    """(what, [(first line, last line), ...], why) for what does something when the file
+    runs: the main block, each class, and the module-level statements (one entry for all)."""
+    found, script = [], []
+    for stmt in module.tree.body:
+        first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+        if _is_main_block(stmt):
+            found.append((MAIN_BLOCK, [(first, first)], MAIN_RUNS))
+        elif isinstance(stmt, ast.ClassDef):
+            found.append((f"class {stmt.name}", [(first, first)], CLASS))
+        elif isinstance(stmt, ast.AsyncFunctionDef):
+            found.append((f"async def {stmt.name}", [(first, first)], "gradgen compiles plain functions, not "
+                                                                     "coroutines"))
+        elif _runs_the_program(module, stmt):
+            if script and script[-1][1] == first - 1:
+                script[-1] = (script[-1][0], last)  # on the next line: one stretch
+            else:
+                script.append((first, last))
+    if script:
+        found.append(("module-level code", script, RUNS))
+    return sorted(found, key=lambda entry: entry[1][0])
+
+
+def _is_main_block(stmt):
+    if not isinstance(stmt, ast.If) or not isinstance(stmt.test, ast.Compare) or len(stmt.test.ops) != 1:
+        return False
+    sides = [stmt.test.left, stmt.test.comparators[0]]
+    return isinstance(stmt.test.ops[0], ast.Eq) and \
+        any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and \
+        any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
+
+
+def _runs_the_program(module, stmt):
+    """A statement that does something when the file runs (not a def, an import, a docstring
+    or a value a function may read): an assignment counts when it calls the file's functions."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Import, ast.ImportFrom, ast.Pass)):
+        return False
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+        return False  # a docstring, or `...`
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in module.functions
+                   for n in ast.walk(stmt))
+    return True
