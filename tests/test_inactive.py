@@ -116,3 +116,55 @@ def test_the_generated_code_keeps_the_users_text_with_generated_names():
     dw, dX = ns["loss_grad"](w, X)
     np.testing.assert_allclose(dw, 1.5 ** 3 * X.sum(axis=0))
     np.testing.assert_allclose(dX, np.outer(np.ones(4), 1.5 ** 3 * w))
+
+
+SORTS = '''import numpy as np
+
+
+def sorted_first(w, X):
+    X.sort()
+    return np.sum(w * X)
+
+
+def sorted_after(w, X):
+    y = w * X
+    X.sort()
+    return np.sum(y)
+
+
+def sorted_copy(w, X):
+    y = w * X
+    X = X.copy()
+    X.sort()
+    return np.sum(y) + np.sum(X)
+
+
+def filled(w, X):
+    buf = np.zeros(3)
+    y = w * buf[:2]
+    np.copyto(buf, X)
+    return np.sum(y)
+'''
+
+
+@pytest.mark.parametrize("name", ["sorted_first", "sorted_copy"])
+def test_a_call_that_changes_data_in_place_runs_where_the_gradient_does_not_need_the_old_numbers(name):
+    compiled = compile_source(SORTS, "sorts.py", functions=[name], wrt=["w"])
+    ns = {}
+    exec(compiled.text, ns)
+    X = np.array([3.0, 1.0, 2.0])
+    expected = np.sort(X)
+    assert np.allclose(ns[f"{name}_grad"](np.array([0.5, 0.5, 0.5]), X.copy()),
+                       expected if name == "sorted_first" else X)
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("sorted_after", "sorts.py:11:5: 'X.sort()' may change 'X' in place, and the gradient reads 'X' as it was: "
+                     "work on a copy ('X = X.copy()' first)"),
+    ("filled", "sorts.py:25:5: 'np.copyto(buf, X)' may change 'buf' in place, and the gradient reads 'buf' as it "
+               "was: work on a copy ('buf = buf.copy()' first)"),
+])
+def test_a_call_that_changes_what_the_gradient_reads_is_refused_with_advice_that_works(name, message):
+    with pytest.raises(CompileError) as caught:
+        compile_source(SORTS, "sorts.py", functions=[name], wrt=["w"])
+    assert caught.value.format().splitlines()[0] == message

@@ -91,7 +91,7 @@ def as_written(lowerer, scope, node, refusal):
               ("names", tuple(v.name for v in renamed.reads)), ("what", _what(m, node)),
               ("measured", _measured_only(node, scope)),
               ("refusal", refusal),
-              ("mutated", tuple(sorted({v.name for v in _mutated(m, node, scope)}))))
+              ("mutated", tuple(sorted({v.name for v in mutated(m, node, scope)}))))
     return Call("verbatim", renamed.reads, "numpy", loc=(node.lineno, node.col_offset + 1), params=params)
 
 
@@ -145,7 +145,13 @@ def _what(m, node):
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _mutated(m, node, scope):
+def keepable_statement(m, node) -> bool:
+    """A call standing as a statement that may be kept as written (not np.add.at, whose
+    message says what to write instead)."""
+    return isinstance(node, ast.Call) and keepable(node) and m.qualified(node.func) != "numpy.add.at"
+
+
+def mutated(m, node, scope):
     """The variables a call in `node` may change in place: the object of a mutating method,
     every array passed to a library's function that writes (or to a function gradgen knows
     nothing of), any argument beside out= or inplace=."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 
 from gradgen.analysis.stated import annotated_shape
-from gradgen.frontend import custom_calls, effects
+from gradgen.frontend import custom_calls, effects, inactive
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
 from gradgen.frontend.known_lists import STATIC_VALUES, StaticLowering
 from gradgen.frontend.lower_assign import AssignLowering
@@ -298,6 +298,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             pass  # layers.append((W, b)) to a list kept while compiling
         elif isinstance(stmt, ast.Expr) and self._list_method(scope, stmt.value) is not None:
             self._append(scope, stmt)
+        elif isinstance(stmt, ast.Expr) and inactive.keepable_statement(self.m, stmt.value):
+            self._kept_statement(scope, stmt)
         elif isinstance(stmt, ast.Expr):
             message = _UNSUPPORTED_EXPR.get(type(stmt.value), "an expression statement does nothing to the result")
             if isinstance(stmt.value, ast.Call) and self.m.qualified(stmt.value.func) == "numpy.add.at":
@@ -307,6 +309,15 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             raise self.m.error(stmt, message)
         else:
             raise self.m.error(stmt, _UNSUPPORTED_STMT.get(type(stmt), f"'{type(stmt).__name__}' is not supported"))
+
+    def _kept_statement(self, scope, stmt):
+        """`x.sort()`, `np.copyto(buf, X)`, `validate(X)`: a call run for what it does, kept as
+        written; gradgen.analysis.aliasing refuses it where it changes a value the gradient reads."""
+        renamed = effects.rename(self.m, stmt, lambda n: _lookup(scope, n), self.m.error,
+                                 f"'{ast.unparse(stmt.value.func)}(...)'")
+        changes = tuple(sorted({v.name for v in inactive.mutated(self.m, stmt.value, scope)}))
+        self.body.append(Effect(renamed.text, renamed.reads, stmt.lineno, self.m.segment(stmt),
+                                frozenset(renamed.modules), changes, stmt.col_offset + 1))
 
     def _effect(self, scope, stmt, what):
         """print/logging/assert: kept in the forward pass as written, in generated names."""

@@ -237,6 +237,8 @@ class Effect:
     line: int | None = None
     source: str | None = None
     modules: frozenset = frozenset()
+    changes: tuple = ()  # variables it may change in place (`x.sort()`: gradgen.frontend.inactive)
+    col: int | None = None
 
     def __str__(self):
         return self.text

@@ -73,6 +73,7 @@ def reverse_parts(module, fn, fnamer, wrt, seed=None):
     adjoints = reverse.backward(fn, act, fnamer, fn.result_name, arrays, seed)
     needed = aliasing.numbers_read(adjoints.statements) | set(adjoints.targets.values())
     aliasing.refuse_changes_the_gradient_reads(fn, objects, module, needed, adjoints.saved, numbers)
+    aliasing.refuse_calls_changing_what_the_gradient_reads(fn, act.active, needed, module)
     # the number defaults the in-place updates rely on: checked on entry
     numbers_checked = {p.name: () for p in fn.params if array_facts.number_default(p)} if numbers else {}
     structured = {p.name for p in fn.params if p.structured}
