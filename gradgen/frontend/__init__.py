@@ -4,7 +4,7 @@
 (imports, constants, functions), `lower` and its mixins (`lower_calls`, `lower_exprs`,
 `lower_lists`, `lower_loops`, `lower_assign`, `known_lists`) turn one function's AST into straight-line SSA
 over primitives, with `scopes`, `fold` (values known when compiling), `closures`,
-`comprehensions`, `structured` (parameters that are lists, tuples, dicts), `effects`
-(print, assert, logging) and `custom_calls` (reading `@gradgen.custom_vjp` rules). May import
+`comprehensions`, `structured` (parameters that are lists, tuples, dicts) with
+`structured_loops` (loops over their parts), `effects` (print, assert, logging) and `custom_calls` (reading `@gradgen.custom_vjp` rules). May import
 `gradgen.ir`, `gradgen.rules`, `gradgen.analysis`; never the transforms (an independent layer).
 """

@@ -27,6 +27,7 @@ from gradgen.frontend.scopes import (
     _skip_docstring, _stored_names, parameter_names
 )
 from gradgen.frontend.structured import StructuredLowering, TreeRef, UsedWhole, names_a_container
+from gradgen.frontend.structured_loops import TreeLoopLowering
 from gradgen.ir.nodes import Assign, Break, Call, Const, Continue, Effect, Function, If, Param, Var
 from gradgen.rules import table
 
@@ -45,7 +46,7 @@ _UNSUPPORTED_STMT = {
 
 
 class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowering, StructuredLowering,
-              StaticLowering):
+              TreeLoopLowering, StaticLowering):
     """Lowers one top-level function (and the helpers it calls) into one IR Function."""
 
     def __init__(self, module, fnode, namer, sigmoid_name, structured=frozenset(), arrays_only=frozenset()):
