@@ -17,10 +17,12 @@ import textwrap
 
 from gradgen.codegen import guards
 from gradgen.ir.nodes import (
-    Assign, Break, Call, Comment, Cond, Const, Continue, Effect, For, If, IndexAdd, Init, Restore, Save, Spelled, Var,
-    While
+    Assign, Break, Call, Comment, Cond, Const, Continue, Effect, Field, For, If, IndexAdd, Init, Restore, Save, Spelled,
+    Var, While
 )
 from gradgen.ir.simplify import is_zero, negative_part
+from gradgen.rules import records as record_helpers
+from gradgen.rules.records import RECORD_HELPERS
 from gradgen.rules.table import LIBRARY_HELPERS, TABLE
 
 _MODULE_ALIAS = {"math": "math", "numpy": "np"}
@@ -311,6 +313,7 @@ _SPECIAL = {
                                                  ast.Call(ast.Name("len"), args, [])),
     # structured parameters (gradgen.rules.trees): a part read by its path, its length, its keys
     "tree_get": lambda em, args, kw: _path(args[0], args[1:]),
+    "tree_data": lambda em, args, kw: _path(args[0], args[1:]),
     "tree_len": lambda em, args, kw: ast.Call(ast.Name("len"), [_path(args[0], args[1:])], []),
     "tree_keys": lambda em, args, kw: ast.Call(ast.Name("list"), [_path(args[0], args[1:])], []),
     "range": lambda em, args, kw: ast.Call(ast.Name("range"), args, []),
@@ -325,9 +328,10 @@ _SPECIAL = {
 
 
 def _path(root, steps):
-    """`root[k1][k2]...`: one subscript per step of the path."""
+    """`root[k1][k2]...`: one subscript per step of the path, or `.W` for a field (Field)."""
     for step in steps:
-        root = ast.Subscript(root, step)
+        field = isinstance(step, ast.Constant) and isinstance(step.value, Field)
+        root = ast.Attribute(root, str(step.value)) if field else ast.Subscript(root, step)
     return root
 
 
@@ -447,12 +451,19 @@ HELPERS[guards.CHECK] = ((), guards.HELPER)
 HELPERS.update(LIBRARY_HELPERS)  # those of the library rules (gradgen.rules_*)
 
 
-def helper_sources(used):
-    """The definitions of the helpers in `used` and those they call, in a fixed order."""
+def helper_sources(used, records=False):
+    """The definitions of the helpers in `used` and those they call, in a fixed order;
+    `records`: those of a file that declares NamedTuples or dataclasses (gradgen.rules.records)."""
+    table = {**HELPERS, **RECORD_HELPERS} if records else HELPERS
     needed = set(used)
     for name in used:
-        needed |= set(HELPERS[name][0])
-    return [HELPERS[name][1] for name in HELPERS if name in needed]
+        needed |= set(table[name][0])
+    return [table[name][1] for name in table if name in needed]
+
+
+def record_imports(used, records):
+    """The modules the helpers in `used` import beside NumPy, for a file that declares classes."""
+    return set(record_helpers.IMPORTS) if records and set(used) & set(RECORD_HELPERS) else set()
 
 
 def _operator(prim, args):

@@ -163,6 +163,8 @@ class StructuredLowering:
                 return TreeRef(base.root, base.path + (SliceStep(*(None if p is None else self.expr(scope, p)
                                                                    for p in parts)),))
             return base.child(self._step(scope, node.slice))
+        if isinstance(node, ast.Attribute):  # p.W, p.layers[0].W: a field (gradgen.frontend.records)
+            return self._field_ref(scope, node)
         return None
 
     def _step(self, scope, node):
@@ -190,7 +192,8 @@ class StructuredLowering:
             return self._call("getitem", (base, *[p for p in parts if p is not None]), "op", node,
                               (("index", (layout,)),))
         read = ref.read()
-        return self._call(read.prim, read.args, read.ns, node)
+        prim = "tree_data" if self._data_field(ref) else read.prim  # `p.n` of `n: int`: data (gradgen.frontend.records)
+        return self._call(prim, read.args, read.ns, node)
 
     # ---- binding parts to names ---------------------------------------------------------
     def _bind_ref(self, scope, name, ref, stmt):
