@@ -18,6 +18,8 @@ then imports dataclasses); the lowering of field reads is gradgen.frontend.recor
 
 from __future__ import annotations
 
+import dataclasses
+
 _FIELDS = '''class Fields:
     """The gradient of a NamedTuple or dataclass while the backward pass adds into it: its
     fields by name (g.W, g["W"]) and, as a NamedTuple is read, by position (g[0])."""
@@ -108,3 +110,11 @@ RECORD_HELPERS = {
     "is_data": ((), _IS_DATA),
 }
 IMPORTS = ("dataclasses",)  # what the record helpers use beside NumPy
+
+
+def runtime():
+    """`fields_of` and `is_data` as the generated module defines them: gradgen check reads a
+    point's NamedTuples and dataclasses (which fields are leaves, which data) as they do."""
+    namespace = {"dataclasses": dataclasses}
+    exec(_FIELDS + _FIELDS_OF + _IS_DATA, namespace)  # noqa: S102 - gradgen's own helper source
+    return namespace["fields_of"], namespace["is_data"]
