@@ -5,6 +5,8 @@
 `lower_lists`, `lower_loops`, `lower_assign`, `known_lists`) turn one function's AST into straight-line SSA
 over primitives, with `scopes`, `fold` (values known when compiling), `closures`,
 `comprehensions`, `structured` (parameters that are lists, tuples, dicts) with
-`structured_loops` (loops over their parts), `effects` (print, assert, logging) and `custom_calls` (reading `@gradgen.custom_vjp` rules). May import
-`gradgen.ir`, `gradgen.rules`, `gradgen.analysis`; never the transforms (an independent layer).
+`structured_loops` (loops over their parts) and `records` (NamedTuples and dataclasses
+declared in the file), `effects` (print, assert, logging) and `custom_calls` (reading
+`@gradgen.custom_vjp` rules). May import `gradgen.ir`, `gradgen.rules`, `gradgen.analysis`;
+never the transforms (an independent layer).
 """

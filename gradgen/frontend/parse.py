@@ -311,7 +311,7 @@ def _read_assignment(module, stmt):
                 continue
             _rebind(module, target.id, stmt)
             if isinstance(value, ast.Call) and module.qualified(value.func) in NAMEDTUPLE_MAKERS:
-                module.classes[target.id] = stmt  # Params = namedtuple("Params", "W b"): a class (gradgen.frontend.records)
+                module.classes[target.id] = stmt  # Params = namedtuple("Params", "W b") (gradgen.frontend.records)
                 continue
             if isinstance(value, ast.Lambda):
                 module.not_constants[target.id] = (stmt, "is a lambda, which gradgen does not inline yet; "

@@ -25,6 +25,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from gradgen.frontend.parse import NAMEDTUPLE_MAKERS
 from gradgen.frontend.structured import SliceStep, TreeRef
 from gradgen.ir.nodes import Const, Field
@@ -252,8 +254,8 @@ def _namedtuple_fields(spec, typed):
     """(names, {name: annotation}) of namedtuple's second argument, or (None, {})."""
     if typed:
         items = spec.elts if isinstance(spec, (ast.List, ast.Tuple)) else None
-        if items is None or not all(isinstance(i, ast.Tuple) and len(i.elts) == 2 and isinstance(i.elts[0], ast.Constant)
-                                    and isinstance(i.elts[0].value, str) for i in items):
+        pairs = items is not None and all(isinstance(i, ast.Tuple) and len(i.elts) == 2 for i in items)
+        if not pairs or not all(isinstance(i.elts[0], ast.Constant) and type(i.elts[0].value) is str for i in items):
             return None, {}
         return [i.elts[0].value for i in items], {i.elts[0].value: i.elts[1] for i in items}
     if isinstance(spec, ast.Constant) and isinstance(spec.value, str):
@@ -284,6 +286,10 @@ class RecordLowering:
         if record is not None:
             record.check(self.m)
         return record is not None
+
+    def _record_named(self, ref):
+        """The NamedTuple or dataclass `ref`'s part is, where annotations say; else None."""
+        return named_by(self.m, self._annotation_of(ref))
 
     def _field_read(self, scope, node):
         """`p.W`, `p.layers[0].W` as a value: the part read; None where `node` reads no field
@@ -323,14 +329,68 @@ class RecordLowering:
                 raise self._not_a_field(node, candidates)
         return base.child(Const(Field(name)))
 
+    def _refuse_field_write(self, scope, target):
+        """`p.W = e`: a field of a parameter assigned, which would change the caller's value."""
+        if isinstance(target, ast.Attribute) and self._ref(scope, target.value) is not None:
+            raise self.m.error(target, f"'{self.m.segment(target)}' is assigned: that would change the caller's "
+                                       f"parameter; give the new value a name of its own ({target.attr} = ...) "
+                                       "and read that")
+
+    def _by_position(self, ref, node, what="reads", names=None, at_least=False, text=None):
+        """`p[0]`, `W, b = p`, `for x in p`, `len(p)` of a dataclass: refused, as Python raises
+        there. For a NamedTuple unpacked into `names` names: whether its class says how many
+        fields it has (then a wrong count is refused here, and no check is written)."""
+        record = named_by(self.m, self._annotation_of(ref))
+        if record is None:
+            return False
+        if record.kind == "dataclass":
+            whole = ref.text() if ref.spelled() else record.name.lower()
+            fields = ", ".join(f"{whole}.{f}" for f in record.fields[:2])
+            raise self.m.error(node, f"'{text or self.m.segment(node)}' {what} the dataclass '{record.name}' by "
+                                     f"position, which Python cannot: read its fields by name ({fields})")
+        if names is None:
+            return False
+        count = len(record.fields)
+        if count < names or (count > names and not at_least):
+            raise self.m.error(node, f"'{self.m.segment(node)}' unpacks {names} names from a {record.name}, which "
+                                     f"has {count} fields ({', '.join(record.fields)})")
+        return True
+
+    def _refuse_method_call(self, scope, node):
+        """`p.predict(x)`: a method of a parameter's class (or a field holding a function)
+        called; gradgen reads fields only."""
+        func = node.func
+        base = self._ref(scope, func.value)
+        if base is None:
+            if any(func.attr in r.members or func.attr in r.fields for r in records(self.m).values()):
+                self._needs_structure(scope, func.value)  # a parameter lowered as an array: structured
+            return
+        annotation = self._annotation_of(base)
+        record = named_by(self.m, annotation)
+        if record is None and (annotation is not None or hasattr(np.ndarray, func.attr)):
+            return  # `p.W.sum()`: an array's method
+        candidates = [record] if record is not None else list(records(self.m).values())
+        member = next(((r, r.members[func.attr]) for r in candidates if func.attr in r.members), None)
+        text = self.m.segment(node)
+        if member is not None:
+            r, (fnode, what) = member
+            raise self.m.error(node, f"'{text}' calls the {what} '{func.attr}' of class '{r.name}' (line "
+                                     f"{fnode.lineno}): gradgen reads a {r.kind}'s fields only; write it as a function "
+                                     f"of this file that takes the {r.name} (def {func.attr}({r.name.lower()}, ...)) "
+                                     "and call that")
+        if any(func.attr in r.fields for r in candidates):
+            raise self.m.error(node, f"'{text}' calls the field '{func.attr}' of a parameter: gradgen calls the "
+                                     "functions of this file and known library functions; pass the function as a "
+                                     "parameter with a default instead")
+
     def _not_a_field(self, node, candidates):
         """The error for `p.name` where no class it may be has a field `name`."""
         text, name = self.m.segment(node), node.attr
         member = next(((r, r.members[name]) for r in candidates if name in r.members), None)
         if member is not None:
             (r, (fnode, what)) = member
-            advice = ("compute the value from its fields in the loss" if what == "property" else
-                      f"write it as a function of this file that takes the {r.name} (def {name}({r.name.lower()}, ...))")
+            advice = ("compute the value from its fields in the loss" if what == "property" else "write it as a "
+                      f"function of this file that takes the {r.name} (def {name}({r.name.lower()}, ...))")
             return self.m.error(node, f"'{text}' reads the {what} '{name}' of class '{r.name}' (line {fnode.lineno}): "
                                       f"gradgen reads a {r.kind}'s fields only; {advice}")
         if len(candidates) == 1:

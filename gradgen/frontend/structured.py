@@ -26,7 +26,7 @@ import ast
 from dataclasses import dataclass
 
 from gradgen.frontend.scopes import PartsOfAPath, _lookup, _stored_names
-from gradgen.ir.nodes import Call, Const, Effect, Var, variables
+from gradgen.ir.nodes import Call, Const, Effect, Field, Var, variables
 
 # annotations that say a parameter is a container: `params: list`, `Sequence[...]`, `dict[str, ...]`
 _CONTAINERS = {"list", "tuple", "dict", "List", "Tuple", "Dict", "Sequence", "Mapping", "MutableMapping",
@@ -126,13 +126,15 @@ class TreeRef:
         return Call("tree_get", (self.root, *self.path), "builtins")
 
     def text(self):
-        """`params[i]['W']`, `layers[1][1:]`: Python source, for a path of names and constants."""
+        """`params[i]['W']`, `layers[1][1:]`, `p.layers[0].W`: Python source, for a path of names
+        and constants."""
         def source(step):
             if isinstance(step, SliceStep):
                 parts = (step.lower, step.upper) + ((step.step,) if step.step is not None else ())
                 return ":".join("" if p is None else source(p) for p in parts)
             return step.name if isinstance(step, Var) else repr(step.value)
-        return self.root.name + "".join(f"[{source(step)}]" for step in self.path)
+        return self.root.name + "".join(f".{step.value}" if isinstance(getattr(step, "value", None), Field)
+                                        else f"[{source(step)}]" for step in self.path)
 
     def spelled(self):
         """Whether text() can spell the path (names, constants, slices of them)."""
@@ -162,6 +164,7 @@ class StructuredLowering:
                 parts = (node.slice.lower, node.slice.upper, node.slice.step)
                 return TreeRef(base.root, base.path + (SliceStep(*(None if p is None else self.expr(scope, p)
                                                                    for p in parts)),))
+            self._by_position(base, node)  # (not a dataclass: gradgen.frontend.records)
             return base.child(self._step(scope, node.slice))
         if isinstance(node, ast.Attribute):  # p.W, p.layers[0].W: a field (gradgen.frontend.records)
             return self._field_ref(scope, node)
@@ -182,6 +185,11 @@ class StructuredLowering:
             return ref.leaf
         if not ref.path:
             name = ref.root.name
+            record = self._record_named(ref)
+            if record is not None:  # (gradgen.frontend.records)
+                fields = ", ".join(f"{name}.{f}" for f in record.fields[:2])
+                raise UsedWhole(name, self.m.error(node, f"'{name}' is a {record.name} (a {record.kind}): use its "
+                                                         f"fields ({fields})"))
             raise UsedWhole(name, self.m.error(node, f"'{name}' is a structured parameter (a list, tuple or dict): "
                                                      f"use its parts ({name}[0], `for W, b in {name}`, {name}['W'])"))
         if isinstance(ref.path[-1], SliceStep):  # `W[1:]` of an array part
@@ -260,7 +268,8 @@ class StructuredLowering:
         if len(starred) > 1:
             raise self.m.error(target, "two starred names in one unpacking")
         n = len(target.elts)
-        self._check_length(ref, n - len(starred), stmt, at_least=bool(starred))
+        if not self._by_position(ref, stmt, "unpacks", n - len(starred), bool(starred)):  # (a NamedTuple's: known)
+            self._check_length(ref, n - len(starred), stmt, at_least=bool(starred))
         star = starred[0] if starred else n
         for i, t in enumerate(target.elts):
             if i < star:

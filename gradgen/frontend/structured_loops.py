@@ -92,6 +92,7 @@ class TreeLoopLowering:
         if ref is not None and self._keys_of(scope, target, stmt.body):
             return self._dict_loop(scope, stmt, ref, "keys")  # `for key in params: params[key]`
         if ref is not None:
+            self._by_position(ref, node, "loops over", text=f"for ... in {self.m.segment(node)}")  # (not a dataclass)
             iterable, parent = ref.indices()
             return None, iterable, [(target, parent.child)]
         if self._builtin_call(scope, node, "reversed") and len(node.args) == 1:

@@ -10,4 +10,4 @@ anywhere sees the whole table; the table imports none of them (no cycle), as aut
 `numpy_vjps` registers into `core` without `core` importing it.
 """
 
-from gradgen.rules import linalg, lists, numpy, records, shape, special, table, trees  # noqa: F401  (each registers its rules)
+from gradgen.rules import linalg, lists, numpy, records, shape, special, table, trees  # noqa: F401  (each registers)
