@@ -449,6 +449,7 @@ HELPERS = {
 
 HELPERS[guards.CHECK] = ((), guards.HELPER)
 HELPERS.update(LIBRARY_HELPERS)  # those of the library rules (gradgen.rules_*)
+HELPERS.update({name: h for name, h in RECORD_HELPERS.items() if name not in HELPERS})  # Fields, fields_of, is_data
 
 
 def helper_sources(used, records=False):

@@ -61,10 +61,14 @@ class Record:
             return self.fields[index]
         return None
 
-    def check(self, module):
-        """Raise the reason gradgen cannot read this class, at its place, if there is one."""
+    def check(self, module, maybe=None):
+        """Raise the reason gradgen cannot read this class, at its place, if there is one;
+        `maybe`: the parameter, not annotated, that may be one (its field read says so)."""
         if self.problem is not None:
-            raise module.error(*self.problem)
+            node, message = self.problem
+            if maybe is not None:
+                message += f" ('{maybe}', not annotated, may be a {self.name}: annotate it with its class)"
+            raise module.error(node, message)
 
 
 def annotation_name(node):
@@ -324,7 +328,7 @@ class RecordLowering:
                     return None
                 raise self._not_a_field(node, [])
             for r in candidates:
-                r.check(self.m)
+                r.check(self.m, maybe=base.root.name)
             if not any(name in r.fields for r in candidates):
                 raise self._not_a_field(node, candidates)
         return base.child(Const(Field(name)))
