@@ -82,6 +82,7 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         env = {p.name: self.function_defaults.get(p.name, Var(p.name)) for p in params}
         for p in params:
             p.structured = p.name in self.structured
+            p.record = self._record_name(p.name)
             if p.structured:
                 env[p.name] = TreeRef(Var(p.name))
             elif not p.function and p.name not in _assigned_names(self.fnode):  # (else a value that changes)

@@ -291,6 +291,11 @@ class RecordLowering:
             record.check(self.m)
         return record is not None
 
+    def _record_name(self, param):
+        """The name of the NamedTuple or dataclass a parameter is annotated with, or None."""
+        record = named_by(self.m, self.param_annotations.get(param))
+        return record.name if record is not None else None
+
     def _record_named(self, ref):
         """The NamedTuple or dataclass `ref`'s part is, where annotations say; else None."""
         return named_by(self.m, self._annotation_of(ref))
@@ -301,8 +306,8 @@ class RecordLowering:
         ref = self._ref(scope, node)
         if ref is not None:
             return self._leaf(ref, node)
-        if node.attr not in _ARRAY_ATTRIBUTES and any(node.attr in r.fields for r in records(self.m).values()):
-            self._needs_structure(scope, node.value)
+        if records(self.m) and node.attr not in _ARRAY_ATTRIBUTES and not hasattr(np.ndarray, node.attr):
+            self._needs_structure(scope, node.value)  # (then refused where no class has the field)
         return None
 
     def _field_ref(self, scope, node):

@@ -338,6 +338,7 @@ class Param:
     number: bool = False  # annotated `float` or `int`: never an array
     function: str | None = None  # a function default (`act=np.tanh`): how the generated signature spells it
     structured: bool = False  # a list, tuple or dict of arrays and numbers (gradgen.frontend.structured)
+    record: str | None = None  # annotated with a NamedTuple or dataclass of the file: its name (frontend.records)
     shape: tuple | None = None  # what its annotation says (gradgen.analysis.stated): `"n d"` -> ("n", "d")
 
 
