@@ -37,8 +37,10 @@ def _fields(value):
 
 def _is_data(value, name):
     annotation = getattr(type(value), "__annotations__", {}).get(name)
+    annotation = getattr(annotation, "__forward_arg__", annotation)
     part = getattr(value, name)
-    return annotation in (int, str, bool, "int", "str", "bool") or isinstance(part, str) or part is None
+    return annotation in (int, str, bool, "int", "str", "bool") or isinstance(part, str) or part is None \
+        or isinstance(part, list) and all(isinstance(t, str) for t in part)
 
 
 def _leaves(value):
@@ -107,10 +109,12 @@ def _central(f, kwargs, name, h=1e-6):
     return out
 
 
-def program(source):
-    """The user's module run here (its classes are the ones the points are made of)."""
+def program(source, future=True):
+    """The user's module run here (its classes are the ones the points are made of), with
+    `from __future__ import annotations` (its annotations are text then) or without."""
     namespace = {}
-    exec(HEADER + source, namespace)  # noqa: S102 - the test's own program
+    text = ("from __future__ import annotations\n" if future else "") + HEADER + source
+    exec(compile(text, "<program>", "exec", dont_inherit=True), namespace)  # noqa: S102 - the test's own program
     return namespace
 
 
@@ -193,12 +197,13 @@ def loss(m: Linear, x):
 """
 
 
+@pytest.mark.parametrize("future", [True, False], ids=["annotations as text", "annotations as classes"])
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
-def test_a_dataclass_linear_model_with_static_fields(activation):
+def test_a_dataclass_linear_model_with_static_fields(activation, future):
     """`range(m.steps)` and `if m.activation == ...` read data fields (annotated int and str):
     never differentiated (the model stays a parameter, not a count), carried into the
     gradient as they are."""
-    ns = program(LINEAR)
+    ns = program(LINEAR, future)
     m = ns["Linear"](RS.randn(3, 3) / 2, RS.randn(3), 2, activation)
     grad, text = assert_gradient(LINEAR, {"m": m, "x": X}, name="m")
     assert grad.steps == 2 and grad.activation == activation
@@ -527,3 +532,33 @@ def test_a_hessian_of_a_class_parameter_is_refused_as_for_a_list():
     with pytest.raises(CompileError) as info:
         compile_source(HEADER + FORMS["unpacked"], emit_kinds=("hessian",))
     assert "a Hessian for a NamedTuple or dataclass parameter is not written yet" in info.value.format()
+
+
+@pytest.mark.parametrize("future", [True, False], ids=["annotations as text", "annotations as classes"])
+def test_a_parameter_not_annotated_is_read_as_the_class_it_holds(future):
+    """`p.n` is data in A (annotated int) and a number in Other: without an annotation the
+    compiled code differentiates it, and the gradient is A's or Other's as the value is
+    (A's n carried as it is; Other's n, 2.5, differentiated). A field holding a list of
+    strings is data too."""
+    source = """
+class A(NamedTuple):
+    w: np.ndarray
+    n: int
+    tags: list
+
+
+Other = namedtuple("Other", "w n tags")
+
+
+def loss(p, x):
+    return np.sum(x * p.w) * p.n
+"""
+    ns = program(source, future)
+    x = RS.randn(3)
+    for p in (ns["A"](RS.randn(3), 3, ["a", "b"]), ns["Other"](RS.randn(3), 2.5, ["c"])):
+        grad, _ = assert_gradient(source, {"p": p, "x": x})
+        assert grad.tags is p.tags
+        if isinstance(p, ns["A"]):
+            assert grad.n == 3
+        else:
+            assert grad.n == pytest.approx(np.sum(x * p.w))

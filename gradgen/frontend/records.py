@@ -14,7 +14,7 @@ What the class says is read from its definition, never run: its fields and their
 annotations, which tell the class of each part (`layers: list[Layer]`). A parameter
 annotated with one of these classes is structured from the start; one read by field
 without an annotation (`def loss(p, x): p.W`) becomes structured at its first field read,
-and its parts' classes are known where a field's name is a field of one class only. A class
+and the generated helpers read its classes at run time (which fields are data too). A class
 gradgen cannot read so (another base class, a special method such as `__post_init__`, a
 class attribute) is refused where it is used; a method or a property only where the loss
 reads it.
@@ -412,15 +412,11 @@ class RecordLowering:
 
     def _annotation_of(self, ref):
         """The annotation of the part `ref` names: from its parameter's annotation, through the
-        fields' annotations; where the parameter has none, a field's name that is a field of
-        one class only gives that class's annotation of it. None where nothing says."""
+        fields' annotations; None where they do not say (a parameter not annotated is read
+        as whatever it holds when the code runs: its class is never guessed from a field's
+        name, which another class may have too)."""
         annotation = self.param_annotations.get(ref.root.name)
         for step in ref.path:
-            value = step.value if isinstance(step, Const) else None
-            if annotation is None and isinstance(value, Field):
-                owners = [r for r in records(self.m).values() if str(value) in r.fields]
-                annotation = owners[0].annotations[str(value)] if len(owners) == 1 else None
-                continue
             annotation = part_annotation(self.m, annotation, step)
         return annotation
 
@@ -431,9 +427,6 @@ class RecordLowering:
         if not isinstance(step, (Field, int)) or isinstance(step, bool):
             return False
         record = named_by(self.m, self._annotation_of(TreeRef(ref.root, ref.path[:-1])))
-        if record is None and isinstance(step, Field):
-            owners = [r for r in records(self.m).values() if str(step) in r.fields]
-            record = owners[0] if len(owners) == 1 else None
         if record is None:
             return False
         name = str(step) if isinstance(step, Field) else record.at(step)

@@ -9,7 +9,8 @@ or a NamedTuple cannot be. It is handed back as an instance of the parameter's o
 (`x._replace(W=..., b=...)`, `dataclasses.replace(x, ...)`: the class is never imported,
 and nothing of the user's runs but the class's own constructor), the convention of JAX's
 pytrees. A field that is data (annotated `int`, `bool` or `str`, or holding no number or
-array: a string, None, a function) is carried into the gradient as the parameter has it.
+array: a string, None, a function, a list of them) is carried into the gradient as the
+parameter has it.
 
 gradgen.codegen.emit writes these in place of gradgen.rules.trees's helpers of the same
 names where the compiled file declares a NamedTuple or dataclass (and the generated module
@@ -19,6 +20,8 @@ then imports dataclasses); the lowering of field reads is gradgen.frontend.recor
 from __future__ import annotations
 
 import dataclasses
+
+import numpy as np
 
 _FIELDS = '''class Fields:
     """The gradient of a NamedTuple or dataclass while the backward pass adds into it: its
@@ -50,11 +53,22 @@ _FIELDS_OF = '''def fields_of(x):
 
 _IS_DATA = '''def is_data(x, name):
     """Whether field `name` of x is data, carried into the gradient as it is: annotated int,
-    bool or str, or holding no number or array (a string, None, a function)."""
+    bool or str, or holding no number or array (a string, None, a function, a list of them)."""
     annotation = getattr(type(x), "__annotations__", {}).get(name)
-    value = getattr(x, name)
-    return annotation in (int, bool, str, "int", "bool", "str") or value is None or isinstance(value, (str, bytes)) \\
-        or callable(value)
+    annotation = getattr(annotation, "__forward_arg__", annotation)  # (a NamedTuple's, written as text)
+    return annotation in (int, bool, str, "int", "bool", "str") or not holds_numbers(getattr(x, name))
+'''
+
+_HOLDS_NUMBERS = '''def holds_numbers(value):
+    """Whether value is or holds a number or an array (a bool, a string, None are none)."""
+    names = fields_of(value)
+    if names is not None:
+        return any(holds_numbers(getattr(value, name)) for name in names)
+    if isinstance(value, dict):
+        return any(holds_numbers(part) for part in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(holds_numbers(part) for part in value)
+    return isinstance(value, (int, float, complex, np.number, np.ndarray)) and not isinstance(value, bool)
 '''
 
 _ZEROS_LIKE_TREE = '''def zeros_like_tree(x):
@@ -103,11 +117,13 @@ _ZERO_GRADIENT = '''def zero_gradient(x):
 # name -> (the helpers it calls, its source), as gradgen.rules.table.LIBRARY_HELPERS
 RECORD_HELPERS = {
     "zeros_like_tree": (("Fields", "fields_of"), _ZEROS_LIKE_TREE),
-    "shaped_like": (("Fields", "fields_of", "is_data"), _SHAPED_LIKE),
-    "zero_gradient": (("Fields", "fields_of", "is_data", "zeros_like_tree", "shaped_like"), _ZERO_GRADIENT),
+    "shaped_like": (("Fields", "fields_of", "is_data", "holds_numbers"), _SHAPED_LIKE),
+    "zero_gradient": (("Fields", "fields_of", "is_data", "holds_numbers", "zeros_like_tree", "shaped_like"),
+                      _ZERO_GRADIENT),
     "Fields": ((), _FIELDS),
     "fields_of": (("Fields",), _FIELDS_OF),
-    "is_data": ((), _IS_DATA),
+    "is_data": (("holds_numbers", "fields_of"), _IS_DATA),
+    "holds_numbers": (("fields_of",), _HOLDS_NUMBERS),
 }
 IMPORTS = ("dataclasses",)  # what the record helpers use beside NumPy
 
@@ -115,6 +131,6 @@ IMPORTS = ("dataclasses",)  # what the record helpers use beside NumPy
 def runtime():
     """`fields_of` and `is_data` as the generated module defines them: gradgen check reads a
     point's NamedTuples and dataclasses (which fields are leaves, which data) as they do."""
-    namespace = {"dataclasses": dataclasses}
-    exec(_FIELDS + _FIELDS_OF + _IS_DATA, namespace)  # noqa: S102 - gradgen's own helper source
+    namespace = {"dataclasses": dataclasses, "np": np}
+    exec(_FIELDS + _FIELDS_OF + _IS_DATA + _HOLDS_NUMBERS, namespace)  # noqa: S102 - gradgen's own helper source
     return namespace["fields_of"], namespace["is_data"]
