@@ -276,6 +276,16 @@ def loss(p: Params, x):
     W, b = p
     return np.sum(np.tanh(x @ W + b) ** 2)
 """,
+    "unpacked, not annotated": """
+class Params(NamedTuple):
+    W: np.ndarray
+    b: np.ndarray
+
+
+def loss(p, x):
+    W, b = p
+    return np.sum(np.tanh(x @ W + b) ** 2)
+""",
     "indexed": """
 class Params(NamedTuple):
     W: np.ndarray
@@ -562,3 +572,42 @@ def loss(p, x):
             assert grad.n == 3
         else:
             assert grad.n == pytest.approx(np.sum(x * p.w))
+
+
+UNANNOTATED_LOOPS = """
+class Layer(NamedTuple):
+    W: np.ndarray
+    b: np.ndarray
+
+
+@dataclass
+class Net:
+    layers: list
+
+
+def unpacked(p, x):
+    for W, b in p.layers:
+        x = np.tanh(x @ W + b)
+    return np.sum(x ** 2)
+
+
+def enumerated(p, x):
+    for k, layer in enumerate(p.layers):
+        x = np.tanh(x @ layer.W + layer.b) * (k + 1)
+    return np.sum(x ** 2)
+
+
+def first(p, x):
+    W, b = p.layers[0]
+    return np.sum(np.tanh(x @ W + b) ** 2)
+"""
+
+
+@pytest.mark.parametrize("function", ["unpacked", "enumerated", "first"])
+def test_loops_over_a_field_of_a_parameter_not_annotated(function):
+    """`for W, b in p.layers` with `p` not annotated: the first lowering takes p for an array,
+    and the loop's target, unpacking, says it holds parts."""
+    ns = program(UNANNOTATED_LOOPS)
+    net = ns["Net"]([_layer(ns, "Layer", 3, 3), _layer(ns, "Layer", 3, 2)])
+    grad, _ = assert_gradient(UNANNOTATED_LOOPS, {"p": net, "x": X}, function=function)
+    assert all(type(layer) is ns["Layer"] for layer in grad.layers)

@@ -300,13 +300,19 @@ class RecordLowering:
         """The NamedTuple or dataclass `ref`'s part is, where annotations say; else None."""
         return named_by(self.m, self._annotation_of(ref))
 
+    def _names_a_field(self, node):
+        """Whether `node` may read a field (`p.layers`): an attribute no array has, in a file
+        that declares NamedTuples or dataclasses."""
+        return isinstance(node, ast.Attribute) and bool(records(self.m)) and node.attr not in _ARRAY_ATTRIBUTES \
+            and not hasattr(np.ndarray, node.attr)
+
     def _field_read(self, scope, node):
         """`p.W`, `p.layers[0].W` as a value: the part read; None where `node` reads no field
         of a parameter (a parameter lowered as an array, read so, becomes structured)."""
         ref = self._ref(scope, node)
         if ref is not None:
             return self._leaf(ref, node)
-        if records(self.m) and node.attr not in _ARRAY_ATTRIBUTES and not hasattr(np.ndarray, node.attr):
+        if self._names_a_field(node):
             self._needs_structure(scope, node.value)  # (then refused where no class has the field)
         return None
 
@@ -371,7 +377,8 @@ class RecordLowering:
         func = node.func
         base = self._ref(scope, func.value)
         if base is None:
-            if any(func.attr in r.members or func.attr in r.fields for r in records(self.m).values()):
+            if self._names_a_field(func) and any(func.attr in r.members or func.attr in r.fields
+                                                 for r in records(self.m).values()):
                 self._needs_structure(scope, func.value)  # a parameter lowered as an array: structured
             return
         annotation = self._annotation_of(base)

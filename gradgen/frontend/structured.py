@@ -325,7 +325,7 @@ class StructuredLowering:
     # ---- the array-mode lowering meeting a container ---------------------------------------
     def _needs_structure(self, scope, node, soft=False):
         """Raise NeedsStructure if `node` is (a part of) a parameter lowered as an array."""
-        if isinstance(node, ast.Subscript):
+        if isinstance(node, ast.Subscript) or self._names_a_field(node):  # (p.layers: gradgen.frontend.records)
             return self._needs_structure(scope, node.value, soft)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in ("reversed", "enumerate", "zip"):
