@@ -600,10 +600,16 @@ def enumerated(p, x):
 def first(p, x):
     W, b = p.layers[0]
     return np.sum(np.tanh(x @ W + b) ** 2)
+
+
+def plain(p, x):
+    for layer in p.layers:
+        x = np.tanh(x @ layer.W + layer.b)
+    return np.sum(x ** 2)
 """
 
 
-@pytest.mark.parametrize("function", ["unpacked", "enumerated", "first"])
+@pytest.mark.parametrize("function", ["unpacked", "enumerated", "first", "plain"])
 def test_loops_over_a_field_of_a_parameter_not_annotated(function):
     """`for W, b in p.layers` with `p` not annotated: the first lowering takes p for an array,
     and the loop's target, unpacking, says it holds parts."""

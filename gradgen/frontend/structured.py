@@ -347,6 +347,8 @@ class StructuredLowering:
                 and node.func.id in ("reversed", "enumerate", "zip"):
             for arg in node.args:
                 self._loop_over_parameter(scope, arg)
+        elif self._names_a_field(node):  # for layer in p.layers: p holds a NamedTuple or dataclass
+            self._needs_structure(scope, node.value)
         elif isinstance(node, ast.Name):
             value = _lookup(scope, node.id)
             if isinstance(value, Var) and self.origins.get(value.name) == value.name \
