@@ -331,7 +331,7 @@ class GrammarBuilder(ExprGrammar):
         cond = self.condition(self.choice([1, 2]))
         if cond is None:
             return None
-        start, scope = self.worlds.snapshot(), copy.deepcopy(self.scope)
+        start, scope, owned = self.worlds.snapshot(), copy.deepcopy(self.scope), set(self.owned)
         body = self.block(self.choice([1, 2, 3]))
         kinds, bound = dict(self.scope.kinds), _bound(body)
         self.worlds.spaces, self.scope = self.worlds.copy_of(start), copy.deepcopy(scope)
@@ -344,6 +344,7 @@ class GrammarBuilder(ExprGrammar):
         if self.commit(pairs) is None:
             return None
         self.scope = scope
+        self.owned &= owned  # (one branch's `v = e` leaves v the caller's on the other path: `v += e` would change it)
         for name in bound & _bound(orelse):
             if kinds.get(name) not in (None, "list"):
                 self.bind(name, kinds[name])
@@ -354,6 +355,8 @@ class GrammarBuilder(ExprGrammar):
         its .items() or .values(), or a list of (W, b) pairs; the body rebinds names freely,
         to values of other shapes too (`v = v[1:]`), and every trip runs at every point."""
         form = self.choice(["range", "range", "range", "rows", "enumerate", "zip", "struct"])
+        if self.annotated and form != "struct" and self.chance(0.5):  # (a record parameter: its loops often)
+            form = "struct"
         start, scope = self.worlds.snapshot(), copy.deepcopy(self.scope)
         header, first_trip = self.loop_header(form)
         if not self.worlds.execute(first_trip):
@@ -398,7 +401,8 @@ class GrammarBuilder(ExprGrammar):
                 return f"for {i}, {a} in enumerate({m}):", f"{i}, {a} = 0, {m}[0]"
             self.bind(b, "num")
             return f"for {a}, {b} in zip({m}, {m2}):", f"{a}, {b} = {m}[0], {m2}[0]"
-        p = self.choice(structs)
+        own = [n for n in structs if n in self.annotated]
+        p = self.choice(own if own and self.chance(0.7) else structs)
         self.scope.container_use.add(p)
         value = space[p]
         if records.fields(value) is not None and not isinstance(value, tuple) or isinstance(value, records.Pair):
