@@ -300,7 +300,7 @@ class GrammarBuilder(ExprGrammar):
                 options.append(n)
             if isinstance(value, list) and isinstance(value[0], tuple):
                 options.append(f"{n}[{self.choice([0, -1])}]")
-            if isinstance(value, records.Stack):  # noqa: F821 - (grammar_records declares it)
+            if isinstance(value, records.Stack):
                 options.append(f"{n}.layers[{self.choice([0, -1])}]")
         if options and self.chance(0.7):
             text = probe = self.choice(options)
@@ -432,7 +432,7 @@ class GrammarBuilder(ExprGrammar):
         data field, where `lin` is annotated with its class: without, gradgen cannot know the
         field is an int, and leaves a parameter counted so out), `for W, c in net.layers:`,
         `for layer in net.layers:` (then `layer.W`, `layer[1]`), `for item in pair:`."""
-        if isinstance(value, records.Linear):  # noqa: F821 - (grammar_records declares it)
+        if isinstance(value, records.Linear):
             if not self.annotated.get(p):
                 return None
             if not bind:
@@ -447,7 +447,7 @@ class GrammarBuilder(ExprGrammar):
             item = self.fresh(("item", "leaf", "part"))
             self.bind(item, "num")
             return f"for {item} in {p}:", f"{item} = {p}[0]"
-        if not isinstance(value, records.Stack):  # noqa: F821
+        if not isinstance(value, records.Stack):
             return None
         if not bind:
             return True

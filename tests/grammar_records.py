@@ -10,7 +10,7 @@ int or str is data, carried into the gradient as it is.
 
 import dataclasses
 
-import numpy as np
+import numpy as np  # noqa: F401  (the classes' annotations read np.ndarray)
 
 # name -> (the import its declaration needs, its declaration); a class may use those before it
 CLASSES = {
@@ -36,8 +36,8 @@ class Stack:
 NEEDS = {"Stack": ("Affine",)}
 for _import, _text in CLASSES.values():
     exec(f"{_import}\n{_text}", globals())  # noqa: S102 - the classes, as the programs declare them
-
 KINDS = ("Affine", "Linear", "Stack", "Pair")
+Affine, Linear, Stack, Pair = (globals()[name] for name in KINDS)
 NAMES = ("model", "net", "lin", "aff", "cfg")
 
 
@@ -114,11 +114,11 @@ class RecordShape:
     def value(self, leaf):
         """The value at one point, its arrays drawn by leaf(shape) (shape in dimension names)."""
         def affine():
-            return Affine(leaf(("d", "d")), leaf(("d",)))  # noqa: F821 - declared above, by exec
+            return Affine(leaf(("d", "d")), leaf(("d",)))
         if self.kind == "Affine":
             return affine()
         if self.kind == "Linear":
-            return Linear(leaf(("d", "d")), leaf(("d",)), self.steps, self.act)  # noqa: F821
+            return Linear(leaf(("d", "d")), leaf(("d",)), self.steps, self.act)
         if self.kind == "Stack":
-            return Stack([affine() for _ in range(self.layers)], leaf(()))  # noqa: F821
-        return Pair(leaf(("d",)), leaf(()))  # noqa: F821
+            return Stack([affine() for _ in range(self.layers)], leaf(()))
+        return Pair(leaf(("d",)), leaf(()))
