@@ -322,6 +322,18 @@ def layer(q: Params, x):
 def loss(p: Params, x):
     return np.sum(layer(p, x) ** 2)
 """,
+    "annotated as Optional (which says nothing of the fields)": """
+from typing import Optional
+
+
+class Params(NamedTuple):
+    W: np.ndarray
+    b: np.ndarray
+
+
+def loss(p: Optional[Params], x):
+    return np.sum(np.tanh(x @ p.W.T.T + p.b) ** 2)
+""",
     "a dataclass not annotated": """
 @dataclass
 class Params:

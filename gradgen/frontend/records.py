@@ -103,7 +103,7 @@ def named_by(module, annotation):
 
 def refuse_plain_class(module, annotation):
     """A parameter annotated with a class of the file that is no NamedTuple or dataclass."""
-    name = annotation.id if isinstance(annotation, ast.Name) else None
+    name = annotation_name(annotation) if isinstance(annotation, (ast.Name, ast.Constant)) else None
     if name in module.classes and named_by(module, annotation) is None:
         raise module.error(annotation, f"class '{name}' is neither a NamedTuple nor a dataclass: gradgen reads the "
                                        f"fields of a parameter declared as one (`@dataclass class {name}:` or "
@@ -275,6 +275,15 @@ def _namedtuple_fields(spec, typed):
 # ---- reading fields while lowering ----------------------------------------------------------
 
 _ARRAY_ATTRIBUTES = {"T", "shape", "ndim", "size"}  # of an array part: not fields (gradgen.frontend.lower_exprs)
+# annotations that say a part is no NamedTuple or dataclass (`Optional[Params]`, `Any` say nothing)
+_NOT_RECORDS = {"ndarray", "NDArray", "ArrayLike", "float", "int", "complex", "bool", "str", "Float", "Int", "Num",
+                "Real", "Shaped", "Array", *_SEQUENCES, *_TUPLES, *_MAPPINGS}
+
+
+def _no_record(annotation):
+    """Whether an annotation says its value is an array, a number or a container."""
+    head = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    return annotation_name(head) in _NOT_RECORDS
 
 
 class RecordLowering:
@@ -325,7 +334,7 @@ class RecordLowering:
         annotation = self._annotation_of(base)
         record = named_by(self.m, annotation)
         name = node.attr
-        if record is None and annotation is not None:
+        if record is None and _no_record(annotation):
             return None  # a part annotated as an array or a list: `.T`, `.shape` are NumPy's
         if record is not None:
             record.check(self.m)
@@ -383,7 +392,7 @@ class RecordLowering:
             return
         annotation = self._annotation_of(base)
         record = named_by(self.m, annotation)
-        if record is None and (annotation is not None or hasattr(np.ndarray, func.attr)):
+        if record is None and (_no_record(annotation) or hasattr(np.ndarray, func.attr)):
             return  # `p.W.sum()`: an array's method
         candidates = [record] if record is not None else list(records(self.m).values())
         member = next(((r, r.members[func.attr]) for r in candidates if func.attr in r.members), None)
