@@ -23,7 +23,7 @@ from gradgen.codegen import selection
 from gradgen.codegen import numba_jit as jits
 from gradgen.codegen.naming import ModuleNamer, identifiers, top_level_identifiers
 from gradgen.errors import CompileError
-from gradgen.frontend import closures, custom_calls, lower, parse
+from gradgen.frontend import closures, custom_calls, lower, parse, records
 from gradgen.frontend.scopes import MAX_INLINED_NODES
 from gradgen.frontend.structured import NeedsStructure, UsedWhole
 from gradgen.ir import simplify
@@ -154,8 +154,10 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
             sigmoid_ns.setdefault(prim, _default_namespace(module))
     helpers = [emit.sigmoid_helper(name, sigmoid_ns[prim], shown, lower.sigmoid_parameter(module))
                for prim, name in sorted(emitter.helpers.items()) if prim == "sigmoid"]
-    helpers += emit.helper_sources(emitter.used_helpers)
+    declares_classes = bool(records.records(module))  # (NamedTuples, dataclasses: gradgen.rules.records)
+    helpers += emit.helper_sources(emitter.used_helpers, declares_classes)
     imports = set(emitter.imports) | {ns for ns in sigmoid_ns.values() if ns in ("math", "numpy")}
+    imports |= emit.record_imports(emitter.used_helpers, declares_classes)
     if emitter.used_helpers or any(hasattr(module.constants[c], "shape") for c in constants):
         imports.add("numpy")
     carried = [(c, module.constants[c]) for c in module.constants if c in constants]

@@ -67,6 +67,7 @@ import numpy as np  # noqa: E402
 
 import conftest  # noqa: E402,F401  (the SciPy stand-in, where SciPy is missing)
 from array_programs import seeded_array_program  # noqa: E402
+import grammar_records as records  # noqa: E402
 from grammar_programs import seeded_grammar_program  # noqa: E402
 from gradgen import CompileError, compile_source, load_module  # noqa: E402
 from gradgen.limits import time_limit  # noqa: E402
@@ -391,6 +392,8 @@ def _hvp_problems(case, names, t, product, grad, undecided):
 
 
 def _tangent_like(value, rng):
+    if records.fields(value) is not None:  # a NamedTuple or dataclass: a tangent of its class, its data as it is
+        return records.remade(value, {n: _tangent_like(getattr(value, n), rng) for n in records.leaf_fields(value)})
     if isinstance(value, (list, tuple)):
         return type(value)(_tangent_like(v, rng) for v in value)
     if isinstance(value, dict):
@@ -407,6 +410,8 @@ def _tangent_parameters(fn, names):
 
 
 def _moved(x, t, h):
+    if records.fields(x) is not None:
+        return records.remade(x, {n: _moved(getattr(x, n), getattr(t, n), h) for n in records.leaf_fields(x)})
     if isinstance(x, (list, tuple)):
         return type(x)(_moved(a, b, h) for a, b in zip(x, t))
     if isinstance(x, dict):
@@ -423,7 +428,10 @@ def _flat_all(grads, count):
 
 
 def _leaves(value):
-    """The arrays and numbers of a structured value (a list, tuple or dict), in order."""
+    """The arrays and numbers of a structured value (a list, tuple, dict, NamedTuple or
+    dataclass: not its data fields), in order."""
+    if records.fields(value) is not None:
+        return [leaf for n in records.leaf_fields(value) for leaf in _leaves(getattr(value, n))]
     if isinstance(value, dict):
         return [leaf for part in value.values() for leaf in _leaves(part)]
     if isinstance(value, (list, tuple)):
@@ -432,7 +440,11 @@ def _leaves(value):
 
 
 def _shapes(value):
-    """The containers of a value (their kinds, lengths and keys), each array by its shape."""
+    """The containers of a value (their kinds, lengths and keys; a NamedTuple's or dataclass's
+    class, its data fields by value), each array by its shape."""
+    if records.fields(value) is not None:
+        return (type(value).__name__, {n: getattr(value, n) if records.is_data(value, n) else _shapes(getattr(value, n))
+                                       for n in records.fields(value)})
     if isinstance(value, dict):
         return {key: _shapes(part) for key, part in value.items()}
     if isinstance(value, (list, tuple)):
@@ -709,6 +721,9 @@ def _input_text(case: Case, name: str, value) -> str:
         return f"np.array({value.tolist()!r})"
     if isinstance(value, dict):  # a structured parameter, its parts written the same way
         return "{" + ", ".join(f"{k!r}: {_input_text(case, name, v)}" for k, v in value.items()) + "}"
+    if records.fields(value) is not None:  # made of the class the reproducer declares
+        parts = ", ".join(f"{n}={_input_text(case, name, getattr(value, n))}" for n in records.fields(value))
+        return f"{type(value).__name__}({parts})"
     if isinstance(value, (list, tuple)):
         parts = ", ".join(_input_text(case, name, v) for v in value)
         return f"[{parts}]" if isinstance(value, list) else f"({parts}{',' if len(value) == 1 else ''})"

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 import fuzz
+import grammar_records as records
 from gradgen import CompileError, compile_source, load_module
 from gradgen.codegen.emit import unformatted
 from gradgen.analysis.stated import shapes_of_point, symbolic_shapes
@@ -166,6 +167,9 @@ def _moved(f, point, name, path, k, h):
 
 
 def _leafwise(value, moved, base, name, undecided, path=()):
+    if records.fields(value) is not None:  # its fields by name (its data fields as they are)
+        return records.remade(value, {n: _leafwise(getattr(value, n), moved, base, name, undecided, path + (n,))
+                                      for n in records.leaf_fields(value)})
     if isinstance(value, dict):
         return {key: _leafwise(v, moved, base, name, undecided, path + (key,)) for key, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -186,6 +190,8 @@ def _leafwise(value, moved, base, name, undecided, path=()):
 def _replaced(value, path, k, step):
     if path:
         head, rest = path[0], path[1:]
+        if records.fields(value) is not None:
+            return records.remade(value, {head: _replaced(getattr(value, head), rest, k, step)})
         if isinstance(value, dict):
             return {key: _replaced(v, rest, k, step) if key == head else v for key, v in value.items()}
         return type(value)(_replaced(v, rest, k, step) if i == head else v for i, v in enumerate(value))

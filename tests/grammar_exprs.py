@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import grammar_records as records
+
 BOX = 1.2  # parameters are drawn from [-BOX, BOX]
 LIMIT = 4.0  # a value larger than this anywhere is squashed (np.tanh) before reuse
 MARGIN = 0.1  # least distance from a kink or a branch boundary, at every point
@@ -282,10 +284,17 @@ class ExprGrammar:
         return self.make(repr(self.choice([0.5, 2.0, 1.5, 3.0, 0.25])))
 
     def part(self, name: str) -> Expr | None:
-        """A leaf of structured parameter `name`, read by its path (`p['W']`, `layers[1][0]`)."""
+        """A leaf of structured parameter `name`, read by its path (`p['W']`, `layers[1][0]`,
+        `net.layers[0].W`, a NamedTuple's field by name or by position)."""
         value = self.worlds.spaces[0][name]
         path = name
-        while isinstance(value, (dict, list, tuple)):
+        while isinstance(value, (dict, list, tuple)) or records.fields(value) is not None:
+            leaves = records.leaf_fields(value)
+            if leaves is not None and (not isinstance(value, tuple) or self.chance(0.7)):
+                member = self.choice(leaves)  # (a data field, an int or a str, is never a leaf)
+                path += f".{member}"
+                value = getattr(value, member)
+                continue
             key = self.choice(sorted(value)) if isinstance(value, dict) else self.choice(
                 [0, len(value) - 1, -1] if len(value) > 1 else [0])
             path += f"[{key!r}]"

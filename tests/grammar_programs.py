@@ -6,6 +6,8 @@ assignment, the same name on both sides, in loops and branches:
 
     module   := constant* helper* "def f(" param+ "):" stmt+ "return" total  [aux]
     param    := scalar | vector | matrix | dict | list | tuple | list of tuples
+              | NamedTuple | dataclass (a list of NamedTuples in one; an int and a str field:
+                data; declared in the module, annotated with its class or not)
                 (any of them nested, unused or partly used; a number default `b=0.0`
                 called with a number or with an array)
     stmt     := name "=" expr                      (a new name, or one already bound: `v = v[1:]`)
@@ -36,11 +38,13 @@ Program `seed` is always the same program.
 from __future__ import annotations
 
 import copy
+import random
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
+import grammar_records as records
 from grammar_exprs import ATOM, AUX, CONSTANTS, HELPERS, LIMIT, MATRIX_NAMES, POW, SCALAR_NAMES, \
     STRUCT_NAMES, VECTOR_NAMES, ExprGrammar, _leaf, _numeric, _Worlds, wrap
 
@@ -57,8 +61,15 @@ class GrammarProgram:
     seed: int
 
 
+RECORD_RATE = 0.25  # programs with a NamedTuple or dataclass parameter (grammar_records)
+
+
 class GrammarBuilder(ExprGrammar):
     """Draws one program, statement by statement, evaluating each draw at every point."""
+
+    def __init__(self, seed: int):
+        super().__init__(seed)
+        self.annotated = {}  # a record parameter -> whether annotated with its class
 
     # -- parameters and constants ------------------------------------------------------------
 
@@ -69,6 +80,9 @@ class GrammarBuilder(ExprGrammar):
         count = self.choice([1, 2, 2, 3, 3, 4])
         kinds = [self.choice(["vector", "vector", "matrix", "matrix", "scalar", "dict", "list", "tuple",
                               "layers", "nested"]) for _ in range(count)]
+        classes = random.Random(f"grammar-records:{self.seed}")  # (its own draws: other programs stay the same)
+        if classes.random() < RECORD_RATE:  # a NamedTuple or dataclass (grammar_records)
+            kinds[classes.randrange(len(kinds))] = classes.choice(records.KINDS)
         if self.chance(0.35):
             kinds.append("default")
         specs, point, second = [], {}, {}
@@ -98,6 +112,10 @@ class GrammarBuilder(ExprGrammar):
             return self.fresh(SCALAR_NAMES), ()
         if kind == "default":  # a number default, called with a number or with an array
             return self.fresh(("b", "bias", "offset")), self.choice([(), ("n",), ("d",), ("n", "d")])
+        if kind in records.KINDS:
+            name = self.fresh(records.NAMES)
+            self.annotated[name] = self.chance(0.5)  # `lin: Linear`, or read as whatever it holds
+            return name, records.RecordShape.drawn(kind, self.choice)
         name = self.fresh(STRUCT_NAMES)
         if kind == "dict":
             return name, {"W": ("d", "d"), "c": ("d",), **({"s": ()} if self.chance(0.3) else {})}
@@ -110,6 +128,8 @@ class GrammarBuilder(ExprGrammar):
         return name, {"layer": {"W": ("d", "d"), "b": ("d",)}, "scale": ()}
 
     def param_value(self, shape, dims, which: int, rng):
+        if isinstance(shape, records.RecordShape):
+            return shape.value(lambda s: self.param_value(s, dims, which, rng))
         if isinstance(shape, dict):
             return {k: self.param_value(v, dims, which, rng) for k, v in shape.items()}
         if isinstance(shape, list):
@@ -310,9 +330,11 @@ class GrammarBuilder(ExprGrammar):
                 options.append(n)
             if isinstance(value, list) and isinstance(value[0], tuple):
                 options.append(f"{n}[{self.choice([0, -1])}]")
+            if isinstance(value, records.Stack):
+                options.append(f"{n}.layers[{self.choice([0, -1])}]")
         if options and self.chance(0.7):
             text = probe = self.choice(options)
-            self.scope.container_use.add(text.split("[")[0])
+            self.scope.container_use.add(text.split("[")[0].split(".")[0])
             count = len(eval(text, self.worlds.spaces[0]))  # noqa: S307 - a path into a parameter
         else:
             e = self.expr(2)  # (not a parameter: one unpacked is taken for a structure, README)
@@ -339,7 +361,7 @@ class GrammarBuilder(ExprGrammar):
         cond = self.condition(self.choice([1, 2]))
         if cond is None:
             return None
-        start, scope = self.worlds.snapshot(), copy.deepcopy(self.scope)
+        start, scope, owned = self.worlds.snapshot(), copy.deepcopy(self.scope), set(self.owned)
         body = self.block(self.choice([1, 2, 3]))
         kinds, bound = dict(self.scope.kinds), _bound(body)
         self.worlds.spaces, self.scope = self.worlds.copy_of(start), copy.deepcopy(scope)
@@ -352,6 +374,7 @@ class GrammarBuilder(ExprGrammar):
         if self.commit(pairs) is None:
             return None
         self.scope = scope
+        self.owned &= owned  # (one branch's `v = e` leaves v the caller's on the other path: `v += e` would change it)
         for name in bound & _bound(orelse):
             if kinds.get(name) not in (None, "list"):
                 self.bind(name, kinds[name])
@@ -362,6 +385,8 @@ class GrammarBuilder(ExprGrammar):
         its .items() or .values(), or a list of (W, b) pairs; the body rebinds names freely,
         to values of other shapes too (`v = v[1:]`), and every trip runs at every point."""
         form = self.choice(["range", "range", "range", "rows", "enumerate", "zip", "struct"])
+        if self.annotated and form != "struct" and self.chance(0.5):  # (a record parameter: its loops often)
+            form = "struct"
         start, scope = self.worlds.snapshot(), copy.deepcopy(self.scope)
         header, first_trip = self.loop_header(form)
         if not self.worlds.execute(first_trip):
@@ -388,7 +413,8 @@ class GrammarBuilder(ExprGrammar):
         """(`for ... in ...:`, statements binding the loop variables as on the first trip)."""
         space = self.worlds.spaces[0]
         arrays = [n for n in self.names("num") if np.ndim(space[n]) >= 1]
-        structs = [n for n in self.names("struct") if isinstance(space[n], (dict, list, tuple))]
+        structs = [n for n in self.names("struct") if isinstance(space[n], (dict, list, tuple))
+                   or records.fields(space[n]) is not None and self.record_loop(n, space[n]) is not None]
         if form == "range" or not arrays and form != "struct" or form == "struct" and not structs:
             t = self.fresh(("t", "step", "it"))
             self.bind(t, "int")
@@ -405,9 +431,12 @@ class GrammarBuilder(ExprGrammar):
                 return f"for {i}, {a} in enumerate({m}):", f"{i}, {a} = 0, {m}[0]"
             self.bind(b, "num")
             return f"for {a}, {b} in zip({m}, {m2}):", f"{a}, {b} = {m}[0], {m2}[0]"
-        p = self.choice(structs)
+        own = [n for n in structs if n in self.annotated]
+        p = self.choice(own if own and self.chance(0.7) else structs)
         self.scope.container_use.add(p)
         value = space[p]
+        if records.fields(value) is not None and not isinstance(value, tuple) or isinstance(value, records.Pair):
+            return self.record_loop(p, value, bind=True)
         if isinstance(value, dict):
             key, val = self.fresh(("key", "name")), self.fresh(("val", "part"))
             style = self.choice(["keys", "items", "values"])
@@ -428,6 +457,39 @@ class GrammarBuilder(ExprGrammar):
         self.bind(item, "num")
         return f"for {item} in {p}:", f"{item} = {p}[0]"
 
+    def record_loop(self, p: str, value, bind: bool = False):
+        """A loop a record parameter gives (None if none): `for t in range(lin.steps):` (its
+        data field, where `lin` is annotated with its class: without, gradgen cannot know the
+        field is an int, and leaves a parameter counted so out), `for W, c in net.layers:`,
+        `for layer in net.layers:` (then `layer.W`, `layer[1]`), `for item in pair:`."""
+        if isinstance(value, records.Linear):
+            if not self.annotated.get(p):
+                return None
+            if not bind:
+                return True
+            t = self.fresh(("t", "step", "it"))
+            self.bind(t, "int")
+            bound = self.choice([f"{p}.steps", f"{p}.steps if {p}.act == 'tanh' else 1"])
+            return f"for {t} in range({bound}):", f"{t} = 0"
+        if isinstance(value, records.Pair):
+            if not bind:
+                return True
+            item = self.fresh(("item", "leaf", "part"))
+            self.bind(item, "num")
+            return f"for {item} in {p}:", f"{item} = {p}[0]"
+        if not isinstance(value, records.Stack):
+            return None
+        if not bind:
+            return True
+        if self.chance(0.5):
+            parts = [self.fresh(("Wl", "Wk")), self.fresh(("cl", "bk"))]
+            for q in parts:
+                self.bind(q, "num")
+            return f"for {', '.join(parts)} in {p}.layers:", f"{', '.join(parts)} = {p}.layers[0]"
+        layer = self.fresh(("layer", "block"))
+        self.bind(layer, "struct")
+        return f"for {layer} in {p}.layers:", f"{layer} = {p}.layers[0]"
+
     # -- the program -------------------------------------------------------------------------
 
     def result(self, body: list):
@@ -446,7 +508,8 @@ class GrammarBuilder(ExprGrammar):
                 e = self.part(name)
                 terms += [f"np.sum({e.text})"] if e is not None else []
         if not terms or not self.worlds.execute(f"_result = {' + '.join(terms)}"):
-            read = [self.part(p) if isinstance(space[p], (dict, list, tuple)) else self.make(p) for p in self.params]
+            read = [self.part(p) if isinstance(space[p], (dict, list, tuple)) or records.fields(space[p]) is not None
+                    else self.make(p) for p in self.params]
             terms = [f"np.sum({e.text})" for e in read if e is not None][:1] or ["0.0"]
         return f"return {' + '.join(terms)}"
 
@@ -472,8 +535,11 @@ class GrammarBuilder(ExprGrammar):
         """The module: constants (sometimes one named like a parameter of f, which shadows
         it), the helpers f calls, f, and sometimes an unrelated function whose parameters are
         named like f's generated functions."""
-        lines = ["import numpy as np", ""]
+        imports, declared = records.declarations([self.worlds.spaces[0][name] for name, _, _ in specs
+                                                  if name in self.worlds.spaces[0]])
+        lines = ["import numpy as np", *imports, ""]
         lines += [f"{name} = {old!r}" for name, old, _ in chosen] + ([""] if chosen else [])
+        lines += declared
         if self.chance(0.15):  # a module name f's parameter shadows: f never reads it (a number or an array)
             shadowed = self.choice([name for name, _, _ in specs])
             lines += [f"{shadowed} = " + self.choice(["0.75", "np.array([1.0, 2.0])"]), ""]
@@ -493,6 +559,8 @@ class GrammarBuilder(ExprGrammar):
             value = self.worlds.spaces[0][name] if name in self.worlds.spaces[0] else None
             if kind == "data":
                 data.append(name)
+            elif self.annotated.get(name):
+                plain.append(f"{name}: {type(value).__name__}")
             elif default is not None:
                 defaults.append(f"{name}={default}")
             elif isinstance(value, (list, tuple)) and (name not in self.scope.container_use or self.chance(0.3)):

@@ -59,7 +59,7 @@ TODAY = {
 }
 ISSUE_22 = {
     "linear": ["swapaxes"], "multilinear": ["convolve", "cross"], "explicit": ["cho_factor", "cho_solve", "cumprod"],
-    "linear_in_first": ["cumprod_tangent"], "bilinear": ["convolve_grad"],
+    "linear_in_first": ["cumprod_tangent"], "bilinear": ["convolve_grad"], "none": ["tree_data"],
     None: ["cho_factor_grad", "cho_factor_tangent", "cho_solve_grad_c", "cho_solve_tangent", "cumprod_grad"],
 }
 for _cls, _names in ISSUE_22.items():

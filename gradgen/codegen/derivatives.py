@@ -219,7 +219,9 @@ def _directions(fn, chosen, fnamer, emitter, what, instead, where):
     """What a matrix built one unit direction at a time needs: the per-direction function's
     parameters, the parameters as a tuple, the tangents it unpacks into, their total size."""
     if any(p.structured for p in fn.params if p.name in chosen):
-        message = (f"'{fn.name}': a {what} for a list, tuple or dict parameter is not written yet; pass its "
+        kind = "NamedTuple or dataclass" if any(p.record for p in fn.params if p.name in chosen) else \
+            "list, tuple or dict"
+        message = (f"'{fn.name}': a {what} for a {kind} parameter is not written yet; pass its "
                    f"arrays as separate parameters, or emit {instead}")
         raise CompileError(message) if where is None else where(None, message)
     emitter.used_helpers.add("unravel_like")

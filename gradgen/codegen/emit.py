@@ -16,11 +16,16 @@ import math
 import textwrap
 
 from gradgen.codegen import guards
+from gradgen.codegen.spellings import SPECIAL as _SPECIAL
+from gradgen.codegen.spellings import operator_node as _operator
+from gradgen.codegen.spellings import path as _path
 from gradgen.ir.nodes import (
-    Assign, Break, Call, Comment, Cond, Const, Continue, Effect, For, If, IndexAdd, Init, Restore, Save, Spelled, Var,
-    While
+    Assign, Break, Call, Comment, Cond, Const, Continue, Effect, For, If, IndexAdd, Init, Restore, Save, Spelled,
+    Var, While
 )
 from gradgen.ir.simplify import is_zero, negative_part
+from gradgen.rules import records as record_helpers
+from gradgen.rules.records import RECORD_HELPERS
 from gradgen.rules.table import LIBRARY_HELPERS, TABLE
 
 _MODULE_ALIAS = {"math": "math", "numpy": "np"}
@@ -300,62 +305,6 @@ def _negative(e):
     return negative_part(e)
 
 
-# primitives written in a shape of their own: `x.T`, a tuple, NumPy functions taking a list
-_SPECIAL = {
-    "T": lambda em, args, kw: ast.Attribute(args[0], "T"),
-    "tuple": lambda em, args, kw: ast.Tuple(args),
-    "sum_list": lambda em, args, kw: em._numpy_call("sum", [ast.List(args)], kw),
-    "concatenate": lambda em, args, kw: em._numpy_call("concatenate", [ast.List(args)], kw),
-    "stack": lambda em, args, kw: em._numpy_call("stack", [ast.List(args)], kw),
-    "hstack": lambda em, args, kw: em._numpy_call("hstack", [ast.List(args)], kw),
-    "vstack": lambda em, args, kw: em._numpy_call("vstack", [ast.List(args)], kw),
-    "column_stack": lambda em, args, kw: em._numpy_call("column_stack", [ast.List(args)], kw),
-    "astype": lambda em, args, kw: ast.Call(ast.Attribute(args[0], "astype"), [kw[0].value] if kw else [], []),
-    # Python lists (gradgen.rules.lists): made, read, stacked; their gradients unstacked and popped
-    "list": lambda em, args, kw: ast.List(args),
-    "list_get": lambda em, args, kw: ast.Subscript(args[0], args[1]),
-    "stack_list": lambda em, args, kw: em._numpy_call("stack", args, kw),
-    "concatenate_list": lambda em, args, kw: em._numpy_call("concatenate", args, kw),
-    "vstack_list": lambda em, args, kw: em._numpy_call("vstack", args, kw),
-    "hstack_list": lambda em, args, kw: em._numpy_call("hstack", args, kw),
-    "array_list": lambda em, args, kw: em._numpy_call("array", args, []),
-    "unstack": lambda em, args, kw: ast.Call(ast.Name("list"), [_rows(em, args[0], kw)], []),
-    "pop": lambda em, args, kw: ast.Call(ast.Attribute(args[0], "pop"), [], []),
-    "list_zeros": lambda em, args, kw: ast.BinOp(ast.List([ast.Constant(0.0)]), ast.Mult(),
-                                                 ast.Call(ast.Name("len"), args, [])),
-    # structured parameters (gradgen.rules.trees): a part read by its path, its length, its keys
-    "tree_get": lambda em, args, kw: _path(args[0], args[1:]),
-    "tree_len": lambda em, args, kw: ast.Call(ast.Name("len"), [_path(args[0], args[1:])], []),
-    "tree_keys": lambda em, args, kw: ast.Call(ast.Name("list"), [_path(args[0], args[1:])], []),
-    "range": lambda em, args, kw: ast.Call(ast.Name("range"), args, []),
-    "einsum": lambda em, args, kw: em._numpy_call("einsum", [kw[0].value] + args, []),
-    "range_slice": lambda em, args, kw: ast.Subscript(ast.Call(ast.Name("range"), [args[0]], []),
-                                                      ast.Slice(*[None if _is_none(a) else a for a in args[1:]])),
-    # gradgen.stop_gradient(x) and a custom_vjp call (gradgen/frontend/custom_calls.py): just the value
-    "stop_gradient": lambda em, args, kw: args[0],
-    "custom_vjp": lambda em, args, kw: args[0],
-    "custom_estimator": lambda em, args, kw: args[0],
-}
-
-
-def _path(root, steps):
-    """`root[k1][k2]...`: one subscript per step of the path."""
-    for step in steps:
-        root = ast.Subscript(root, step)
-    return root
-
-
-def _is_none(node):
-    return isinstance(node, ast.Constant) and node.value is None
-
-
-def _rows(em, g, kw):
-    """g's rows along the stacked axis: g itself for axis 0, else g with that axis moved first."""
-    axis = next((k.value for k in kw if k.arg == "axis"), ast.Constant(0))
-    if isinstance(axis, ast.Constant) and axis.value == 0:
-        return g
-    return em._numpy_call("moveaxis", [g, axis, ast.Constant(0)], [])
-
 # Helpers the backward pass may call, written into the generated module only when used.
 HELPERS = {
     "unbroadcast": ((), '''def unbroadcast(g, like):
@@ -459,25 +408,22 @@ HELPERS = {
 
 HELPERS[guards.CHECK] = ((), guards.HELPER)
 HELPERS.update(LIBRARY_HELPERS)  # those of the library rules (gradgen.rules_*)
+HELPERS.update({name: h for name, h in RECORD_HELPERS.items() if name not in HELPERS})  # Fields, fields_of, is_data
 
 
-def helper_sources(used):
-    """The definitions of the helpers in `used` and those they call, in a fixed order."""
+def helper_sources(used, records=False):
+    """The definitions of the helpers in `used` and those they call, in a fixed order;
+    `records`: those of a file that declares NamedTuples or dataclasses (gradgen.rules.records)."""
+    table = {**HELPERS, **RECORD_HELPERS} if records else HELPERS
     needed = set(used)
     for name in used:
-        needed |= set(HELPERS[name][0])
-    return [HELPERS[name][1] for name in HELPERS if name in needed]
+        needed |= set(table[name][0])
+    return [table[name][1] for name in table if name in needed]
 
 
-def _operator(prim, args):
-    op = prim.operator
-    if issubclass(op, ast.unaryop):
-        return ast.UnaryOp(op(), args[0])
-    if issubclass(op, ast.boolop):
-        return ast.BoolOp(op(), args)
-    if issubclass(op, ast.cmpop):
-        return ast.Compare(args[0], [op()], [args[1]])
-    return ast.BinOp(args[0], op(), args[1])
+def record_imports(used, records):
+    """The modules the helpers in `used` import beside NumPy, for a file that declares classes."""
+    return set(record_helpers.IMPORTS) if records and set(used) & set(RECORD_HELPERS) else set()
 
 
 def function_text(name, params, docstring, sections, returns, emitter):

@@ -48,7 +48,8 @@ def not_finite(value):
 
 _IMPORTED_AS = {"np": "NumPy (the generated code imports numpy as np)",
                 "math": "the math module (the generated code imports math)",
-                "scipy": "SciPy (the generated code imports the scipy modules your file uses)"}
+                "scipy": "SciPy (the generated code imports the scipy modules your file uses)",
+                "dataclasses": "the dataclasses module (the generated code builds a dataclass's gradient with it)"}
 
 
 def check_generated(text, module, results, carried):

@@ -4,8 +4,10 @@
 (imports, constants, functions), `lower` and its mixins (`lower_calls`, `lower_exprs`,
 `lower_lists`, `lower_loops`, `lower_assign`, `known_lists`) turn one function's AST into straight-line SSA
 over primitives, with `scopes`, `fold` (values known when compiling), `closures`,
-`comprehensions`, `structured` (parameters that are lists, tuples, dicts), `effects`
-(print, assert, logging), `inactive` (code outside the subset kept as written, for the
-activity analysis to accept where no derivative flows) and `custom_calls` (reading `@gradgen.custom_vjp` rules). May import
-`gradgen.ir`, `gradgen.rules`, `gradgen.analysis`; never the transforms (an independent layer).
+`comprehensions`, `structured` (parameters that are lists, tuples, dicts) with
+`structured_loops` (loops over their parts) and `records` (NamedTuples and dataclasses
+declared in the file), `effects` (print, assert, logging), `inactive` (code outside the
+subset kept as written, for the activity analysis to accept where no derivative flows) and
+`custom_calls` (reading `@gradgen.custom_vjp` rules). May import `gradgen.ir`, `gradgen.rules`,
+`gradgen.analysis`; never the transforms (an independent layer).
 """

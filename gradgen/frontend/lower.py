@@ -22,11 +22,13 @@ from gradgen.frontend.lower_exprs import _UNSUPPORTED_EXPR, ExprLowering
 from gradgen.frontend.lower_lists import ListLowering
 from gradgen.frontend.lower_loops import LoopLowering
 from gradgen.frontend.parse import constant_value
+from gradgen.frontend.records import RecordLowering
 from gradgen.frontend.scopes import (
     ArgsTuple, PartsOfAPath, Scope, _always_returns, _assigned_names, _lookup, _LoopVariable, _names_a_number,
     _skip_docstring, _stored_names, parameter_names
 )
 from gradgen.frontend.structured import StructuredLowering, TreeRef, UsedWhole, names_a_container
+from gradgen.frontend.structured_loops import TreeLoopLowering
 from gradgen.ir.nodes import Assign, Break, Call, Const, Continue, Effect, Function, If, Param, Var
 from gradgen.rules import table
 
@@ -45,7 +47,7 @@ _UNSUPPORTED_STMT = {
 
 
 class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowering, StructuredLowering,
-              StaticLowering):
+              TreeLoopLowering, RecordLowering, StaticLowering):
     """Lowers one top-level function (and the helpers it calls) into one IR Function."""
 
     def __init__(self, module, fnode, namer, sigmoid_name, structured=frozenset(), arrays_only=frozenset()):
@@ -66,7 +68,9 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         self.top_params = set(parameter_names(fnode))
         self.function_defaults = {}  # parameter -> the function value its default names
         args = fnode.args.args + fnode.args.kwonlyargs
-        self.structured = set(structured) | {a.arg for a in args if names_a_container(a.annotation)}
+        self.param_annotations = {a.arg: a.annotation for a in args}  # (the classes of a parameter's parts)
+        self.structured = set(structured) | {a.arg for a in args if names_a_container(a.annotation)
+                                             or self._names_a_record(a.annotation)}
         self.origins = {}  # variable -> the parameter lowered as an array it is (a part of)
         self.arrays_only = set(arrays_only)  # looped over, but also used whole: arrays (gradgen.frontend.structured)
         self.parts = set()  # the variables of origins that hold a part (`layer = params[k]`)
@@ -79,6 +83,7 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         env = {p.name: self.function_defaults.get(p.name, Var(p.name)) for p in params}
         for p in params:
             p.structured = p.name in self.structured
+            p.record = self._record_name(p.name)
             if p.structured:
                 env[p.name] = TreeRef(Var(p.name))
             elif not p.function and p.name not in _assigned_names(self.fnode):  # (else a value that changes)

@@ -87,6 +87,7 @@ class AssignLowering:
         elif isinstance(target, ast.Subscript):
             self._write(scope, target, self.expr(scope, value), stmt)
         else:
+            self._refuse_field_write(scope, target)  # p.W = e (gradgen.frontend.records)
             raise self.m.error(target, "assignment to this kind of target is not supported")
 
     def _unpacking_source(self, whole, names, stmt, clobbered=False):

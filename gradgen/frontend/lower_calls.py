@@ -48,6 +48,7 @@ class CallLowering:
                 return Const(len(items.items))
             ref = self._ref(scope, node.args[0])
             if ref is not None:  # len(params), len(params[i]): measured at run time
+                self._by_position(ref, node, "measures")  # (not a dataclass: gradgen.frontend.records)
                 length = ref.length()
                 return self._call(length.prim, length.args, length.ns, node)
         callee = self._helper_node(scope, node)
@@ -125,6 +126,7 @@ class CallLowering:
     def _method_call(self, scope, node):
         """`x.sum(axis=0)`, `x.reshape(n, -1)`, `x.dot(w)`: the NumPy function, `x` first."""
         func = node.func
+        self._refuse_method_call(scope, node)  # p.predict(x) of a NamedTuple or dataclass (gradgen.frontend.records)
         name = {"dot": "matmul", "max": "amax", "min": "amin", "flatten": "ravel"}.get(func.attr, func.attr)
         prim = table.TABLE.get(name)
         if prim is None or not (prim.method or name in ("matmul", "amax", "amin")):

@@ -313,6 +313,9 @@ class ExprLowering:
         raise self.m.error(node, f"unknown name '{name}'")
 
     def _attribute(self, node, scope):
+        field = self._field_read(scope, node) if isinstance(node, ast.Attribute) else None
+        if field is not None:  # p.W, p.layers[0].W: a field of a parameter's class (gradgen.frontend.records)
+            return field
         qualified = self.m.qualified(node)
         found = primitives.lookup(qualified) if qualified else None
         if found and primitives.TABLE[found[0]].kind == "attribute":

@@ -41,6 +41,8 @@ MAX_NESTING = 50  # brackets, calls and operands nested inside one another in on
 MAX_OPERATIONS = 200  # operations nested in one expression, long chains like a + b + c... included
 MAX_INT_BITS = 13_000  # integer constants: about 3,900 digits (Python prints at most 4,300)
 MAX_ARRAY_ELEMENTS = 1_000_000
+# the calls that make a class at module level: `Params = namedtuple("Params", "W b")`
+NAMEDTUPLE_MAKERS = {"collections.namedtuple", "typing.NamedTuple", "typing_extensions.NamedTuple"}
 
 
 @dataclass
@@ -55,7 +57,8 @@ class Module:
     functions: dict = field(default_factory=dict)  # name -> ast.FunctionDef
     constants: dict = field(default_factory=dict)  # name -> number
     not_constants: dict = field(default_factory=dict)  # name -> (node, why)
-    classes: dict = field(default_factory=dict)  # name -> ast.ClassDef
+    classes: dict = field(default_factory=dict)  # name -> ast.ClassDef, or the ast.Assign of a namedtuple(...)
+    records: dict = field(default_factory=dict)  # name -> its gradgen.frontend.records.Record, once read
     redefined: dict = field(default_factory=dict)  # name -> (its ast.FunctionDef, the statement rebinding it)
     lines: list = field(default_factory=list)
 
@@ -307,6 +310,9 @@ def _read_assignment(module, stmt):
                 module.not_constants[target.id] = (stmt, "is assigned more than once at module level")
                 continue
             _rebind(module, target.id, stmt)
+            if isinstance(value, ast.Call) and module.qualified(value.func) in NAMEDTUPLE_MAKERS:
+                module.classes[target.id] = stmt  # Params = namedtuple("Params", "W b") (gradgen.frontend.records)
+                continue
             if isinstance(value, ast.Lambda):
                 module.not_constants[target.id] = (stmt, "is a lambda, which gradgen does not inline yet; "
                                                          "write it as a 'def' in this file")

@@ -8,7 +8,8 @@ and the path to the part. Reading it as a number or an array reads that path
 (`W = params[i][0]`), and the backward pass adds the part's gradient at the same path of
 the parameter's gradient (gradgen.rules.trees); indexing it further, unpacking it,
 looping over it or measuring it (`len`) extends the path instead. Loops run over indices
-(`for i in range(len(params))`), so the backward sweep walks the same parts in reverse.
+(`for i in range(len(params))`), so the backward sweep walks the same parts in reverse
+(gradgen.frontend.structured_loops).
 
 Which parameters are structured is decided by how the function uses them: annotated
 `list`, `tuple`, `dict` (or Sequence, Mapping, ...), or used as only a container can be
@@ -24,13 +25,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from gradgen.frontend.scopes import PartsOfAPath, _exits, _lookup, _LoopVariable, _stored_names
-from gradgen.ir.nodes import Assign, Call, Const, Effect, For, Var, variables
+from gradgen.frontend.scopes import PartsOfAPath, _lookup, _stored_names
+from gradgen.ir.nodes import Call, Const, Effect, Field, Var, variables
 
 # annotations that say a parameter is a container: `params: list`, `Sequence[...]`, `dict[str, ...]`
 _CONTAINERS = {"list", "tuple", "dict", "List", "Tuple", "Dict", "Sequence", "Mapping", "MutableMapping",
                "MutableSequence", "Iterable", "Collection"}
-_DICT_VIEWS = {"items", "values", "keys"}
 
 
 class NeedsStructure(Exception):
@@ -126,13 +126,15 @@ class TreeRef:
         return Call("tree_get", (self.root, *self.path), "builtins")
 
     def text(self):
-        """`params[i]['W']`, `layers[1][1:]`: Python source, for a path of names and constants."""
+        """`params[i]['W']`, `layers[1][1:]`, `p.layers[0].W`: Python source, for a path of names
+        and constants."""
         def source(step):
             if isinstance(step, SliceStep):
                 parts = (step.lower, step.upper) + ((step.step,) if step.step is not None else ())
                 return ":".join("" if p is None else source(p) for p in parts)
             return step.name if isinstance(step, Var) else repr(step.value)
-        return self.root.name + "".join(f"[{source(step)}]" for step in self.path)
+        return self.root.name + "".join(f".{step.value}" if isinstance(getattr(step, "value", None), Field)
+                                        else f"[{source(step)}]" for step in self.path)
 
     def spelled(self):
         """Whether text() can spell the path (names, constants, slices of them)."""
@@ -162,7 +164,10 @@ class StructuredLowering:
                 parts = (node.slice.lower, node.slice.upper, node.slice.step)
                 return TreeRef(base.root, base.path + (SliceStep(*(None if p is None else self.expr(scope, p)
                                                                    for p in parts)),))
+            self._by_position(base, node)  # (not a dataclass: gradgen.frontend.records)
             return base.child(self._step(scope, node.slice))
+        if isinstance(node, ast.Attribute):  # p.W, p.layers[0].W: a field (gradgen.frontend.records)
+            return self._field_ref(scope, node)
         return None
 
     def _step(self, scope, node):
@@ -180,6 +185,11 @@ class StructuredLowering:
             return ref.leaf
         if not ref.path:
             name = ref.root.name
+            record = self._record_named(ref)
+            if record is not None:  # (gradgen.frontend.records)
+                fields = ", ".join(f"{name}.{f}" for f in record.fields[:2])
+                raise UsedWhole(name, self.m.error(node, f"'{name}' is a {record.name} (a {record.kind}): use its "
+                                                         f"fields ({fields})"))
             raise UsedWhole(name, self.m.error(node, f"'{name}' is a structured parameter (a list, tuple or dict): "
                                                      f"use its parts ({name}[0], `for W, b in {name}`, {name}['W'])"))
         if isinstance(ref.path[-1], SliceStep):  # `W[1:]` of an array part
@@ -190,7 +200,8 @@ class StructuredLowering:
             return self._call("getitem", (base, *[p for p in parts if p is not None]), "op", node,
                               (("index", (layout,)),))
         read = ref.read()
-        return self._call(read.prim, read.args, read.ns, node)
+        prim = "tree_data" if self._data_field(ref) else read.prim  # `p.n` of `n: int`: data (gradgen.frontend.records)
+        return self._call(prim, read.args, read.ns, node)
 
     # ---- binding parts to names ---------------------------------------------------------
     def _bind_ref(self, scope, name, ref, stmt):
@@ -257,7 +268,8 @@ class StructuredLowering:
         if len(starred) > 1:
             raise self.m.error(target, "two starred names in one unpacking")
         n = len(target.elts)
-        self._check_length(ref, n - len(starred), stmt, at_least=bool(starred))
+        if not self._by_position(ref, stmt, "unpacks", n - len(starred), bool(starred)):  # (a NamedTuple's: known)
+            self._check_length(ref, n - len(starred), stmt, at_least=bool(starred))
         star = starred[0] if starred else n
         for i, t in enumerate(target.elts):
             if i < star:
@@ -310,198 +322,10 @@ class StructuredLowering:
         scope.own(ssa)
         return Var(ssa)
 
-    # ---- loops over parts ----------------------------------------------------------------
-    def _tree_for(self, scope, stmt):
-        """`for W, b in params`, `enumerate`, `zip` with other sequences, `reversed`, a slice,
-        `.items()` / `.values()` / `.keys()`: True if the loop runs over parts (and is now
-        lowered), False to leave it to the loops over arrays and lists."""
-        pinned = self._pin_indices(scope, stmt)
-        plan = self._tree_loop_plan(scope, stmt)
-        scope.env.update(pinned)
-        if plan is None:
-            return False
-        counter_name, iterable, binds = plan
-        if stmt.orelse:
-            raise self.m.error(stmt, "'else' on a loop is not supported")
-        target = self.namer.define(counter_name or "i")
-        scope.own(target)
-        self.loop_targets.add(target)
-        self.bound.add(target)
-        if counter_name is not None:
-            scope.env[counter_name] = Var(target)
-        outer, self.body = self.body, []
-        names = []
-
-        def bind(name, part):  # each name the target unpacks: read fresh every iteration
-            names.append(name)
-            if part.path and isinstance(part.path[-1], SliceStep):
-                scope.env[name] = part
-                return
-            element = self.namer.define(name)
-            scope.own(element)
-            self.bound.add(element)
-            self.body.append(Assign(element, part.read(), stmt.lineno, self._text(stmt), col=stmt.col_offset + 1,
-                                    overwrites=True))
-            scope.env[name] = TreeRef(part.root, part.path, Var(element)) if isinstance(part, TreeRef) \
-                else Var(element)
-
-        for node, make in binds:
-            self._bind_target(scope, node, make(Var(target)), stmt, bind)
-        first, self.body = self.body, outer
-        self._prebind(scope, stmt.body, stmt)
-        count = self._counter(stmt) if _exits(stmt.body, ast.Break) else None
-        body = self._loop_body(scope, stmt, count, first)
-        self.body.append(For(target, iterable, body, stmt.lineno, self._text(stmt), count))
-        for name in ([counter_name] if counter_name else []) + names:
-            scope.env[name] = _LoopVariable(name)
-        return True
-
-    def _pin_indices(self, scope, stmt):
-        """`for x in params[k:]` whose body assigns k: Python reads the parts the loop runs
-        over once, before it; so does the generated code, from a copy of k made there. The
-        names copied, with the variables to give them back after planning the loop."""
-        loads = {n.id for n in ast.walk(stmt.iter) if isinstance(n, ast.Name)}
-        if not any(isinstance(_lookup(scope, name), TreeRef) for name in loads):
-            return {}
-        pinned = {}
-        for name in sorted(loads & set(_stored_names(stmt.body))):
-            if isinstance(scope.env.get(name), Var):
-                pinned[name] = scope.env[name]
-                copy = self.namer.define(f"{name}_start")
-                self._emit(copy, pinned[name], stmt, overwrites=self.loop_depth > 0)
-                scope.env[name] = Var(copy)
-        return pinned
-
-    def _tree_loop_plan(self, scope, stmt):
-        """(user name of the loop index or None, what it runs over, [(target, part at index)])."""
-        target, node = stmt.target, stmt.iter
-        view = self._dict_view(scope, node)
-        if view is not None:
-            return self._dict_loop(scope, stmt, view, node.func.attr)
-        ref = self._ref(scope, node)
-        if ref is not None and self._keys_of(scope, target, stmt.body):
-            return self._dict_loop(scope, stmt, ref, "keys")  # `for key in params: params[key]`
-        if ref is not None:
-            iterable, parent = ref.indices()
-            return None, iterable, [(target, parent.child)]
-        if self._builtin_call(scope, node, "reversed") and len(node.args) == 1:
-            ref = self._ref(scope, node.args[0])
-            if ref is not None:
-                iterable, parent = ref.indices()
-                backwards = Call("range_slice", (Call("len", (iterable,), "builtins"), Const(None), Const(None),
-                                                 Const(-1)), "builtins")
-                index = lambda i: Call("getitem", (iterable, i), "op", params=(("index", ("i",)),))  # noqa: E731
-                return None, backwards, [(target, lambda i: parent.child(index(i)))]
-            return None
-        if self._builtin_call(scope, node, "enumerate") and len(node.args) == 1 \
-                and isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name):
-            ref = self._ref(scope, node.args[0])
-            if ref is None:
-                return None
-            iterable, parent = ref.indices()
-            if iterable.prim != "range":  # a slice: enumerate counts its positions, the parts are at its indices
-                positions = Call("range", (Call("len", (iterable,), "builtins"),), "builtins")
-                index = lambda i: Call("getitem", (iterable, i), "op", params=(("index", ("i",)),))  # noqa: E731
-                return target.elts[0].id, positions, [(target.elts[1], lambda i: parent.child(index(i)))]
-            return target.elts[0].id, iterable, [(target.elts[1], parent.child)]
-        if self._builtin_call(scope, node, "zip") and isinstance(target, ast.Tuple) \
-                and any(self._ref(scope, a) is not None for a in node.args):
-            if len(target.elts) != len(node.args):
-                raise self.m.error(target, f"the loop target unpacks {len(target.elts)} names from zip of "
-                                           f"{len(node.args)} sequences")
-            return self._zip_plan(scope, stmt, target, node)
-        return None
-
-    def _keys_of(self, scope, target, body):
-        """Whether a loop's name indexes a structured parameter in its body (`for key in
-        params: params[key]`): then it takes what Python's loop gives, a dict's keys (or a
-        list's items, `list(params)`), as plain values, never parts read by index."""
-        if not isinstance(target, ast.Name):
-            return False
-        for node in ast.walk(ast.Module(body=list(body), type_ignores=[])):
-            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name) and node.slice.id == target.id:
-                base = node.value
-                while isinstance(base, ast.Subscript):
-                    base = base.value
-                if isinstance(base, ast.Name) and isinstance(_lookup(scope, base.id), TreeRef):
-                    return True
-        return False
-
-    def _zip_plan(self, scope, stmt, target, node):
-        """`for (W, b), x in zip(params, xs)`: one index over the shortest sequence."""
-        lengths, binds = [], []
-        for t, arg in zip(target.elts, node.args):
-            ref = self._ref(scope, arg)
-            if ref is not None:
-                lengths.append(ref.length())
-                binds.append((t, ref.child))
-                continue
-            sequence = self._loop_sequence(scope, arg, t.id if isinstance(t, ast.Name) else "items", stmt)
-            if not isinstance(t, ast.Name):
-                raise self.m.error(t, "unpacking the rows of an array in a loop target is not supported: loop "
-                                      "over zip(...) of the columns, or index the row")
-            lengths.append(self._call("len", (sequence,), "builtins", arg))
-            binds.append((t, self._row_of(sequence, arg)))
-        n = lengths[0] if len(lengths) == 1 else Call("min", tuple(lengths), "builtins")
-        return None, Call("range", (n,), "builtins"), binds
-
-    def _row_of(self, sequence, node):
-        """The reader of row i of an array or list, as a TreeRef-like part for _bind_target."""
-        lowerer = self
-
-        class _Row:
-            def __init__(self, i):
-                self.root, self.path = sequence, ()
-                prim = "list_get" if lowerer._is_list(sequence) else "getitem"
-                params = () if prim == "list_get" else (("index", ("i",)),)
-                self.value = lowerer._call(prim, (sequence, i), "builtins" if prim == "list_get" else "op", node,
-                                           params)
-
-            def read(self):
-                return self.value
-
-        return _Row
-
-    def _dict_view(self, scope, node):
-        """`params.items()` (or `.values()`, `.keys()`) of a part: the part, else None."""
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _DICT_VIEWS \
-                and not node.args and not node.keywords:
-            ref = self._ref(scope, node.func.value)
-            if ref is None:
-                self._needs_structure(scope, node.func.value)
-            return ref
-        return None
-
-    def _dict_loop(self, scope, stmt, ref, view):
-        """A loop over a dict's keys, as the forward pass lists them once (`params_keys =
-        list(params)`): the backward sweep walks the same list in reverse."""
-        if ref.path and isinstance(ref.path[-1], SliceStep):
-            raise self.m.error(stmt.iter, "a slice is not a dict")
-        keys = self.namer.define(f"{ref.root.name}_keys")
-        self._emit(keys, Call("tree_keys", (ref.root, *ref.path), "builtins"), stmt,
-                   overwrites=self.loop_depth > 0)
-        target = stmt.target
-        if view == "items":
-            if not (isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name)):
-                raise self.m.error(target, "a loop over .items() unpacks a key name and a value: "
-                                           "`for key, value in params.items()`")
-            key_name, value_target = target.elts[0].id, target.elts[1]
-        elif view == "keys":
-            if not isinstance(target, ast.Name):
-                raise self.m.error(target, "a loop over .keys() takes one name")
-            key_name, value_target = target.id, None
-        else:
-            key_name, value_target = None, target
-        key_of = lambda i: Call("tree_get", (Var(keys), i), "builtins")  # noqa: E731
-        binds = [] if value_target is None else [(value_target, lambda i: ref.child(key_of(i)))]
-        if key_name is not None:
-            binds.insert(0, (ast.Name(key_name, ast.Store()), lambda i: _Key(key_of(i))))
-        return None, Call("range", (Call("len", (Var(keys),), "builtins"),), "builtins"), binds
-
     # ---- the array-mode lowering meeting a container ---------------------------------------
     def _needs_structure(self, scope, node, soft=False):
         """Raise NeedsStructure if `node` is (a part of) a parameter lowered as an array."""
-        if isinstance(node, ast.Subscript):
+        if isinstance(node, ast.Subscript) or self._names_a_field(node):  # (p.layers: gradgen.frontend.records)
             return self._needs_structure(scope, node.value, soft)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in ("reversed", "enumerate", "zip"):
@@ -523,6 +347,8 @@ class StructuredLowering:
                 and node.func.id in ("reversed", "enumerate", "zip"):
             for arg in node.args:
                 self._loop_over_parameter(scope, arg)
+        elif self._names_a_field(node):  # for layer in p.layers: p holds a NamedTuple or dataclass
+            self._needs_structure(scope, node.value)
         elif isinstance(node, ast.Name):
             value = _lookup(scope, node.id)
             if isinstance(value, Var) and self.origins.get(value.name) == value.name \
@@ -580,16 +406,3 @@ class StructuredLowering:
                     value.prim == "list_get" or value.prim == "getitem" and dict(value.params)["index"] == ("i",)):
             self.origins[ssa] = self.origins[value.args[0].name]
             self.parts.add(ssa)
-
-
-@dataclass(frozen=True)
-class _Key:
-    """A dict's key, bound by a loop over `.items()` or `.keys()`: a plain value."""
-
-    value: object
-    root: object = None
-    path: tuple = ()
-
-    def read(self):
-        return self.value
-

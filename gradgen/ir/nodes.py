@@ -123,6 +123,24 @@ class Spelled:
         return self.text
 
 
+class Field(str):
+    """A step of a structured parameter's path that reads a field by name (`p.W` of a
+    NamedTuple or dataclass), held in a Const. It is the field's name where a string will do
+    (a step of `add_at_path`'s path, a message), but never equal to a dict's key `"W"`: the
+    emitter writes it `.W`, not `["W"]`."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return isinstance(other, Field) and str.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash(("field", str(self)))
+
+
 def lift(x) -> Expr:
     """Turn a Python number into a Const; leave nodes alone."""
     return x if isinstance(x, Expr) else Const(x)
@@ -322,6 +340,7 @@ class Param:
     number: bool = False  # annotated `float` or `int`: never an array
     function: str | None = None  # a function default (`act=np.tanh`): how the generated signature spells it
     structured: bool = False  # a list, tuple or dict of arrays and numbers (gradgen.frontend.structured)
+    record: str | None = None  # annotated with a NamedTuple or dataclass of the file: its name (frontend.records)
     shape: tuple | None = None  # what its annotation says (gradgen.analysis.stated): `"n d"` -> ("n", "d")
 
 

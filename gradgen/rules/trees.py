@@ -29,6 +29,8 @@ def _add_at(i):
 
 # `params[k1][k2]...`: one part of a structured parameter (or of a list of keys)
 primitive("tree_get", None, min_args=1, elementwise=False, vjp=(_add_at,), tangent="linear")
+# `p.n` of a NamedTuple or dataclass field annotated `n: int` (or bool, str): data, no derivative
+primitive("tree_data", None, kind="piecewise", min_args=1, tangent="none", result="number")
 # `len(params[k1]...)`, `list(params[k1]...)` (a dict's keys), `range(n)[lo:hi:step]`: no derivative
 primitive("tree_len", None, kind="piecewise", min_args=1, tangent="none")
 primitive("tree_keys", None, kind="piecewise", min_args=1, tangent="none")

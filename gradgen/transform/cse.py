@@ -32,7 +32,7 @@ from gradgen.rules.table import TABLE
 # a name), and calls that change something.
 _NEVER = {"shape", "ndim", "size", "len", "broadcast", "tuple", "range", "range_slice", "zeros_like", "ones_like", "zeros", "ones",
           "eye", "arange", "linspace", "full", "array", "list", "list_zeros", "zeros_like_tree", "T", "neg", "pos",
-          "float", "getitem", "list_get", "tree_get", "tree_len", "tree_keys", "not"}
+          "float", "getitem", "list_get", "tree_get", "tree_data", "tree_len", "tree_keys", "not"}
 _IMPURE = {"draw", "verbatim", "pop", "append", "setitem"}
 _ARITHMETIC = {"add", "sub", "mul", "div", "neg", "pow"}  # make a new array of their operands
 _LAZY = {"and", "or"}  # only the first operand surely runs

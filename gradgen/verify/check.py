@@ -18,6 +18,7 @@ import io
 import math
 import sys
 import time
+import dataclasses
 from dataclasses import replace
 
 import numpy as np
@@ -25,6 +26,7 @@ import numpy as np
 from gradgen.api import compile_source, load_module
 from gradgen.ir.nodes import variables
 from gradgen.ir.simplify import names_read
+from gradgen.rules.records import runtime as record_runtime
 from gradgen.verify import custom as custom_check
 from gradgen.verify.finite import Difference, difference, finite_difference, is_kink, remembered, sample_points
 from gradgen.verify.nonfinite import all_finite, locate_nonfinite
@@ -32,6 +34,8 @@ from gradgen.verify.report import FD_TOL, SYMPY_TOL, FunctionReport, PointReport
 from gradgen.verify.symbolic import _Symbolic, sympy_gradient
 from gradgen.verify.symbolic_arrays import sympy_array_gradient
 from gradgen.verify.usercode import call, describe, expect_number, fresh, run_original, same_global_draws
+
+fields_of, is_data = record_runtime()  # a point's NamedTuples and dataclasses, read as the generated helpers read them
 
 __all__ = ["check_source", "check_point", "difference", "Difference", "finite_difference", "is_kink",
            "sample_points", "locate_nonfinite",
@@ -113,8 +117,14 @@ def _is_number_or_array(value):
 
 
 def _leaves(value, path=""):
-    """(path, leaf) of each array or number in a list, tuple or dict, nested, in order."""
-    if isinstance(value, dict):
+    """(path, leaf) of each array or number in a list, tuple, dict, NamedTuple or dataclass
+    (not its data fields), nested, in order."""
+    names = fields_of(value)
+    if names is not None:
+        for name in names:
+            if not is_data(value, name):
+                yield from _leaves(getattr(value, name), f"{path}.{name}")
+    elif isinstance(value, dict):
         for key, part in value.items():
             yield from _leaves(part, f"{path}[{key!r}]")
     elif isinstance(value, (list, tuple)):
@@ -126,6 +136,10 @@ def _leaves(value, path=""):
 
 def _with_leaves(value, leaves):
     """`value` with its leaves replaced, in order, by those of the iterator `leaves`."""
+    names = fields_of(value)
+    if names is not None:
+        parts = {name: _with_leaves(getattr(value, name), leaves) for name in names if not is_data(value, name)}
+        return value._replace(**parts) if isinstance(value, tuple) else dataclasses.replace(value, **parts)
     if isinstance(value, dict):
         return {key: _with_leaves(part, leaves) for key, part in value.items()}
     if isinstance(value, (list, tuple)):
@@ -135,7 +149,12 @@ def _with_leaves(value, leaves):
 
 
 def _same_structure(a, b):
-    """Whether gradient b has the containers of parameter a (same kinds, lengths and keys)."""
+    """Whether gradient b has the containers of parameter a (same kinds, lengths and keys; a
+    NamedTuple's or dataclass's class, and its data fields as a has them)."""
+    names = fields_of(a)
+    if names is not None:
+        return type(b) is type(a) and all(getattr(b, n) is getattr(a, n) if is_data(a, n)
+                                          else _same_structure(getattr(a, n), getattr(b, n)) for n in names)
     if isinstance(a, (dict, list, tuple)):
         if type(a) is not type(b) or len(a) != len(b):
             return False
@@ -195,7 +214,8 @@ def _check_structured(cf, module, f, value_and_grad, point, generated_text, stru
 def check_point(cf, module, f, value_and_grad, point, generated_text=None, flattened=False):
     """One row per differentiated parameter at `point`; where a value or gradient is not
     finite, also where (which line of the user's file) it first became nan or inf."""
-    structured = {name for name in _containers(cf) if isinstance(point.get(name), (list, tuple, dict))}
+    structured = {name for name in _containers(cf)
+                  if isinstance(point.get(name), (list, tuple, dict)) or fields_of(point.get(name)) is not None}
     structured &= set(cf.wrt)  # (one given an array is checked as an array, by sympy too)
     if structured and not flattened:
         return _check_structured(cf, module, f, value_and_grad, point, generated_text, structured)

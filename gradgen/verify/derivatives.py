@@ -16,6 +16,7 @@ Directions t and cotangents c are seeded random draws, so a check is reproducibl
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import io
 from dataclasses import dataclass, field, replace
@@ -23,9 +24,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from gradgen.api import compile_source, load_module
+from gradgen.rules.records import runtime as record_runtime
 from gradgen.verify.finite import sample_points
 from gradgen.verify.usercode import fresh, run_original, same_global_draws
 
+fields_of, is_data = record_runtime()  # a NamedTuple's or dataclass's fields, as the generated helpers read them
 TOL = 1e-5  # relative error against a central difference (Richardson-extrapolated)
 EXACT_TOL = 1e-8  # relative error between two generated functions (jvp against grad)
 
@@ -170,6 +173,8 @@ def _tangents(cf, fn, t):
 
 
 def _like(value, rng):
+    if fields_of(value) is not None:
+        return _fields_map(lambda v: _like(v, rng), value)
     if isinstance(value, (list, tuple)):
         return type(value)(_like(v, rng) for v in value)
     if isinstance(value, dict):
@@ -196,6 +201,8 @@ def _moved(point, t, h):
 
 
 def _axpy(x, t, h):
+    if fields_of(x) is not None:
+        return _fields_map(lambda a, b: _axpy(a, b, h), x, t)
     if isinstance(x, (list, tuple)):
         return type(x)(_axpy(a, b, h) for a, b in zip(x, t))
     if isinstance(x, dict):
@@ -211,7 +218,19 @@ def _along(g, point):
     return (4 * central(h / 2) - central(h)) / 3
 
 
+def _fields_map(f, x, *others):
+    """A NamedTuple or dataclass like x, f applied to each field that is no data (of x and
+    of the same field of each of `others`); its data fields as x has them."""
+    names = [n for n in fields_of(x) if not is_data(x, n)]
+    parts = {n: f(getattr(x, n), *(getattr(o, n) for o in others)) for n in names}
+    return x._replace(**parts) if isinstance(x, tuple) else dataclasses.replace(x, **parts)
+
+
 def _flat(value):
+    names = fields_of(value)
+    if names is not None:
+        parts = [_flat(getattr(value, n)) for n in names if not is_data(value, n)]
+        return np.concatenate(parts) if parts else np.zeros(0)
     if isinstance(value, (list, tuple)):
         return np.concatenate([_flat(v) for v in value]) if value else np.zeros(0)
     if isinstance(value, dict):

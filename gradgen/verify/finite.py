@@ -188,9 +188,10 @@ def sample_points(cf, f, at, n_points, seed, filename="<string>"):
         return [point_at(params, at, missing)]
     for p in params:
         if p.structured and p.name in cf.wrt and not p.has_default:
-            raise CompileError(f"'{p.name}' of '{cf.name}' is a structured parameter (a list, tuple or dict): "
-                               "give its value with --inputs FILE:FUNC (a function returning the keyword "
-                               "arguments)", filename)
+            what = f"a {p.record} (a NamedTuple or dataclass)" if p.record else "a structured parameter (a list, " \
+                                                                                "tuple or dict)"
+            raise CompileError(f"'{p.name}' of '{cf.name}' is {what}: give its value with --inputs FILE:FUNC (a "
+                               "function returning the keyword arguments)", filename)
     points = []
     if all(p.has_default for p in params):
         points.append({p.name: p.default for p in params})

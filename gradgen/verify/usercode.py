@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import copy
+import dataclasses
 import os
 import sys
 import types
@@ -22,7 +23,9 @@ import numpy as np
 
 from gradgen.errors import CompileError
 from gradgen.frontend.source import read_source
+from gradgen.rules.records import runtime as record_runtime
 
+fields_of, _ = record_runtime()  # a NamedTuple's or dataclass's fields, as the generated helpers read them
 MESSAGE_CHARS = 300  # an exception's message is cut here (some repeat a whole array)
 
 
@@ -34,7 +37,8 @@ def fresh(point):
     if _global_state is not None:
         np.random.set_state(_global_state)
     return {k: v.copy() if isinstance(v, np.ndarray) else copy.deepcopy(v)
-            if _is_random_state(v) or isinstance(v, (list, tuple, dict)) else v for k, v in point.items()}
+            if _is_random_state(v) or isinstance(v, (list, tuple, dict)) or dataclasses.is_dataclass(v) else v
+            for k, v in point.items()}
 
 
 def _is_random_state(value):
@@ -158,7 +162,11 @@ def describe(point):
 
 
 def _shown(value):
-    """An array by its shape, a number by its value, a list, tuple or dict by its parts."""
+    """An array by its shape, a number by its value, a list, tuple, dict, NamedTuple or
+    dataclass by its parts."""
+    names = fields_of(value)
+    if names is not None:
+        return f"{type(value).__name__}(" + ", ".join(f"{n}={_shown(getattr(value, n))}" for n in names) + ")"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k!r}: {_shown(v)}" for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):
