@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 
 from gradgen.analysis.stated import annotated_shape
+from gradgen.errors import CompileError
 from gradgen.frontend import custom_calls, effects, inactive
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
 from gradgen.frontend.known_lists import STATIC_VALUES, StaticLowering
@@ -318,8 +319,10 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
     def _kept_statement(self, scope, stmt):
         """`x.sort()`, `np.copyto(buf, X)`, `validate(X)`: a call run for what it does, kept as
         written; gradgen.analysis.aliasing refuses it where it changes a value the gradient reads."""
-        renamed = effects.rename(self.m, stmt, lambda n: _lookup(scope, n), self.m.error,
-                                 f"'{ast.unparse(stmt.value.func)}(...)'")
+        try:
+            renamed = effects.rename(self.m, stmt, lambda n: _lookup(scope, n), self.m.error, "a call")
+        except CompileError:  # a name the generated module cannot see (open, a helper of this file)
+            raise self.m.error(stmt, "an expression statement does nothing to the result") from None
         changes = tuple(sorted({v.name for v in inactive.mutated(self.m, stmt.value, scope)}))
         self.body.append(Effect(renamed.text, renamed.reads, stmt.lineno, self.m.segment(stmt),
                                 frozenset(renamed.modules), changes, stmt.col_offset + 1))
