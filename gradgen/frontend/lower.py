@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 
 from gradgen.analysis.stated import annotated_shape
-from gradgen.frontend import custom_calls, effects
+from gradgen.frontend import custom_calls, effects, loop_returns
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
 from gradgen.frontend.known_lists import STATIC_VALUES, StaticLowering
 from gradgen.frontend.lower_assign import AssignLowering
@@ -157,11 +157,12 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
     def _body(self, scope, stmts):
         """Lower a function body; returns (result expression, user name of the result).
 
-        Early returns are first restructured so that every path ends in one `return`
-        (the statements after an `if` that may return move into its other branch).
+        Early returns are first restructured so that every path ends in one `return`: a
+        loop's returns become breaks (gradgen.frontend.loop_returns), and the statements
+        after an `if` that may return move into its other branch.
         """
         self._refuse_unsupported(_skip_docstring(stmts))
-        stmts = self._close_returns(_skip_docstring(stmts))
+        stmts = self._close_returns(loop_returns.lift(_skip_docstring(stmts), scope.node, self.m.error))
         if not _always_returns(stmts):
             some = any(isinstance(n, ast.Return) for n in own_nodes(stmts))
             message = (f"not every path through '{scope.node.name}' ends in a 'return'" if some
@@ -200,11 +201,6 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
                 if i + 1 < len(stmts):
                     raise self.m.error(stmts[i + 1], "code after 'return' is never run")
                 return out + [stmt]
-            if isinstance(stmt, (ast.For, ast.While)):
-                for node in own_nodes([stmt]):
-                    if isinstance(node, ast.Return):
-                        raise self.m.error(node, "'return' inside a loop is not supported; "
-                                                 "'break' out of it and return after the loop")
             if isinstance(stmt, ast.If) and any(isinstance(n, ast.Return) for n in own_nodes([stmt])):
                 rest = stmts[i + 1:]
                 body = self._close_returns(stmt.body + ([] if _always_returns(stmt.body) else rest))
