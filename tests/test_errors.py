@@ -124,10 +124,16 @@ CASES = [
     ("helper argument", "def g(a):\n    return a\n\ndef f(x):\n    return g(x, b=1)\n", {"functions": ["f"]},
      "bad.py:5:17: 'g' has no parameter 'b'\n        return g(x, b=1)\n                    ^"),
     # control flow: what stays outside the subset
-    ("return inside a loop",
-     "def f(x):\n    for i in range(3):\n        if x > 1:\n            return x\n        x = x * 2\n    return x\n", {},
-     "bad.py:4:13: 'return' inside a loop is not supported; 'break' out of it and return after the loop\n"
-     "                return x\n                ^"),
+    ("while True without an exit", "def f(x):\n    while True:\n        x = x * 2\n    return x\n", {},
+     "bad.py:2:5: 'while True:' never ends: it has no 'break' and no 'return'; leave it with one (if converged: "
+     "break)\n        while True:\n        ^"),
+    ("code after a while True left by returning",
+     "def f(x):\n    while True:\n        x = x * 2\n        if x > 1:\n            return x\n    y = x\n    return y\n",
+     {}, "bad.py:6:5: code after a 'while True:' loop that leaves only by 'return' is never run\n        y = x\n"
+     "        ^"),
+    ("return without a value in a loop",
+     "def f(x):\n    for i in range(3):\n        if x > 1:\n            return\n        x = x * 2\n    return x\n", {},
+     "bad.py:4:13: 'return' needs a value to differentiate\n                return\n                ^"),
     ("for-else", "def f(x):\n    for i in range(3):\n        x = x * 2\n    else:\n        x = 1.0\n    return x\n", {},
      "bad.py:2:5: 'else' on a loop is not supported\n        for i in range(3):\n        ^"),
     ("while-else", "def f(x):\n    while x < 3:\n        x = x * 2\n    else:\n        x = 1.0\n    return x\n", {},
