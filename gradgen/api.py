@@ -186,11 +186,16 @@ def _select(module, functions):
                                         "compiles a function only as its 'def' wrote it")
     if not module.functions:
         raise CompileError("no functions found: gradgen compiles top-level 'def' functions", module.filename)
-    if not functions:  # a helper that returns a tuple, or takes the *args its callers pass, has no gradient of its own
-        called = {n.func.id for node in module.functions.values() for n in ast.walk(node)
-                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    if not functions:
+        # a helper that returns a tuple, takes the *args its callers pass, or calls itself (unrolled where a
+        # caller fixes its depth: on its own, the depth is its argument's) has no gradient of its own
+        calls = {f: {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+                 for f, node in module.functions.items()}
+        called = set().union(*calls.values())
+        recursive = {f for f in calls if f in calls[f] and any(f in calls[g] for g in calls if g != f)}
         scalar = [f for f, node in module.functions.items()
-                  if not _returns_tuples(node) and not (node.args.vararg is not None and f in called)]
+                  if not _returns_tuples(node) and not (node.args.vararg is not None and f in called)
+                  and f not in recursive]
         return scalar or list(module.functions)
     for f in functions:
         if f not in module.functions:

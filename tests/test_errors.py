@@ -22,10 +22,22 @@ CASES = [
      "bad.py:3:12: gradgen has no derivative rule for 'np.frobnicate'\n        return np.frobnicate(x)\n"
      "               ^"),
     ("recursion", "def f(x):\n    return f(x) * x\n", {},
-     "bad.py:2:12: recursive call to 'f': gradgen cannot differentiate recursion\n"
+     "bad.py:2:12: recursive call to 'f' on a depth known only when it runs: write it as a loop\n"
      "        return f(x) * x\n               ^"),
+    ("recursion on a count known only when it runs",
+     "def f(x, n):\n    return x if n == 0 else f(x * x, n - 1)\n\ndef g(x, n):\n    return f(x, n)\n",
+     {"functions": ["g"]},
+     "bad.py:2:29: recursive call to 'f' on a depth known only when it runs: write it as a loop\n"
+     "        return x if n == 0 else f(x * x, n - 1)\n                                ^"),
+    ("recursion with constants that never reach its base case",
+     "def f(x, n):\n    return x if n == 0 else f(x * x, n - 1)\n\ndef g(x):\n    return f(x, -1)\n",
+     {"functions": ["g"]},
+     "bad.py:2:29: recursive call to 'f' more than 50 calls deep when unrolled: gradgen unrolls recursion whose "
+     "depth constants fix when compiling, and stops there; write it as a loop\n"
+     "        return x if n == 0 else f(x * x, n - 1)\n                                ^"),
     ("mutual recursion", "def g(x):\n    return f(x)\n\ndef f(x):\n    return g(x) + 1\n", {"functions": ["f"]},
-     "bad.py:2:12: recursive call to 'f': gradgen cannot differentiate recursion\n        return f(x)\n"
+     "bad.py:2:12: recursive call to 'f' on a depth known only when it runs: write it as a loop\n"
+     "        return f(x)\n"
      "               ^"),
     ("generator", "def f(x):\n    yield x\n", {},
      "bad.py:2:5: generators are not supported\n        yield x\n        ^"),

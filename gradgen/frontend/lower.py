@@ -15,7 +15,8 @@ import ast
 from gradgen.analysis.stated import annotated_shape
 from gradgen.frontend import custom_calls, effects, loop_returns
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
-from gradgen.frontend.known_lists import STATIC_VALUES, StaticLowering
+from gradgen.frontend.fold import NotConstant, fold
+from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticList, StaticLowering
 from gradgen.frontend.lower_assign import AssignLowering
 from gradgen.frontend.lower_calls import CallLowering, _draw_name, sigmoid_pattern
 from gradgen.frontend.lower_exprs import _UNSUPPORTED_EXPR, ExprLowering
@@ -61,6 +62,7 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         self.lists = set()  # SSA names holding a Python list (gradgen.rules.lists)
         self.returns_list = {}  # a helper's result variable -> whether its first return was a list
         self.stack = [fnode.name]
+        self.activations = []  # (helper, its arguments known when compiling, the call) of each call being inlined
         self.helpers = {}  # primitive name -> emitted helper name (the sigmoid)
         self.top_params = set(parameter_names(fnode))
         self.function_defaults = {}  # parameter -> the function value its default names
@@ -408,6 +410,11 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         return block
 
     def _if(self, scope, stmt):
+        known = self._known_test(scope, stmt.test)
+        if known is not None:  # `if n == 0:` of a helper called with n=3: only the branch taken is lowered
+            for inner in stmt.body if known else stmt.orelse:
+                self._statement(scope, inner)
+            return
         test = self.expr(scope, stmt.test, test=True)
         self._prebind(scope, stmt.body + stmt.orelse, stmt)
         lists = {name: scope.env[name] for name in self._made_lists(scope, stmt.body + stmt.orelse)}
@@ -420,6 +427,26 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         self.bound |= after_body
         self.body.append(If(test, body, orelse, stmt.lineno, self._text(stmt)))
 
+    def _known_test(self, scope, node):
+        """The truth of a condition known when compiling, from numbers and lists bound to the
+        helper's names (`n == 0`, `len(sizes) > 1` of a call's constant arguments), else None.
+        A module-level constant stays a value (the generated function takes it as a keyword)."""
+        def lookup(name):
+            value = _lookup(scope, name)
+            if isinstance(value, Const) and type(value.value) in (int, float, bool):
+                return value.value
+            if isinstance(value, ConstList):
+                return value.value
+            if isinstance(value, StaticList):  # (only its length is known)
+                return (None,) * len(value.items)
+            raise NotConstant
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):  # `if not cs:` of a list
+            inner = self._known_test(scope, node.operand)
+            return None if inner is None else not inner
+        try:
+            return bool(fold(node, lookup, lambda name: self._is_builtin(scope, name)))
+        except (NotConstant, ArithmeticError, TypeError, ValueError):
+            return None
 
 
 def _signature_spelling(function):
