@@ -192,7 +192,7 @@ def _select(module, functions):
         calls = {f: {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
                  for f, node in module.functions.items()}
         called = set().union(*calls.values())
-        recursive = {f for f in calls if f in calls[f] and any(f in calls[g] for g in calls if g != f)}
+        recursive = {f for f in calls if f in _reached(f, calls) and any(f in calls[g] for g in calls if g != f)}
         scalar = [f for f, node in module.functions.items()
                   if not _returns_tuples(node) and not (node.args.vararg is not None and f in called)
                   and f not in recursive]
@@ -203,6 +203,17 @@ def _select(module, functions):
             raise CompileError(f"no function named '{f}' (from --function); the file defines: {available}",
                                module.filename)
     return list(dict.fromkeys(functions))
+
+
+def _reached(name, calls):
+    """The functions of the file a call of `name` may reach (calls of calls too)."""
+    seen, todo = set(), [name]
+    while todo:
+        for callee in calls.get(todo.pop(), ()):
+            if callee in calls and callee not in seen:
+                seen.add(callee)
+                todo.append(callee)
+    return seen
 
 
 def _returns_tuples(fnode):

@@ -4,18 +4,23 @@ The other generators write the idioms we thought of; this one draws every statem
 small grammar of what gradgen accepts, so any expression may stand on the right of any
 assignment, the same name on both sides, in loops and branches:
 
-    module   := constant* helper* "def f(" param+ "):" stmt+ "return" total  [aux]
+    module   := constant* helper* "def f(" param+ "):" stmt+ [returning] ["return" total]  [aux]
     param    := scalar | vector | matrix | dict | list | tuple | list of tuples
                 (any of them nested, unused or partly used; a number default `b=0.0`
                 called with a number or with an array)
     stmt     := name "=" expr                      (a new name, or one already bound: `v = v[1:]`)
               | name "+=" expr                     (a number)
               | name "=" np.zeros(..) ; name[index] op= expr ...   (repeated indices too)
+              | name[index] "," (name | name[index]) "=" expr "," expr   (also `= swirl(e, e2)`, nested)
               | target "," target "=" expr         (`W0, c0 = layers[0]`)
               | "if" expr ">" number ":" stmt+ ["else:" stmt+]
               | "for" target "in" iterable ":" stmt+   (range, rows, zip, enumerate, a dict,
                                                         .items(), .values(), a list of tuples)
               | name ".append(" expr ")"
+    returning := "for" target "in" iterable ":" stmt+ "if" cond ":" "return" total ["if" cond ":" break|continue]
+                 stmt*                              (the `return` in a loop nested in it, sometimes)
+              | k "= 0" "while True:" k "+= 1" stmt+ "if" cond ":" "return" total ...
+                 "if" k ">=" number ":" ("return" total | "break")   (issue 22: a solver's exits)
     expr     := leaf | expr op expr | fn(expr) | reduction(expr, axis, keepdims)
               | expr "@" expr | expr[index] | expr if cond else expr | max(expr, number)
               | np.sum([expr for x in iterable]) | np.array([expr for x in iterable])
@@ -283,21 +288,26 @@ class GrammarBuilder(ExprGrammar):
         values never read y; every new name is bound after."""
         ndim = np.ndim(self.worlds.spaces[0][name])
         index = lambda: self.choice(["0", "-1", "1", "1:", ":-1"] + [":, 0", "0, 1", "-1"] * (ndim == 2))  # noqa: E731
-        values = [self.expr(self.choice([0, 1, 2])) for _ in range(3)]
+        form = self.choice(["two", "name", "swirl", "nested"])
+        # numbers go into the writes (any index takes one); a name takes any value
+        kinds = {"two": "ww", "name": "wn", "swirl": "ww", "nested": "nwn"}[form]
+        values = [self.scalar_expr(self.choice([0, 1, 2])) if k == "w" else self.expr(self.choice([0, 1, 2]))
+                  for k in kinds]
         if any(v is None or name in re.findall(r"\w+", v.text) for v in values):
             return None
-        (a, b, c), new = values, []
+        (a, b, c), new = (values + [None])[:3], []
 
         def fresh():
             new.append(self.fresh(("t", "u", "part")))
             return new[-1]
-        form = self.choice(["two", "name", "swirl", "nested"])
         if form == "two":
             targets = f"{name}[{index()}], {name}[{index()}]"
             text, probe = f"{targets} = {a.text}, {b.text}", f"{targets} = {a.probe}, {b.probe}"
         elif form == "name":
             write, other = f"{name}[{index()}]", fresh()
-            targets = f"{write}, {other}" if self.chance(0.5) else f"{other}, {write}"
+            targets = f"{write}, {other}"
+            if self.chance(0.5):
+                targets, a, b = f"{other}, {write}", b, a
             text, probe = f"{targets} = {a.text}, {b.text}", f"{targets} = {a.probe}, {b.probe}"
         elif form == "swirl":
             targets = f"({name}[{index()}], {name}[{index()}])"

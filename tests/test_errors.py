@@ -143,6 +143,20 @@ CASES = [
      "def f(x):\n    while True:\n        x = x * 2\n        if x > 1:\n            return x\n    y = x\n    return y\n",
      {}, "bad.py:6:5: code after a 'while True:' loop that leaves only by 'return' is never run\n        y = x\n"
      "        ^"),
+    ("a tuple returned from inside a loop",
+     "def f(x):\n    for i in range(3):\n        if x > 1:\n            return x, x\n    return x\n", {},
+     "bad.py:4:20: returning a tuple from inside a loop is not supported: return it after the loop ('break' out of "
+     "it first)\n                return x, x\n                       ^"),
+    ("a list returned from inside a loop",
+     "def g(x):\n    for i in range(3):\n        if x > 1:\n            return [x]\n    return [x]\n\n"
+     "def f(x):\n    return sum(g(x))\n", {"functions": ["f"]},
+     "bad.py:4:20: returning a list from inside a loop is not supported: return it after the loop ('break' out of "
+     "it first)\n                return [x]\n                       ^"),
+    ("return inside a loop that is unrolled",
+     "def g(x, sizes):\n    for s in sizes:\n        x = x * s\n        if x > 1:\n            return x\n    return x\n\n"
+     "def f(x):\n    return g(x, [1, 2])\n", {"functions": ["f"]},
+     "bad.py:5:13: 'return' inside a loop over a list known when compiling is not supported (gradgen unrolls it): "
+     "return after the loop\n                return x\n                ^"),
     ("return without a value in a loop",
      "def f(x):\n    for i in range(3):\n        if x > 1:\n            return\n        x = x * 2\n    return x\n", {},
      "bad.py:4:13: 'return' needs a value to differentiate\n                return\n                ^"),

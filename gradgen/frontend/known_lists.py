@@ -246,6 +246,10 @@ class StaticLowering:
         if stmt.orelse:
             raise self.m.error(stmt, "'else' on a loop is not supported")
         if _exits(stmt.body):
+            returns = [node for node in own_nodes(stmt.body) if getattr(node, "returns", False)]
+            if returns:  # (a return made a break: gradgen.frontend.loop_returns)
+                raise self.m.error(returns[0], "'return' inside a loop over a list known when compiling is not "
+                                               "supported (gradgen unrolls it): return after the loop")
             raise self.m.error(stmt, "'break' and 'continue' are not supported in a loop over a list known when "
                                      "compiling (gradgen unrolls it)")
         self.unrolled = getattr(self, "unrolled", 0) + len(items)

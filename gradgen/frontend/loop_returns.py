@@ -46,13 +46,16 @@ class _Lifting:
             elif isinstance(stmt, (ast.For, ast.While)) and _returns_in(stmt):
                 stmt = _with_body(stmt, self.returns(stmt.body))
                 out.append(stmt)
-                stmt = _like(ast.If(_name(self.flag, stmt), [_like(ast.Break(), stmt)], []), stmt)
+                stmt = _like(ast.If(_name(self.flag, stmt), [_leave(stmt)], []), stmt)
             out.append(stmt)
         return out
 
     def leave(self, stmt):
         if stmt.value is None:
             raise self.error(stmt, "'return' needs a value to differentiate")
+        if isinstance(stmt.value, (ast.List, ast.ListComp)):
+            raise self.error(stmt.value, "returning a list from inside a loop is not supported: return it after "
+                                         "the loop ('break' out of it first)")
         if isinstance(stmt.value, ast.Tuple):
             raise self.error(stmt.value, "returning a tuple from inside a loop is not supported: return it "
                                          "after the loop ('break' out of it first)")
@@ -60,7 +63,7 @@ class _Lifting:
         if self.flag is not None:
             out.append(_like(ast.Assign([_name(self.flag, stmt, ast.Store())], _like(ast.Constant(True), stmt)),
                              stmt))
-        return out + [_like(ast.Break(), stmt)]
+        return out + [_leave(stmt)]
 
 
 def lift(stmts, fnode, error):
@@ -134,6 +137,13 @@ def _fresh(base, taken):
         k += 1
         name = f"{base}_{k}"
     return name
+
+
+def _leave(at):
+    """The `break` a return became (marked: a loop gradgen unrolls says 'return' of it)."""
+    node = _like(ast.Break(), at)
+    node.returns = True
+    return node
 
 
 def _with_body(loop, body):
