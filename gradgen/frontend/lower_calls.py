@@ -308,11 +308,12 @@ class CallLowering:
             return self._call("sigmoid", (args[hnode.args.args[0].arg],), sigmoid_ns, node)
         return self._inline_bound(node, hnode, args, unpacked, closure)
 
-    def _inline_limits(self, node, hnode, args):
-        """Refuse recursion on a depth known only when the code runs, and inlining past its
-        bounds (depth, syntax nodes copied)."""
+    def _inline_limits(self, node, hnode, args=None):
+        """Refuse recursion on a depth known only when the code runs (`args`: the call's, by
+        parameter; None for a custom rule's, never unrolled), and inlining past its bounds
+        (depth, syntax nodes copied)."""
         if hnode.name in self.stack:
-            self._recursion(node, hnode, args)
+            self._recursion(node, hnode, args or {})
         if len(self.stack) > MAX_INLINE_DEPTH:
             recursive = [(name, at) for k, (name, _, at) in enumerate(self.activations)
                          if name in [a[0] for a in self.activations[:k]] or name == self.fnode.name]
