@@ -152,6 +152,11 @@ CASES = [
      "def f(x):\n    return sum(g(x))\n", {"functions": ["f"]},
      "bad.py:4:20: returning a list from inside a loop is not supported: return it after the loop ('break' out of "
      "it first)\n                return [x]\n                       ^"),
+    ("a list variable returned from inside a loop",
+     "def g(x):\n    hs = [x]\n    for i in range(3):\n        if x > 1:\n            return hs\n    return hs\n\n"
+     "def f(x):\n    return sum(g(x))\n", {"functions": ["f"]},
+     "bad.py:5:20: returning a list from inside a loop is not supported: return it after the loop ('break' out of "
+     "it first)\n                return hs\n                       ^"),
     ("return inside a loop that is unrolled",
      "def g(x, sizes):\n    for s in sizes:\n        x = x * s\n        if x > 1:\n            return x\n    return x\n\n"
      "def f(x):\n    return g(x, [1, 2])\n", {"functions": ["f"]},

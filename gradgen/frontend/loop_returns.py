@@ -26,6 +26,9 @@ import ast
 from gradgen.frontend.closures import own_nodes
 
 
+RETURNS_A_LIST = "returning a list from inside a loop is not supported: return it after the loop ('break' out of it first)"
+
+
 class _Lifting:
     """The names one loop's returns write, and where the function's own names are."""
 
@@ -54,12 +57,13 @@ class _Lifting:
         if stmt.value is None:
             raise self.error(stmt, "'return' needs a value to differentiate")
         if isinstance(stmt.value, (ast.List, ast.ListComp)):
-            raise self.error(stmt.value, "returning a list from inside a loop is not supported: return it after "
-                                         "the loop ('break' out of it first)")
+            raise self.error(stmt.value, RETURNS_A_LIST)
         if isinstance(stmt.value, ast.Tuple):
             raise self.error(stmt.value, "returning a tuple from inside a loop is not supported: return it "
                                          "after the loop ('break' out of it first)")
-        out = [ast.copy_location(ast.Assign([_name(self.value, stmt, ast.Store())], stmt.value), stmt)]  # (cites it)
+        keep = ast.copy_location(ast.Assign([_name(self.value, stmt, ast.Store())], stmt.value), stmt)  # (cites it)
+        keep.return_value = True  # (a list it returns is said to be one: gradgen.frontend.lower)
+        out = [keep]
         if self.flag is not None:
             out.append(_like(ast.Assign([_name(self.flag, stmt, ast.Store())], _like(ast.Constant(True), stmt)),
                              stmt))

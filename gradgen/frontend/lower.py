@@ -251,6 +251,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
 
     # ---- statements ------------------------------------------------------------------
     def _statement(self, scope, stmt):
+        if getattr(stmt, "return_value", False) and self._list_arg(scope, stmt.value) is not None:  # (loop_returns)
+            raise self.m.error(stmt.value, loop_returns.RETURNS_A_LIST)
         if isinstance(stmt, ast.Assign):
             for target in stmt.targets[1:]:
                 if not isinstance(target, ast.Name):
