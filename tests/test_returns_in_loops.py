@@ -180,6 +180,92 @@ def test_a_helper_that_returns_from_its_loop_inlined_into_a_while_loop():
     check_at(HELPER_IN_A_WHILE, "f", [{"w": np.array([0.2, 0.1])}, {"w": np.array([1.5, -0.8])}])
 
 
+PLACES = {
+    "over_a_list": ("""
+import numpy as np
+
+
+def f(x):
+    hs = [x, x * 2.0, x * 3.0]
+    acc = 0.0
+    for h in hs:
+        acc = acc + np.sum(np.sin(h))
+        if acc > 1.0:
+            return acc * 2.0
+    return acc
+""", [{"x": np.array([0.3, 0.2])}, {"x": np.array([0.01, 0.02])}]),
+    "over_the_parts_of_a_structured_parameter": ("""
+import numpy as np
+
+
+def f(params, x):
+    h = x
+    for W, b in params:
+        h = np.tanh(h @ W + b)
+        if np.sum(h) > 0.5:
+            return np.sum(h ** 2)
+    return np.sum(h)
+""", [{"x": np.array([0.3, 0.2]), "params": [(np.eye(2) * 0.5, np.zeros(2)), (np.eye(2), np.ones(2))]},
+      {"x": np.array([-0.3, 0.2]), "params": [(np.eye(2) * 0.5, np.zeros(2)), (np.eye(2), np.zeros(2))]}]),
+    "in_a_nested_def": ("""
+def f(x=0.5):
+    def inner(z):
+        for i in range(4):
+            z = z * 1.5
+            if z > 1.0:
+                return z * z
+        return z
+    return inner(x) + inner(x * 0.3)
+""", [{"x": 0.5}, {"x": 0.1}]),
+    "in_a_helper_called_in_a_while_condition": ("""
+def halve(z):
+    for i in range(3):
+        z = z * 0.5
+        if z < 0.2:
+            return z
+    return z + 1.0
+
+
+def f(x=0.9):
+    k = 0
+    while halve(x) > 0.1 and k < 5:
+        x = x * 0.7
+        k += 1
+    return x
+""", [{"x": 0.9}, {"x": 0.1}, {"x": 3.0}]),
+    "in_a_loop_inside_a_branch": ("""
+def f(x=0.5, n=3):
+    if x > 0.0:
+        for i in range(n):
+            x = x * 1.2 + 0.1
+            if x > 1.0:
+                return x * 3.0
+    return x
+""", [{"x": 0.5}, {"x": 0.1}, {"x": -0.5}]),
+    "recursion_unrolled_inside_a_loop_that_returns": ("""
+def horner(x, cs):
+    if not cs:
+        return 0.0
+    return cs[0] + x * horner(x, cs[1:])
+
+
+def f(x=0.4):
+    t = 0.0
+    for i in range(3):
+        t = t + horner(x + 0.1 * t, [1.0, -2.0, 0.5]) * x ** 3
+        if t < -5.0:
+            return t
+    return t * 0.5
+""", [{"x": 0.4}, {"x": 1.6}]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLACES))
+def test_a_return_inside_a_loop_wherever_the_loop_is(name):
+    source, points = PLACES[name]
+    check_at(source, "f", points, kinds=() if "structured" in name else ("jvp", "hvp"))
+
+
 NAMES = """
 def f(x=0.5):
     returned = x * 2.0
