@@ -94,7 +94,12 @@ def _norm(x):
     return np.linalg.norm(x)
 
 
-PROBES = {"_gt": _gt, "_reduce": _reduce, "_pick": _pick, "_abs": _abs, "_norm": _norm}
+class _Return(Exception):
+    """A probed `return` inside a loop (`raise _Return(value)`): it leaves every loop, as the
+    return leaves f."""
+
+
+PROBES = {"_gt": _gt, "_reduce": _reduce, "_pick": _pick, "_abs": _abs, "_norm": _norm, "_Return": _Return}
 
 # ---- same-file functions a program may call ------------------------------------------------
 
@@ -105,6 +110,12 @@ HELPERS = {
                "    return h"],
     "penalty": ["def penalty(w, f_grad=0.5):", "    return f_grad * np.sum(w ** 2)"],
     "rms": ["def rms(v, eps=1.0):", "    return np.sqrt(np.mean(v * v) + eps)"],
+    # returns inside loops (no kink: the exits are taken on counts)
+    "settle": ["def settle(h, stop=1):", "    for k in range(3):", "        h = np.tanh(h) + 0.5 * h",
+               "        if k == stop:", "            return h * 2.0", "    return h"],
+    "relax": ["def relax(h, rate=0.5):", "    k = 0", "    while True:", "        h = h - rate * np.tanh(h)",
+              "        k += 1", "        if k >= 2:", "            return h"],
+    "swirl": ["def swirl(a, b):", "    return a * 0.5 + b, b - 0.25 * a"],  # (a tuple: for `y[0], y[1] = ...`)
 }
 # functions f never calls, whose parameters take the names of f's generated functions
 AUX = [["def descend(x0, f_grad):", "    x = x0", "    for i in range(3):", "        x = x - 0.1 * f_grad(x)",
@@ -502,7 +513,7 @@ class ExprGrammar:
         return self.make(f"{name}({e.text}, {c!r})", f"_pick({name!r}, {e.probe}, {c!r})")
 
     def gen_helper(self, depth: int) -> Expr | None:
-        name = self.choice(sorted(HELPERS))
+        name = self.choice(sorted(set(HELPERS) - {"swirl"}))
         x = self.operand(depth)
         if x is None:
             return None
@@ -513,7 +524,8 @@ class ExprGrammar:
                 return None
             args.append(w)
             probes.append(w)
-        extra = {"act": "slope", "affine": "c", "penalty": "f_grad", "rms": "eps", "smooth": None}[name]
+        extra = {"act": "slope", "affine": "c", "penalty": "f_grad", "rms": "eps", "smooth": None, "settle": None,
+                 "relax": "rate"}[name]
         if extra and self.chance(0.5):  # the number default given a number or an array
             e = self.operand(depth) if name != "rms" else self.make("1.0 + np.square(" + x.text + ")")
             if e is not None:
@@ -522,6 +534,9 @@ class ExprGrammar:
                 probes.append(kw + e.probe)
         if name == "smooth" and self.chance(0.3):
             args.append(self.choice(["1", "3"]))
+            probes.append(args[-1])
+        if name == "settle" and self.chance(0.5):  # returns on the first trip, or after the loop
+            args.append(self.choice(["0", "2", "5"]))
             probes.append(args[-1])
         return self.make(f"{name}({', '.join(args)})", f"{name}({', '.join(probes)})")
 

@@ -4,7 +4,7 @@ The other generators write the idioms we thought of; this one draws every statem
 small grammar of what gradgen accepts, so any expression may stand on the right of any
 assignment, the same name on both sides, in loops and branches:
 
-    module   := constant* helper* "def f(" param+ "):" stmt+ "return" total  [aux]
+    module   := constant* helper* "def f(" param+ "):" stmt+ [returning] ["return" total]  [aux]
     param    := scalar | vector | matrix | dict | list | tuple | list of tuples
               | NamedTuple | dataclass (a list of NamedTuples in one; an int and a str field:
                 data; declared in the module, annotated with its class or not)
@@ -13,11 +13,16 @@ assignment, the same name on both sides, in loops and branches:
     stmt     := name "=" expr                      (a new name, or one already bound: `v = v[1:]`)
               | name "+=" expr                     (a number)
               | name "=" np.zeros(..) ; name[index] op= expr ...   (repeated indices too)
+              | name[index] "," (name | name[index]) "=" expr "," expr   (also `= swirl(e, e2)`, nested)
               | target "," target "=" expr         (`W0, c0 = layers[0]`)
               | "if" expr ">" number ":" stmt+ ["else:" stmt+]
               | "for" target "in" iterable ":" stmt+   (range, rows, zip, enumerate, a dict,
                                                         .items(), .values(), a list of tuples)
               | name ".append(" expr ")"
+    returning := "for" target "in" iterable ":" stmt+ "if" cond ":" "return" total ["if" cond ":" break|continue]
+                 stmt*                              (the `return` in a loop nested in it, sometimes)
+              | k "= 0" "while True:" k "+= 1" stmt+ "if" cond ":" "return" total ...
+                 "if" k ">=" number ":" ("return" total | "break")   (issue 22: a solver's exits)
     expr     := leaf | expr op expr | fn(expr) | reduction(expr, axis, keepdims)
               | expr "@" expr | expr[index] | expr if cond else expr | max(expr, number)
               | np.sum([expr for x in iterable]) | np.array([expr for x in iterable])
@@ -47,6 +52,9 @@ import numpy as np
 import grammar_records as records
 from grammar_exprs import ATOM, AUX, CONSTANTS, HELPERS, LIMIT, MATRIX_NAMES, POW, SCALAR_NAMES, \
     STRUCT_NAMES, VECTOR_NAMES, ExprGrammar, _leaf, _numeric, _Worlds, wrap
+
+
+RETURNING_LOOPS = 0.2  # share of programs whose last loop returns from inside (drawn last: the rest is unchanged)
 
 
 @dataclass(frozen=True)
@@ -301,7 +309,10 @@ class GrammarBuilder(ExprGrammar):
         return pairs if len(pairs) > 1 else None
 
     def write_into(self, name: str):
-        """One write `name[index] op= e` (or a loop of them), run at every point; or None."""
+        """One write `name[index] op= e` (or a loop of them, or a tuple of targets), run at every
+        point; or None."""
+        if self.chance(0.3):
+            return self.tuple_write(name)
         ndim = np.ndim(self.worlds.spaces[0][name])
         i = self.fresh(("i", "j", "jj"))
         index = self.choice([self.index_list(), self.index_list(), "0", "-1", "1:", ":-1", i]
@@ -320,6 +331,46 @@ class GrammarBuilder(ExprGrammar):
             trips = f"range({self.choice(['2', f'len({name})'])})"
             text, probe = f"for {i} in {trips}:\n    {text}", f"for {i} in {trips}:\n    {probe}"
         return (text, probe) if self.worlds.execute(probe) else None
+
+    def tuple_write(self, name: str):
+        """Writes into `name` among the targets of one unpacking: `y[0], y[-1] = e, e2`,
+        `y[i], t = e, e2`, `(y[0], y[1]) = swirl(e, e2)`, `t, (y[1:], u) = e, (e2, e3)`; the
+        values never read y; every new name is bound after."""
+        ndim = np.ndim(self.worlds.spaces[0][name])
+        index = lambda: self.choice(["0", "-1", "1", "1:", ":-1"] + [":, 0", "0, 1", "-1"] * (ndim == 2))  # noqa: E731
+        form = self.choice(["two", "name", "swirl", "nested"])
+        # numbers go into the writes (any index takes one); a name takes any value
+        kinds = {"two": "ww", "name": "wn", "swirl": "ww", "nested": "nwn"}[form]
+        values = [self.scalar_expr(self.choice([0, 1, 2])) if k == "w" else self.expr(self.choice([0, 1, 2]))
+                  for k in kinds]
+        if any(v is None or name in re.findall(r"\w+", v.text) for v in values):
+            return None
+        (a, b, c), new = (values + [None])[:3], []
+
+        def fresh():
+            new.append(self.fresh(("t", "u", "part")))
+            return new[-1]
+        if form == "two":
+            targets = f"{name}[{index()}], {name}[{index()}]"
+            text, probe = f"{targets} = {a.text}, {b.text}", f"{targets} = {a.probe}, {b.probe}"
+        elif form == "name":
+            write, other = f"{name}[{index()}]", fresh()
+            targets = f"{write}, {other}"
+            if self.chance(0.5):
+                targets, a, b = f"{other}, {write}", b, a
+            text, probe = f"{targets} = {a.text}, {b.text}", f"{targets} = {a.probe}, {b.probe}"
+        elif form == "swirl":
+            targets = f"({name}[{index()}], {name}[{index()}])"
+            text, probe = f"{targets} = swirl({a.text}, {b.text})", f"{targets} = swirl({a.probe}, {b.probe})"
+        else:
+            targets = f"{fresh()}, ({name}[{index()}], {fresh()})"
+            text = f"{targets} = {a.text}, ({b.text}, {c.text})"
+            probe = f"{targets} = {a.probe}, ({b.probe}, {c.probe})"
+        if not self.worlds.execute(probe):
+            return None
+        for t in new:
+            self.bind(t, "num")
+        return text, probe
 
     def stmt_unpack(self) -> list | None:
         """`W0, c0 = layers[0]`, `W, b = pair`, `top, rest = e` (e's first axis of length 2)."""
@@ -490,6 +541,100 @@ class GrammarBuilder(ExprGrammar):
         self.bind(layer, "struct")
         return f"for {layer} in {p}.layers:", f"{layer} = {p}.layers[0]"
 
+    # -- a loop f returns from ----------------------------------------------------------------
+
+    def returning_loop(self) -> tuple | None:
+        """f's last loop, which returns from inside (item 3 of issue 22): `for` over a range or
+        rows (the return in a loop nested in it, sometimes), or `while True:` with a counter,
+        left by returning (or by `break`, f then returning after it). The `return` is inside an
+        `if`, its value computed in the loop; a `break` or `continue` stands beside it
+        sometimes. (pairs, whether f returns after the loop), or None. The probe of a return
+        raises _Return, which leaves every loop as the return leaves f."""
+        form = self.choice(["for", "for", "nested", "while", "while_break"])
+        start, scope = self.worlds.snapshot(), copy.deepcopy(self.scope)
+        try:
+            pairs = self._returning_loop(form)
+        finally:
+            self.worlds.spaces = start
+        probe, before = "\n".join(p for _, p in pairs or []), self.worlds.snapshot()
+        wrapped = "try:\n" + "\n".join("    " + line for line in probe.split("\n")) + "\nexcept _Return:\n    pass"
+        if not pairs or not self.worlds.execute(wrapped) or any(
+                _numeric(v) and float(np.max(np.abs(v))) > 3 * LIMIT for space in self.worlds.spaces
+                for v in space.values()):
+            self.worlds.spaces, self.scope = before, scope
+            return None
+        # after it, the names bound before it (one bound inside may be unbound where it left early)
+        self.scope.kinds = {n: k for n, k in self.scope.kinds.items() if n in scope.kinds}
+        return pairs, form != "while"
+
+    def _returning_loop(self, form: str) -> list | None:
+        if form.startswith("while"):
+            k = self.fresh(("trips", "count", "rounds"))
+            if not self.worlds.execute(f"{k} = 0\n{k} += 1"):
+                return None
+            self.bind(k, "int")
+            limit = self.choice([1, 2, 3])
+            last = (f"if {k} >= {limit}:", f"if {k} >= {limit}:")
+            # (no `continue`: the loop would miss its count; no `break` where it leaves only by returning)
+            inner = self.returning_body([(f"{k} += 1",) * 2], 2, {"continue"} | ({"break"} if form == "while" else set()))
+            if inner is None:
+                return None
+            leave = self.returning_exit() if form == "while" else ("break", "break")
+            if leave is None:
+                return None
+            return [(f"{k} = 0",) * 2, ("while True:",) * 2, *_indent(inner + [last, *_indent([leave])])]
+        header, first_trip = self.loop_header(self.choice(["range", "range", "rows"]))
+        if not self.worlds.execute(first_trip):
+            return None
+        variables = set(re.findall(r"\w+", header[4:]))
+        self.loop_vars.append(variables)
+        try:
+            if form == "nested":
+                before = self.block(self.choice([0, 1]))
+                outer = copy.deepcopy(self.scope)
+                inner_header, inner_first = self.loop_header("range")
+                if not self.worlds.execute(inner_first):
+                    return None
+                self.loop_vars.append(set(re.findall(r"\w+", inner_header[4:])))
+                self.depth += 1
+                try:
+                    inner = self.returning_body([], 1, set())
+                finally:
+                    self.depth -= 1
+                    self.loop_vars.pop()
+                if inner is None:
+                    return None
+                # (after the inner loop, what was bound before it: its counter is not read after it, and
+                # what it bound after an exit may be unbound)
+                self.scope.kinds = {n: k for n, k in self.scope.kinds.items() if n in outer.kinds}
+                body = before + [(inner_header,) * 2, *_indent(inner)] + self.block(self.choice([0, 1]))
+            else:
+                body = self.returning_body([], 2, set())
+        finally:
+            self.loop_vars.pop()
+        return None if body is None else [(header, header), *_indent(body)]
+
+    def returning_body(self, first: list, count: int, without: set) -> list | None:
+        """A loop body: statements, `if e > c: return ...` (its value read from what the loop
+        computed), sometimes `if e > c: break` (or continue) beside it, more statements."""
+        body = list(first) + self.block(self.choice(range(1, count + 1)))
+        cond = self.condition(self.choice([1, 2]))
+        leave = self.returning_exit(body)
+        if cond is None or leave is None:
+            return None
+        body += [(f"if {cond[0]}:", f"if {cond[1]}:"), *_indent([leave])]
+        others = sorted({"break", "continue"} - without)
+        if others and self.chance(0.4):
+            other, cond2 = self.choice(others), self.condition(1)
+            if cond2 is not None:
+                body += [(f"if {cond2[0]}:", f"if {cond2[1]}:"), ("    " + other,) * 2]
+        return body + self.block(self.choice([0, 0, 1]))
+
+    def returning_exit(self, body=()) -> tuple | None:
+        """(`return <totals>`, `raise _Return(<totals>)`) of the values the loop has now."""
+        ret = self.result(list(body))
+        return ret, f"raise _Return({ret[len('return '):]})"
+
     # -- the program -------------------------------------------------------------------------
 
     def result(self, body: list):
@@ -527,7 +672,9 @@ class GrammarBuilder(ExprGrammar):
         body = []
         for _ in range(self.choice([2, 3, 4, 5, 6])):
             body += self.statement() or []
-        ret = self.result(body)
+        ending = self.returning_loop() if self.chance(RETURNING_LOOPS) else None
+        body += ending[0] if ending else []
+        ret = self.result(body) if ending is None or ending[1] else None
         return GrammarProgram(self.source(specs, chosen, body, ret), point, second, dict(self.constants),
                               self.seed)
 
@@ -543,10 +690,11 @@ class GrammarBuilder(ExprGrammar):
         if self.chance(0.15):  # a module name f's parameter shadows: f never reads it (a number or an array)
             shadowed = self.choice([name for name, _, _ in specs])
             lines += [f"{shadowed} = " + self.choice(["0.75", "np.array([1.0, 2.0])"]), ""]
-        text = "\n".join(t for t, _ in body) + "\n" + ret
+        text = "\n".join(t for t, _ in body) + "\n" + (ret or "")
         for name in sorted(_helpers_in(text)):
             lines += ["", *HELPERS[name], ""]
-        lines += ["", f"def f({', '.join(self.signature(specs))}):", *(t for t, _ in _indent(body)), f"    {ret}"]
+        lines += ["", f"def f({', '.join(self.signature(specs))}):", *(t for t, _ in _indent(body))]
+        lines += [f"    {ret}"] if ret else []  # (none after a `while True:` left only by returning)
         if self.chance(0.3):
             lines += ["", "", *self.choice(AUX)]
         return "\n".join(lines) + "\n"

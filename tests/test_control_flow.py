@@ -307,6 +307,16 @@ POINTS = {
     ("recurrences.py", "exponential_moving_average"): [{"x": 1.7}],
     ("recurrences.py", "midpoint_method"): [{"a": -0.4, "x0": 1.2}],
     ("recurrences.py", "carried_previous"): [{"x": -0.9}],
+    # --- returns_in_loops.py: each exit taken at some point (tests/test_returns_in_loops.py checks that)
+    ("returns_in_loops.py", "first_crossing"): [{"x": 0.4}, {"x": 0.05, "n": 2}, {"x": 0.1}],
+    ("returns_in_loops.py", "newton_sqrt"): [{"a": 2.0, "x0": 1.4142}, {"a": 0.3, "x0": 3.0}],
+    ("returns_in_loops.py", "fall_to_axis"): [{"h": 30.0, "v": 5.0, "dt": 0.07}, {"h": 0.2, "v": -1.0}],
+    ("returns_in_loops.py", "nested_exit"): [{"x": 0.05, "n": 3}, {"x": 0.6}],
+    ("returns_in_loops.py", "beside_break_and_continue"): [{"x": -0.8}, {"x": 0.1, "n": 3}, {"x": 1.5}],
+    ("returns_in_loops.py", "value_computed_in_loop"): [{"x": -1.0, "n": 2}, {"x": 1.3}],
+    ("returns_in_loops.py", "settle"): [{"z": 0.1, "k": 1}, {"z": 1.5}],
+    ("returns_in_loops.py", "helper_in_a_loop"): [{"x": 0.05, "n": 2}, {"x": 1.2}],
+    ("returns_in_loops.py", "return_in_else"): [{"x": 0.1, "n": 2}, {"x": 0.1, "n": 4}],
 }
 
 

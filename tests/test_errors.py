@@ -25,10 +25,22 @@ CASES = [
      "        return np.frobnicate(x)\n"
      "               ^"),
     ("recursion", "def f(x):\n    return f(x) * x\n", {},
-     "bad.py:2:12: recursive call to 'f': gradgen cannot differentiate recursion\n"
+     "bad.py:2:12: recursive call to 'f' on a depth known only when it runs: write it as a loop\n"
      "        return f(x) * x\n               ^"),
+    ("recursion on a count known only when it runs",
+     "def f(x, n):\n    return x if n == 0 else f(x * x, n - 1)\n\ndef g(x, n):\n    return f(x, n)\n",
+     {"functions": ["g"]},
+     "bad.py:2:29: recursive call to 'f' on a depth known only when it runs: write it as a loop\n"
+     "        return x if n == 0 else f(x * x, n - 1)\n                                ^"),
+    ("recursion with constants that never reach its base case",
+     "def f(x, n):\n    return x if n == 0 else f(x * x, n - 1)\n\ndef g(x):\n    return f(x, -1)\n",
+     {"functions": ["g"]},
+     "bad.py:2:29: recursive call to 'f' more than 50 calls deep when unrolled: gradgen unrolls recursion whose "
+     "depth constants fix when compiling, and stops there; write it as a loop\n"
+     "        return x if n == 0 else f(x * x, n - 1)\n                                ^"),
     ("mutual recursion", "def g(x):\n    return f(x)\n\ndef f(x):\n    return g(x) + 1\n", {"functions": ["f"]},
-     "bad.py:2:12: recursive call to 'f': gradgen cannot differentiate recursion\n        return f(x)\n"
+     "bad.py:2:12: recursive call to 'f' on a depth known only when it runs: write it as a loop\n"
+     "        return f(x)\n"
      "               ^"),
     ("generator", "def f(x):\n    yield x\n", {"functions": ["f"]},
      "bad.py:2:5: generators are not supported\n        yield x\n        ^"),
@@ -128,10 +140,35 @@ CASES = [
     ("helper argument", "def g(a):\n    return a\n\ndef f(x):\n    return g(x, b=1)\n", {"functions": ["f"]},
      "bad.py:5:17: 'g' has no parameter 'b'\n        return g(x, b=1)\n                    ^"),
     # control flow: what stays outside the subset
-    ("return inside a loop",
-     "def f(x):\n    for i in range(3):\n        if x > 1:\n            return x\n        x = x * 2\n    return x\n", {},
-     "bad.py:4:13: 'return' inside a loop is not supported; 'break' out of it and return after the loop\n"
-     "                return x\n                ^"),
+    ("while True without an exit", "def f(x):\n    while True:\n        x = x * 2\n    return x\n", {},
+     "bad.py:2:5: 'while True:' never ends: it has no 'break' and no 'return'; leave it with one (if converged: "
+     "break)\n        while True:\n        ^"),
+    ("code after a while True left by returning",
+     "def f(x):\n    while True:\n        x = x * 2\n        if x > 1:\n            return x\n    y = x\n    return y\n",
+     {}, "bad.py:6:5: code after a 'while True:' loop that leaves only by 'return' is never run\n        y = x\n"
+     "        ^"),
+    ("a tuple returned from inside a loop",
+     "def f(x):\n    for i in range(3):\n        if x > 1:\n            return x, x\n    return x\n", {},
+     "bad.py:4:20: returning a tuple from inside a loop is not supported: return it after the loop ('break' out of "
+     "it first)\n                return x, x\n                       ^"),
+    ("a list returned from inside a loop",
+     "def g(x):\n    for i in range(3):\n        if x > 1:\n            return [x]\n    return [x]\n\n"
+     "def f(x):\n    return sum(g(x))\n", {"functions": ["f"]},
+     "bad.py:4:20: returning a list from inside a loop is not supported: return it after the loop ('break' out of "
+     "it first)\n                return [x]\n                       ^"),
+    ("a list variable returned from inside a loop",
+     "def g(x):\n    hs = [x]\n    for i in range(3):\n        if x > 1:\n            return hs\n    return hs\n\n"
+     "def f(x):\n    return sum(g(x))\n", {"functions": ["f"]},
+     "bad.py:5:20: returning a list from inside a loop is not supported: return it after the loop ('break' out of "
+     "it first)\n                return hs\n                       ^"),
+    ("return inside a loop that is unrolled",
+     "def g(x, sizes):\n    for s in sizes:\n        x = x * s\n        if x > 1:\n            return x\n    return x\n\n"
+     "def f(x):\n    return g(x, [1, 2])\n", {"functions": ["f"]},
+     "bad.py:5:13: 'return' inside a loop over a list known when compiling is not supported (gradgen unrolls it): "
+     "return after the loop\n                return x\n                ^"),
+    ("return without a value in a loop",
+     "def f(x):\n    for i in range(3):\n        if x > 1:\n            return\n        x = x * 2\n    return x\n", {},
+     "bad.py:4:13: 'return' needs a value to differentiate\n                return\n                ^"),
     ("for-else", "def f(x):\n    for i in range(3):\n        x = x * 2\n    else:\n        x = 1.0\n    return x\n", {},
      "bad.py:2:5: 'else' on a loop is not supported\n        for i in range(3):\n        ^"),
     ("while-else", "def f(x):\n    while x < 3:\n        x = x * 2\n    else:\n        x = 1.0\n    return x\n", {},

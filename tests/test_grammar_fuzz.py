@@ -80,7 +80,10 @@ def test_the_grammar_covers_what_issue_20_names():
               "module constant read": 8, "second call with other shapes": 80, "loop over a dict": 1,
               "loop over pairs": 10, "list appended": 12, "conditional expression": 15, "max or min of numbers": 20,
               "NamedTuple or dataclass parameter": 11, "parameter annotated with its class": 7,
-              "field of a parameter read": 8}
+              "field of a parameter read": 8,
+              # issue 22, item 3
+              "return inside a loop": 10, "return inside while True": 4, "return inside a nested loop": 2,
+              "helper returning inside its loop": 6, "tuple target writing into an array": 15}
     assert all(found[c] >= n for c, n in wanted.items()), {c: found[c] for c in wanted}
 
 
@@ -127,6 +130,16 @@ def grammar_constructs(case):
                 case.point.get(text), dict)
             found["loop over pairs"] += isinstance(node.target, ast.Tuple)
         found["conditional expression"] += isinstance(node, ast.IfExp)
+        if isinstance(node, (ast.For, ast.While)) and any(isinstance(r, ast.Return) for r in ast.walk(node)):
+            found["return inside while True" if isinstance(node, ast.While) else "return inside a loop"] += 1
+            found["return inside a nested loop"] += any(isinstance(n, (ast.For, ast.While)) and n is not node
+                                                        and any(isinstance(r, ast.Return) for r in ast.walk(n))
+                                                        for n in ast.walk(node))
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
+            found["tuple target writing into an array"] += any(isinstance(t, ast.Subscript)
+                                                              for t in ast.walk(node.targets[0]))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            found["helper returning inside its loop"] += node.func.id in ("settle", "relax")
     found["shape changes from trip to trip"] += _shape_changes_in_a_loop(f)
     found["module constant read"] += bool(set(case.constants) & _loads(f))
     found["parameter named like a generated function"] += any(

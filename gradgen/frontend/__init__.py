@@ -3,7 +3,8 @@
 `source` reads the file (a regular file of bounded size), `parse` makes the Module record
 (imports, constants, functions), `lower` and its mixins (`lower_calls`, `lower_exprs`,
 `lower_lists`, `lower_loops`, `lower_assign`, `known_lists`) turn one function's AST into straight-line SSA
-over primitives, with `scopes`, `fold` (values known when compiling), `closures`,
+over primitives, with `scopes`, `loop_returns` (a `return` inside a loop made a `break` out of
+it), `fold` (values known when compiling), `closures`,
 `comprehensions`, `structured` (parameters that are lists, tuples, dicts) with
 `structured_loops` (loops over their parts) and `records` (NamedTuples and dataclasses
 declared in the file), `effects` (print, assert, logging), `inactive` (code outside the

@@ -92,12 +92,22 @@ class StaticLowering:
                                  f"used up: loop over it, or write list({self.m.segment(node)})")
 
     def _static_item(self, scope, node):
-        """`len(layers)`, `layers[k]` of a StaticList (k a constant), else None."""
+        """`len(layers)`, `layers[k]`, `layers[1:]` of a StaticList (k and the bounds constants),
+        else None."""
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" \
                 and self._is_builtin(scope, "len") and len(node.args) == 1 and not node.keywords:
             value = self._static_expr(scope, node.args[0])
             if isinstance(value, StaticList):
                 return Const(len(value.items))
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            value = self._static_expr(scope, node.value)
+            if isinstance(value, StaticList):  # `apply(x, layers[1:])`: the rest, as a list kept too
+                try:
+                    bounds = [None if p is None else self._fold(scope, p)
+                              for p in (node.slice.lower, node.slice.upper, node.slice.step)]
+                    return StaticList(value.items[slice(*bounds)])
+                except (NotConstant, TypeError, ValueError):
+                    return None
         if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice):
             value = self._static_expr(scope, node.value)
             if isinstance(value, StaticList):
@@ -236,6 +246,10 @@ class StaticLowering:
         if stmt.orelse:
             raise self.m.error(stmt, "'else' on a loop is not supported")
         if _exits(stmt.body):
+            returns = [node for node in own_nodes(stmt.body) if getattr(node, "returns", False)]
+            if returns:  # (a return made a break: gradgen.frontend.loop_returns)
+                raise self.m.error(returns[0], "'return' inside a loop over a list known when compiling is not "
+                                               "supported (gradgen unrolls it): return after the loop")
             raise self.m.error(stmt, "'break' and 'continue' are not supported in a loop over a list known when "
                                      "compiling (gradgen unrolls it)")
         self.unrolled = getattr(self, "unrolled", 0) + len(items)

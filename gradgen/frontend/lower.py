@@ -14,9 +14,10 @@ import ast
 
 from gradgen.analysis.stated import annotated_shape
 from gradgen.errors import CompileError
-from gradgen.frontend import custom_calls, effects, inactive
+from gradgen.frontend import custom_calls, effects, inactive, loop_returns
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
-from gradgen.frontend.known_lists import STATIC_VALUES, StaticLowering
+from gradgen.frontend.fold import NotConstant, fold
+from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticList, StaticLowering
 from gradgen.frontend.lower_assign import AssignLowering
 from gradgen.frontend.lower_calls import CallLowering, _draw_name, sigmoid_pattern
 from gradgen.frontend.lower_exprs import _UNSUPPORTED_EXPR, ExprLowering
@@ -65,6 +66,7 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         self.lists = set()  # SSA names holding a Python list (gradgen.rules.lists)
         self.returns_list = {}  # a helper's result variable -> whether its first return was a list
         self.stack = [fnode.name]
+        self.activations = []  # (helper, its arguments known when compiling, the call) of each call being inlined
         self.helpers = {}  # primitive name -> emitted helper name (the sigmoid)
         self.top_params = set(parameter_names(fnode))
         self.function_defaults = {}  # parameter -> the function value its default names
@@ -166,11 +168,12 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
     def _body(self, scope, stmts):
         """Lower a function body; returns (result expression, user name of the result).
 
-        Early returns are first restructured so that every path ends in one `return`
-        (the statements after an `if` that may return move into its other branch).
+        Early returns are first restructured so that every path ends in one `return`: a
+        loop's returns become breaks (gradgen.frontend.loop_returns), and the statements
+        after an `if` that may return move into its other branch.
         """
         self._refuse_unsupported(_skip_docstring(stmts))
-        stmts = self._close_returns(_skip_docstring(stmts))
+        stmts = self._close_returns(loop_returns.lift(_skip_docstring(stmts), scope.node, self.m.error))
         if not _always_returns(stmts):
             some = any(isinstance(n, ast.Return) for n in own_nodes(stmts))
             message = (f"not every path through '{scope.node.name}' ends in a 'return'" if some
@@ -209,11 +212,6 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
                 if i + 1 < len(stmts):
                     raise self.m.error(stmts[i + 1], "code after 'return' is never run")
                 return out + [stmt]
-            if isinstance(stmt, (ast.For, ast.While)):
-                for node in own_nodes([stmt]):
-                    if isinstance(node, ast.Return):
-                        raise self.m.error(node, "'return' inside a loop is not supported; "
-                                                 "'break' out of it and return after the loop")
             if isinstance(stmt, ast.If) and any(isinstance(n, ast.Return) for n in own_nodes([stmt])):
                 rest = stmts[i + 1:]
                 body = self._close_returns(stmt.body + ([] if _always_returns(stmt.body) else rest))
@@ -264,6 +262,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
 
     # ---- statements ------------------------------------------------------------------
     def _statement(self, scope, stmt):
+        if getattr(stmt, "return_value", False) and self._list_arg(scope, stmt.value) is not None:  # (loop_returns)
+            raise self.m.error(stmt.value, loop_returns.RETURNS_A_LIST)
         if isinstance(stmt, ast.Assign):
             for target in stmt.targets[1:]:
                 if not isinstance(target, ast.Name):
@@ -437,6 +437,11 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         return block
 
     def _if(self, scope, stmt):
+        known = self._known_test(scope, stmt.test)
+        if known is not None:  # `if n == 0:` of a helper called with n=3: only the branch taken is lowered
+            for inner in stmt.body if known else stmt.orelse:
+                self._statement(scope, inner)
+            return
         test = self.expr(scope, stmt.test, test=True)
         if isinstance(test, Const):  # known when compiling (`if b is None:` of a helper's default)
             taken = stmt.body if test.value else stmt.orelse
@@ -454,6 +459,26 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         self.bound |= after_body
         self.body.append(If(test, body, orelse, stmt.lineno, self._text(stmt)))
 
+    def _known_test(self, scope, node):
+        """The truth of a condition known when compiling, from numbers and lists bound to the
+        helper's names (`n == 0`, `len(sizes) > 1` of a call's constant arguments), else None.
+        A module-level constant stays a value (the generated function takes it as a keyword)."""
+        def lookup(name):
+            value = _lookup(scope, name)
+            if isinstance(value, Const) and type(value.value) in (int, float, bool):
+                return value.value
+            if isinstance(value, ConstList):
+                return value.value
+            if isinstance(value, StaticList):  # (only its length is known)
+                return (None,) * len(value.items)
+            raise NotConstant
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):  # `if not cs:` of a list
+            inner = self._known_test(scope, node.operand)
+            return None if inner is None else not inner
+        try:
+            return bool(fold(node, lookup, lambda name: self._is_builtin(scope, name)))
+        except (NotConstant, ArithmeticError, TypeError, ValueError):
+            return None
 
 
 def _signature_spelling(function):

@@ -26,15 +26,14 @@ class AssignLowering:
             self._new_list(scope, target.id, value, stmt)
         elif isinstance(target, ast.Name) and self._tuple_of_values(scope, value, stmt) is not None:
             scope.env[target.id] = self._tuple_of_values(scope, value, stmt)  # pair = helper(...): its values
-        elif isinstance(target, ast.Tuple) and self._static_unpacked(scope, target, value, stmt):
+        elif isinstance(target, (ast.Tuple, ast.List)) and self._static_unpacked(scope, target, value, stmt):
             pass  # m, n = shapes[0]: values known when compiling
-        elif isinstance(target, ast.Tuple) and self._args_tuple(scope, value) is not None:
+        elif isinstance(target, (ast.Tuple, ast.List)) and self._args_tuple(scope, value) is not None:
             items = self._args_tuple(scope, value).items  # a, b = pair
-            if len(items) != len(target.elts) or not all(isinstance(t, ast.Name) for t in target.elts):
+            if len(items) != len(target.elts) or not all(_plain(t) for t in target.elts):
                 raise self.m.error(target, f"'{self.m.segment(value)}' holds {len(items)} values: unpack them into "
                                            f"{len(items)} names")
-            for t, item in zip(target.elts, items):
-                self._bind(scope, t.id, item, stmt)
+            self._targets(scope, target.elts, list(items), stmt)
         elif isinstance(target, (ast.Name, ast.Tuple, ast.List)) and self._ref(scope, value) is not None:
             self._bind_target(scope, target, self._ref(scope, value), stmt)  # layer = params[i]; W, b = layer
         elif isinstance(target, ast.Name) and self.depth == 0 and custom_calls.called(self, scope, value):
@@ -45,58 +44,90 @@ class AssignLowering:
             lowered = self.expr(scope, value, function_ok=True)
             self.whole_value = None
             self._bind(scope, target.id, lowered, stmt)
-        elif isinstance(target, ast.Tuple):
-            names = [t for t in target.elts]
-            if not all(isinstance(t, ast.Name) for t in names):
-                self._needs_structure(scope, value)
-                raise self.m.error(target, "tuple unpacking needs plain names on the left")
-            if isinstance(value, ast.Name) and isinstance(_lookup(scope, value.id), Var) \
-                    and self.origins.get(_lookup(scope, value.id).name) == _lookup(scope, value.id).name:
-                raise NeedsStructure(_lookup(scope, value.id).name)  # W, b = params: its parts
-            helper = self._helper_node(scope, value)
-            if isinstance(helper, FunctionValue) and returns_a_tuple(self.m, helper.node):
-                # a, b = helper(...): the helper's returned tuple (one returning an array: its rows, below)
-                values = self._inline(scope, value, helper.node, unpacked=len(names), closure=helper.closure)
-                if self.depth > 0:
-                    values = self._before_clobbering(scope, [n.id for n in names], list(values), stmt)
-                for name, v in zip(names, values):
-                    self._bind(scope, name.id, v, stmt)
-                return
-            if not isinstance(value, ast.Tuple):
-                self._unpacked_part(scope, value)  # W, b = layers[0]: layers is a list of pairs
-                whole = self.expr(scope, value)
-                listed = self._is_list(whole)
-                if not (isinstance(whole, Call) and whole.prim == "shape"):  # a, b, c = np.exp(v): its rows
-                    clobbered = self.depth > 0 and whole in [scope.env.get(n.id) for n in names]  # a, b = a
-                    whole = self._unpacking_source(whole, [n.id for n in names], stmt, clobbered)
-                if listed:  # a, b = helper(...) returning a list: its items
-                    values = [self._call("list_get", (whole, Const(i)), "builtins", value) for i in range(len(names))]
-                else:
-                    values = [self._call("getitem", (whole, Const(i)), "op", value, (("index", ("i",)),))
-                              for i in range(len(names))]  # n, d = x.shape
-                for name, v in zip(names, values):
-                    self._bind(scope, name.id, v, stmt)
-                return
-            if len(value.elts) != len(names):
-                raise self.m.error(value, f"tuple unpacking needs a tuple of {len(names)} values on the right")
-            values = [self.expr(scope, v) for v in value.elts]  # all evaluated before any is bound
-            if self.depth > 0:  # names are overwritten in place: keep values an earlier one clobbers
-                values = self._before_clobbering(scope, [n.id for n in names], values, stmt)
-            for name, v in zip(names, values):
-                self._bind(scope, name.id, v, stmt)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            self._unpack(scope, target, value, stmt)
         elif isinstance(target, ast.Subscript):
             self._write(scope, target, self.expr(scope, value), stmt)
         else:
             self._refuse_field_write(scope, target)  # p.W = e (gradgen.frontend.records)
             raise self.m.error(target, "assignment to this kind of target is not supported")
 
-    def _unpacking_source(self, whole, names, stmt, clobbered=False):
+    def _unpack(self, scope, target, value, stmt):
+        """`a, b = e` (also `s[i], s[i + 1] = e`, `x[0], (y, z) = e`): e's values, all computed
+        before any target is assigned, then each target assigned in turn, as Python does."""
+        targets = list(target.elts)
+        if not all(_plain(t) for t in targets):
+            self._needs_structure(scope, value)  # `*hidden, (W, b) = params`: params is a list
+            starred = next((t for t in ast.walk(target) if isinstance(t, ast.Starred)), None)
+            if starred is not None:
+                raise self.m.error(starred, "a starred target ('*rest') unpacks only a structured parameter here; "
+                                            "unpack into as many targets as there are values")
+            raise self.m.error(target, "tuple unpacking needs names, or writes into arrays (x[i]), on the left")
+        if isinstance(value, ast.Name) and isinstance(_lookup(scope, value.id), Var) \
+                and self.origins.get(_lookup(scope, value.id).name) == _lookup(scope, value.id).name \
+                and all(isinstance(t, ast.Name) for t in targets):
+            raise NeedsStructure(_lookup(scope, value.id).name)  # W, b = params: its parts
+        helper = self._helper_node(scope, value)
+        if isinstance(helper, FunctionValue) and returns_a_tuple(self.m, helper.node):
+            # a, b = helper(...): the helper's returned tuple (one returning an array: its rows, below)
+            values = self._inline(scope, value, helper.node, unpacked=len(targets), closure=helper.closure)
+            self._targets(scope, targets, self._before_clobbering(scope, targets, list(values), stmt), stmt)
+            return
+        if not isinstance(value, (ast.Tuple, ast.List)):
+            self._unpacked_part(scope, value)  # W, b = layers[0]: layers is a list of pairs
+            self._targets(scope, targets, self._rows(scope, targets, self.expr(scope, value), value, stmt), stmt)
+            return
+        if len(value.elts) != len(targets) or any(isinstance(e, ast.Starred) for e in value.elts):
+            raise self.m.error(value, f"tuple unpacking needs a tuple of {len(targets)} values on the right")
+        targets, elts = _flattened(targets, value.elts)  # a, (b, c) = x, (y, z): a, b, c = x, y, z
+        values = [self.expr(scope, v) for v in elts]  # all evaluated before any is bound
+        self._targets(scope, targets, self._before_clobbering(scope, targets, values, stmt), stmt)
+
+    def _rows(self, scope, targets, whole, node, stmt):
+        """The values `a, b, c = e` takes from e: an array's rows, a list's items, a shape's numbers."""
+        listed = self._is_list(whole)
+        if not (isinstance(whole, Call) and whole.prim == "shape"):  # a, b, c = np.exp(v): its rows
+            clobbered = whole in self._written(scope, targets)  # a, b = a inside a loop
+            whole = self._unpacking_source(whole, targets, stmt, clobbered)
+        if listed:  # a, b = helper(...) returning a list: its items
+            return [self._call("list_get", (whole, Const(i)), "builtins", node) for i in range(len(targets))]
+        return [self._call("getitem", (whole, Const(i)), "op", node, (("index", ("i",)),))
+                for i in range(len(targets))]  # n, d = x.shape
+
+    def _targets(self, scope, targets, values, stmt):
+        """Each target given its value, left to right: a name bound, `s[i]` written into (its
+        index read then, after the targets before it), a nested `(a, b)` unpacked."""
+        for target, value in zip(targets, values):
+            if isinstance(target, ast.Name):
+                self._bind(scope, target.id, value, stmt)
+            elif isinstance(target, ast.Subscript):
+                self._write(scope, target, value, stmt)
+            else:
+                inner = list(target.elts)
+                self._targets(scope, inner, self._rows(scope, inner, value, target, stmt), stmt)
+
+    def _written(self, scope, targets):
+        """The variables assigning `targets` overwrites in place: a name's inside a loop or
+        branch (in straight code it gets a new one), an array's written into, anywhere."""
+        out = []
+        for target in targets:
+            for node in ast.walk(target):
+                name = node.id if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and self.depth > 0 \
+                    else node.value.id if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
+                    else None
+                if name is not None and isinstance(scope.env.get(name), Var):
+                    out.append(scope.env[name])
+        return out
+
+    def _unpacking_source(self, whole, targets, stmt, clobbered=False):
         """`a, b, c = e` with e an array: e computed once, checked to have exactly as many
         rows as names (Python's own ValueError otherwise), then read row by row; into a
         variable of its own where e is one of the names, overwritten in place (`a, b = a`
         in a loop)."""
+        names = [self.m.segment(t) for t in targets]
+        bases = [t.id if isinstance(t, ast.Name) else None for t in targets]
         if not isinstance(whole, Var) or clobbered:
-            temp = self.namer.define("_".join(names) if len(names) <= 3 else "values")
+            temp = self.namer.define("_".join(bases) if len(bases) <= 3 and None not in bases else "values")
             self._emit(temp, whole, stmt, overwrites=self.loop_depth > 0)
             whole = Var(temp)
         n = len(names)
@@ -105,18 +136,25 @@ class AssignLowering:
                     f"'{', '.join(names)} = {whole.name}' for an array; pass the parts as separate parameters")
             self.body.append(Effect(f"if not isinstance({whole.name}, np.ndarray):\n    raise TypeError(f{kind!r})",
                                     (whole,), stmt.lineno, self.m.segment(stmt), frozenset({"numpy"})))
-        message = f"cannot unpack {{len({whole.name})}} values into {n} names ({', '.join(names)})"
+        what = "names" if None not in bases else "targets"
+        message = f"cannot unpack {{len({whole.name})}} values into {n} {what} ({', '.join(names)})"
         self.body.append(Effect(f"if len({whole.name}) != {n}:\n    raise ValueError(f{message!r})", (whole,),
                                 stmt.lineno, self.m.segment(stmt)))
         return whole
 
-    def _before_clobbering(self, scope, names, values, stmt):
-        """`a, b = b, a + b` inside control flow: `b_new = a + b` first, then `a = b; b = b_new`."""
+    def _before_clobbering(self, scope, targets, values, stmt):
+        """`a, b = b, a + b` inside control flow (`s[i], s[j] = s[j], s[i]` anywhere): a value
+        that reads what a target before it overwrites is computed first (`b_new = a + b`), as is
+        one computed after a write into an array (it may read a view of it: Python computes
+        every value before it assigns any)."""
         out = []
-        for i, (name, value) in enumerate(zip(names, values)):
-            earlier = {scope.env[n].name for n in names[:i] if isinstance(scope.env.get(n), Var)}
-            if any(v.name in earlier for v in variables(value)):
-                temp = self.namer.define(f"{name}_new")
+        for i, (target, value) in enumerate(zip(targets, values)):
+            earlier = {v.name for v in self._written(scope, targets[:i])}
+            written = any(isinstance(t, ast.Subscript) for t in targets[:i])
+            if any(v.name in earlier for v in variables(value)) or written and not isinstance(value, (Var, Const)):
+                base = target.id if isinstance(target, ast.Name) else getattr(target.value, "id", "value") \
+                    if isinstance(target, ast.Subscript) else "value"
+                temp = self.namer.define(f"{base}_new")
                 self._emit(temp, value, stmt, overwrites=self.loop_depth > 0)
                 value = Var(temp)
             out.append(value)
@@ -173,3 +211,25 @@ class AssignLowering:
             raise self.m.error(stmt, f"'{name}' is bound to a function inside a branch or loop; gradgen inlines "
                                      "the function a call reaches, so bind it before the branch or loop")
         scope.env[name] = value
+
+
+def _plain(target):
+    """A target an unpacking assigns: a name, a write into an array, a nested tuple of them."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return all(_plain(t) for t in target.elts)
+    return isinstance(target, (ast.Name, ast.Subscript))
+
+
+def _flattened(targets, values):
+    """`a, (b, c) = x, (y, z)` as `a, b, c = x, y, z` (the same order of evaluation and of
+    assignment): nested targets paired with the nested tuples written on the right."""
+    out_t, out_v = [], []
+    for t, v in zip(targets, values):
+        if isinstance(t, (ast.Tuple, ast.List)) and isinstance(v, (ast.Tuple, ast.List)) \
+                and len(t.elts) == len(v.elts) and not any(isinstance(e, ast.Starred) for e in v.elts):
+            inner_t, inner_v = _flattened(t.elts, v.elts)
+            out_t, out_v = out_t + inner_t, out_v + inner_v
+        else:
+            out_t.append(t)
+            out_v.append(v)
+    return out_t, out_v

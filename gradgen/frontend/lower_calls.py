@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import ast
 import builtins
+import operator
 
 from gradgen.frontend import custom_calls, effects, inactive
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, own_nodes
-from gradgen.frontend.known_lists import STATIC_VALUES
+from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticList
 from gradgen.frontend.parse import constant_value
 from gradgen.frontend.scopes import (
     MAX_INLINE_DEPTH, MAX_INLINED_NODES, ArgsTuple, Scope, _assigned_names, _lookup, _skip_docstring, _static_int,
     parameter_names
 )
 from gradgen.frontend.structured import TreeRef
-from gradgen.ir.nodes import Const, Spelled, Var
+from gradgen.ir.nodes import Call, Const, Spelled, Var
 from gradgen.rules import table
 
 _LIBRARIES = {"math", "numpy", "scipy", "builtins"}
@@ -300,26 +301,45 @@ class CallLowering:
         custom = custom_calls.custom_of(self.m, hnode)
         if custom is not None:  # @gradgen.custom_vjp: its body's value, differentiated by its rule
             return custom_calls.lower_call(self, scope, node, custom, unpacked)
-        self._inline_limits(node, hnode)
         self._params(hnode, helper=True)  # decorators, ...: said of the helper before its call is matched
-        args = self._bind_arguments(scope, node, hnode)
+        args = {name: _folded(value) for name, value in self._bind_arguments(scope, node, hnode).items()}
+        self._inline_limits(node, hnode, args)
         sigmoid_ns = sigmoid_pattern(hnode, self.m)
         if sigmoid_ns is not None and unpacked is None:
             self.helpers["sigmoid"] = self.sigmoid_name
             return self._call("sigmoid", (args[hnode.args.args[0].arg],), sigmoid_ns, node)
         return self._inline_bound(node, hnode, args, unpacked, closure)
 
-    def _inline_limits(self, node, hnode):
-        """Refuse recursion, and inlining past its bounds (depth, syntax nodes copied)."""
+    def _inline_limits(self, node, hnode, args=None):
+        """Refuse recursion on a depth known only when the code runs (`args`: the call's, by
+        parameter; None for a custom rule's, never unrolled), and inlining past its bounds
+        (depth, syntax nodes copied)."""
         if hnode.name in self.stack:
-            raise self.m.error(node, f"recursive call to '{hnode.name}': gradgen cannot differentiate recursion")
+            self._recursion(node, hnode, args or {})
         if len(self.stack) > MAX_INLINE_DEPTH:
+            recursive = [(name, at) for k, (name, _, at) in enumerate(self.activations)
+                         if name in [a[0] for a in self.activations[:k]] or name == self.fnode.name]
+            if recursive:  # (said where the recursion recurses, not at whichever call reached the bound)
+                name, at = recursive[-1]
+                raise self.m.error(at, f"recursive call to '{name}' more than {MAX_INLINE_DEPTH} calls deep when "
+                                       "unrolled: gradgen unrolls recursion whose depth constants fix when "
+                                       "compiling, and stops there; write it as a loop")
             raise self.m.error(node, f"helpers call helpers more than {MAX_INLINE_DEPTH} deep here; "
                                      "gradgen inlines each call and stops there")
         self.inlined = getattr(self, "inlined", 0) + sum(1 for _ in ast.walk(hnode))
         if self.inlined > MAX_INLINED_NODES:  # helpers calling a helper twice double at every level
             raise self.m.error(node, f"inlining the helpers '{self.fnode.name}' calls copies more than "
                                      f"{MAX_INLINED_NODES:,} syntax nodes; gradgen stops here")
+
+    def _recursion(self, node, hnode, args):
+        """A call to a function already being inlined is unrolled like any helper's when values
+        known when compiling (a count, a list) differ from those of every call of it being
+        inlined: its base case then folds (`if n == 0: return x`) at a depth they fix.
+        Otherwise the depth is known only when the code runs."""
+        known = _known_arguments(args)
+        if not known or any(name == hnode.name and earlier == known for name, earlier, _ in self.activations):
+            raise self.m.error(node, f"recursive call to '{hnode.name}' on a depth known only when it runs: "
+                                     "write it as a loop")
 
     def _inline_bound(self, node, hnode, args, unpacked=None, closure=None):
         """The helper's body inlined, its parameters bound to `args` (name -> value) in a
@@ -335,10 +355,12 @@ class CallLowering:
                 value = Var(ssa)
             env[name] = value
         self.stack.append(hnode.name)
+        self.activations.append((hnode.name, _known_arguments(args), node))
         inner = Scope(hnode, env, _assigned_names(hnode), hnode.name, unpacked=unpacked, owned=set(), closure=closure,
                       depth=self.depth)
         result, _ = self._body(inner, hnode.body)
         self.stack.pop()
+        self.activations.pop()
         return result
 
     def _bind_arguments(self, scope, node, hnode):
@@ -440,6 +462,37 @@ class CallLowering:
         if items is not None:
             return items
         return self.expr(scope, node, function_ok=True)
+
+
+_ARITHMETIC = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "floordiv": operator.floordiv,
+               "mod": operator.mod, "neg": operator.neg}
+
+
+def _folded(value):
+    """A helper's argument `n - 1` of integers known when compiling as the integer it is (a
+    count, a depth: `f(g(x), n - 1)` inside f); any other value as it is."""
+    if isinstance(value, Call) and value.prim in _ARITHMETIC and value.args:
+        args = [_folded(a) for a in value.args]
+        if all(isinstance(a, Const) and type(a.value) is int for a in args):
+            try:
+                return Const(_ARITHMETIC[value.prim](*(a.value for a in args)))
+            except (ArithmeticError, TypeError):
+                return value
+    return value
+
+
+def _known_arguments(args):
+    """The arguments of a call known when compiling, by parameter: numbers, lists of them,
+    a list of values kept while compiling (by its length)."""
+    known = []
+    for name, value in args.items():
+        if isinstance(value, Const) and type(value.value) in (int, float, bool, str):
+            known.append((name, value.value))
+        elif isinstance(value, ConstList):
+            known.append((name, repr(value.value)))
+        elif isinstance(value, StaticList):
+            known.append((name, ("a list of", len(value.items))))
+    return tuple(known)
 
 
 def _draw_name(node):

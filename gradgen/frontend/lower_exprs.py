@@ -124,6 +124,9 @@ class ExprLowering:
                 return self._inline(scope, call, comprehensions.short_circuit(node), closure=scope)
             return self._call(op, (first, *rest), "op", node)
         if isinstance(node, ast.IfExp):
+            known = self._known_test(scope, node.test)
+            if known is not None:  # known when compiling (a recursion's base case): only the branch taken
+                return self.expr(scope, node.body if known else node.orelse)
             start = len(self.body)
             cond = self.expr(scope, node.test, test=True)
             if isinstance(cond, Const):  # known when compiling: only that arm exists

@@ -199,6 +199,9 @@ class LoopLowering:
                                                []), stmt)
             self._prebind(scope, stmt.body, stmt)
             test = self.expr(scope, stmt.test, test=True)
+        if isinstance(test, Const) and test.value and not _exits(stmt.body, ast.Break):
+            raise self.m.error(stmt, f"'while {self.m.segment(stmt.test)}:' never ends: it has no 'break' and no "
+                                     "'return'; leave it with one (if converged: break)")
         count = self._counter(stmt)
         body = self._loop_body(scope, stmt, count)
         self.body.append(While(test, body, stmt.lineno, self._text(stmt), count))

@@ -221,6 +221,8 @@ class _Reverser(Merging, ListGradients, ControlFlow):
         if g is not None and v in self.active:
             loose = isinstance(g, Var) and g.name in self.zeroed and v in self.arrays  # g may be a bare 0.0
             shaped = self.shaped(Var(v), g) if loose and not takes_a_number(stmt.expr, self.active) else []
+            if isinstance(stmt.expr, Call) and stmt.expr.prim == "list" and isinstance(g, Var):
+                shaped = self.shaped_elements(stmt, g)  # (its entries may be bare 0.0)
             self.loose = loose and not shaped  # (then what g sends on may be bare too)
             body = []
             contributions = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from gradgen.analysis.arrays import may_be_array, may_repeat
 from gradgen.ir import simplify
-from gradgen.ir.nodes import Assign, Call, Cond, If, IndexAdd, Restore, Var
+from gradgen.ir.nodes import Assign, Call, Const, Cond, If, IndexAdd, Restore, Spelled, Var
 from gradgen.transform.reverse.expression import Temporary, as_float, push_into, takes_a_number
 
 
@@ -55,6 +55,21 @@ class ListGradients:
         self.state[v] = Var(adj)
         return [Assign(adj, self.zero(v))]
 
+    def shaped_elements(self, stmt, g):
+        """`hs = [e0, e1]` backward: the entries of hs's gradient list no gradient reached are
+        the list's bare 0.0; one whose element's rule needs an array of its shape (np.stack's
+        np.take, a sum along an axis) is made one first (`dhs[0] = dhs[0] + np.zeros_like(hs[0])`)."""
+        out = []
+        for k, element in enumerate(stmt.expr.args):
+            if may_be_array(element, self.arrays) and not takes_a_number(element, self.active) \
+                    and _sends(element, self.active, self.arrays):
+                entry = Call("getitem", (g, Const(k)), "op", params=(("index", ("i",)),))
+                zeros = Call("zeros_like", (Call("getitem", (Var(stmt.target), Const(k)), "op",
+                                                 params=(("index", ("i",)),)),), "numpy",
+                             params=(("dtype", Spelled("float")),))
+                out.append(IndexAdd(g.name, ("i",), (Const(k),), Call("add", (entry, zeros), "op"), assign=True))
+        return out
+
     def add_to_list(self, name, contribution):
         """A gradient reaching list `name`: at one element (`dhs[i] = dhs[i] + g`), or at all
         of them (the rows of np.stack(hs)'s gradient); under the test of a conditional
@@ -83,6 +98,13 @@ class ListGradients:
         if current is None:
             return [Assign(adj, contribution)]
         return [Assign(adj, Call("add_lists", (current, contribution), None))]
+
+
+def _sends(element, active, arrays):
+    """Whether a gradient of `element` reaches some active variable (not `np.zeros(W.shape)`)."""
+    reached = []
+    push_into(element, Var("g"), (), active, reached, None, arrays)
+    return bool(reached)
 
 
 def _picks(path, arrays):
