@@ -164,7 +164,7 @@ CASES = [
     ("a write another name would see",
      "import numpy as np\ndef f(x):\n    y = x\n    y[0] = 1.0\n    return np.sum(x * y)\n", {},
      "bad.py:4:5: 'y[...] = ...' would change an array that may share memory with another name (a copy or a "
-     "view) read later; write into a copy ('y = y.copy()' first)\n        y[0] = 1.0\n        ^"),
+     "view) read later; write into a copy ('y = y.copy()' just before it)\n        y[0] = 1.0\n        ^"),
     ("an index that is differentiated", "import numpy as np\ndef f(x, k=1.0):\n    return x[k]\n",
      {"wrt": ["x", "k"]},
      "bad.py:3:12: 'k' is differentiated, but reaches an index, which has no derivative; leave it out with "

@@ -10,11 +10,11 @@ of them is read later; everywhere else the update compiles, in place as you wrot
 
 from __future__ import annotations
 
-import bisect
-import math
+import ast
 import types
 
 from gradgen.analysis import arrays as array_facts
+from gradgen.analysis.overlap import Places, untouched
 from gradgen.errors import error_at
 from gradgen.ir.nodes import (
     Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, expressions, variables, walk
@@ -33,23 +33,23 @@ def refuse_shared_updates(fn, arrays, module, defaults_numbers=False):
     read after the update, it refuses rather than differentiate something else. A parameter
     updated in place is fine: the gradient is of the function of its inputs as they were
     at the call (the generated code updates your array in place exactly where yours does)."""
-    sharers = _Sharing(fn, arrays, array_facts.arrays_on_entry(fn, module, defaults_numbers)).at_updates()
+    sharing = _Sharing(fn, arrays, array_facts.arrays_on_entry(fn, module, defaults_numbers))
+    sharers = sharing.at_updates()
     if not any(sharers.values()):  # no update any other name may see: nothing to place
         return
-    order, loops = _positions(fn.body)
-    reads = _reads(fn, order)
+    live, places = live_after(fn), Places(fn)
     for s in walk(fn.body):
         if id(s) not in sharers:
             continue
-        at = order[id(s)]
-        around = [span for span in loops if span[0] <= at < span[1]]
-        if any(_any_in(reads.get(n, []), at + 1, math.inf, around) for n in sharers[id(s)]):
+        # read again before it is bound anew (`h = s[t]` on the next trip is not), and not
+        # a row the write surely misses (`s[t + 1] = e`)
+        if any(not untouched(places, s, n, sharing.bound, sharing.changed[id(s)]) for n in sharers[id(s)] & live[id(s)]):
             op, name = _AUG_OPS.get(s.expr.prim, "+"), fn.display.get(s.target, s.target)  # as you wrote it
             where = types.SimpleNamespace(lineno=s.line, col_offset=s.col - 1)
             if s.expr.prim == "setitem":
                 raise error_at(where, f"'{name}[...] = ...' would change an array that may share memory with "
                                       f"another name (a copy or a view) read later; write into a copy "
-                                      f"('{name} = {name}.copy()' first)", module)
+                                      f"('{name} = {name}.copy()' just before it)", module)
             raise error_at(where, f"'{name} {op}= ...' would change an array that may share memory "
                                   f"with another name (a copy or a view); write "
                                   f"'{name} = {name} {op} ...'", module)
@@ -64,16 +64,45 @@ def refuse_changes_the_gradient_reads(fn, arrays, module, needed, saved, default
     forward pass no longer does in place (it keeps the old value instead)."""
     sharing = _Sharing(fn, arrays, array_facts.arrays_on_entry(fn, module, defaults_numbers), generated=True)
     sharing.at_updates()
+    places = Places(fn)
     for s in walk(fn.body):
         if id(s) not in sharing.held or (id(s) in saved and s.expr.prim != "setitem"):
             continue
-        if sharing.held[id(s)] & needed:
+        reached = sorted(n for n in sharing.held[id(s)] & needed
+                         if not untouched(places, s, n, sharing.bound, sharing.changed[id(s)]))
+        if reached:
             op, name = _AUG_OPS.get(s.expr.prim, "+"), fn.display.get(s.target, s.target)
             what = f"'{name}[...] = ...'" if s.expr.prim == "setitem" else f"'{name} {op}= ...'"
-            fix = f"'{name} = {name}.copy()' first" if s.expr.prim == "setitem" else f"'{name} = {name} {op} ...'"
             where = types.SimpleNamespace(lineno=s.line, col_offset=s.col - 1)
+            view = _view_made(fn, places, reached, s.target) if s.expr.prim == "setitem" else None
+            if view is not None:
+                raise error_at(where, f"{what} would change the numbers of {view[0]} (a view of '{name}', line "
+                                      f"{view[1]}), which the gradient reads as they were; make it a copy where it "
+                                      f"is made ('{view[2]}')", module)
+            fix = f"'{name} = {name}.copy()' just before it" if s.expr.prim == "setitem" else f"'{name} = {name} {op} ...'"
             raise error_at(where, f"{what} would change an array another name held before (a copy or a view), "
                                   f"whose old numbers the gradient needs; write {fix}", module)
+
+
+def _view_made(fn, places, names, array):
+    """For the first of `names` bound once, to a row (or slice) of `array` that the source
+    writes as `name = array[...]`: its name, line and the statement that makes it a copy."""
+    for n in names:
+        [*bindings] = places.bindings.get(n, ())
+        if len(bindings) != 1 or n in places.params:
+            continue
+        b = bindings[0]
+        if not (isinstance(b.expr, Call) and b.expr.prim == "getitem" and b.expr.args[0] == Var(array)):
+            continue
+        try:
+            [stmt] = ast.parse(b.source or "").body
+        except (SyntaxError, ValueError):
+            continue
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and isinstance(stmt.value, ast.Subscript):
+            shown = fn.display.get(n, n)
+            return f"'{shown}'", b.line, f"{stmt.targets[0].id} = {ast.get_source_segment(b.source, stmt.value)}.copy()"
+    return None
 
 
 # arguments the backward pass reads only for their shape (never their numbers)
@@ -122,6 +151,8 @@ class _Sharing:
         self.ever = {}  # array -> every name that held it at some point (a saved old value may still)
         self.held = {}  # id(in-place update) -> every other name that ever held the array it changes
         self.vectors = set()  # id(statement) that makes a vector of numbers: `v[0]` of one is a number
+        self.bound = {}  # id(statement) -> the arrays it may bind its name to
+        self.changed = {}  # id(in-place update) -> the arrays it may change
 
     def at_updates(self):
         """id(`x += e` statement) -> the other names that may share the array it changes."""
@@ -176,10 +207,12 @@ class _Sharing:
             for item in e.args[1:] if e.prim == "append" else e.args:
                 held |= _points_to(item, env, self.vectors) | ({("made", id(s))} if _new_array(item, self.arrays) else set())
             env[s.target] = frozenset(held)
+            self.bound[id(s)] = self.bound.get(id(s), frozenset()) | held
             return
         if s.augmented and isinstance(e, Call) and e.args and isinstance(e.args[0], Var) \
                 and e.args[0].name in env and (_in_place(s) or not self.generated):
             objects = env[e.args[0].name]
+            self.changed[id(s)] = self.changed.get(id(s), frozenset()) | objects
             others = {n for n, o in env.items() if o & objects and n != s.target}
             if _in_place(s):  # every name that held the array before (`inputs = z`, then rebound)
                 self.held[id(s)] = self.held.get(id(s), set()) | (
@@ -205,6 +238,7 @@ class _Sharing:
             objects = {older if o == made else o for o in objects} | {made}
         if objects:
             env[s.target] = frozenset(objects)
+            self.bound[id(s)] = self.bound.get(id(s), frozenset()) | objects
             for o in objects:
                 self.ever.setdefault(o, set()).add(s.target)
         else:
@@ -287,35 +321,44 @@ def _join(env, other):
 _ZERO_D = {"where", "ones_like", "zeros_like", "array", "squeeze", "transpose", "ravel"}
 
 
-def _positions(stmts):
-    """Each statement's place in source order, and the (start, end) places of each loop."""
-    order, loops = {}, []
-    for s in walk(stmts):
-        order[id(s)] = len(order)
-    for s in walk(stmts):
-        if isinstance(s, (For, While)):
-            inside = [order[id(t)] for t in walk(s.body)]
-            loops.append((order[id(s)], max(inside, default=order[id(s)]) + 1))
-    return order, loops
+def live_after(fn):
+    """id(statement) -> the names some path reads after it before binding them anew (a
+    backward liveness analysis: branches join, loops run to a fixed point, `break` goes to
+    the loop's exit and `continue` to its head). The result is read at the end."""
+    after = {}
+    end = {v.name for v in variables(fn.result)}
+    _live_block(fn.body, end, after, end, end)
+    return after
 
 
-def _reads(fn, order):
-    """Name -> the sorted places of the statements that read it (the result: at infinity)."""
-    reads = {}
-    for t in walk(fn.body):
-        for name in {v.name for e in expressions(t) for v in variables(e)}:
-            reads.setdefault(name, []).append(order[id(t)])
-    for v in variables(fn.result):
-        reads.setdefault(v.name, []).append(math.inf)
-    return reads
+def _live_block(stmts, live, after, at_break, at_continue):
+    """The names live before `stmts`, given those live after them."""
+    live = set(live)
+    for s in reversed(stmts):
+        after[id(s)] = after.get(id(s), set()) | live  # (a loop's fixed point only adds)
+        live = _live_before(s, live, after, at_break, at_continue)
+    return live
 
 
-def _any_in(places, lo, hi, spans):
-    """Is one of the sorted `places` in [lo, hi], or inside one of the loop `spans` (there,
-    every place comes again on the next iteration)?"""
-    ranges = [(lo, hi)] + [(a, b - 1) for a, b in spans]
-    return any(bisect.bisect_left(places, a) < len(places) and places[bisect.bisect_left(places, a)] <= b
-               for a, b in ranges)
+def _live_before(s, live, after, at_break, at_continue):
+    reads = {v.name for e in expressions(s) for v in variables(e)}
+    if isinstance(s, Assign):
+        return (live - {s.target}) | reads | ({s.target} if s.accumulate else set())
+    if isinstance(s, If):
+        return reads | _live_block(s.body, live, after, at_break, at_continue) | \
+            _live_block(s.orelse, live, after, at_break, at_continue)
+    if isinstance(s, Break):
+        return set(at_break)
+    if isinstance(s, Continue):
+        return set(at_continue)
+    if isinstance(s, (For, While)):  # at the head: the exit, or another trip (a `for` binds its target)
+        head, bound = set(live), {s.target} if isinstance(s, For) else set()
+        while True:
+            more = live | (_live_block(s.body, head, after, live, head) - bound) | (reads if isinstance(s, While) else set())
+            if more <= head:
+                return head | reads
+            head |= more
+    return (live | reads)
 
 
 _AUG_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@"}

@@ -1,0 +1,193 @@
+"""Analysis: may a write into an array reach the numbers a view of it holds?
+
+An LSTM that keeps its states in one array reads `h = s[t]` and writes `s[t + 1] = e`:
+h is a view of s, but the write goes to row t + 1 on this trip and to later rows on later
+trips, so h keeps its numbers. gradgen.analysis.aliasing asks this before it refuses an
+in-place write that another name (a view) sees: the answer is "never" only where the view
+and the write index one axis with integers, each a constant or `t + c` of one loop counter
+t, and the numbers provably never meet (the counter only grows, or only shrinks, and no
+index is negative). Anything else may meet.
+"""
+
+from __future__ import annotations
+
+from gradgen.ir.nodes import Assign, Call, Const, For, If, Var, While, walk
+
+
+class Places:
+    """Where each statement of a function is: its place in source order, and the loops
+    around it (outermost first)."""
+
+    def __init__(self, fn):
+        self.fn, self.order, self.loops, self.bindings = fn, {}, {}, {}
+        self._visit(fn.body, ())
+        self.params = {p.name for p in fn.params}
+
+    def _visit(self, stmts, loops):
+        for s in stmts:
+            self.order[id(s)], self.loops[id(s)] = len(self.order), loops
+            if isinstance(s, Assign):
+                self.bindings.setdefault(s.target, []).append(s)
+            if isinstance(s, If):
+                self._visit(s.body, loops)
+                self._visit(s.orelse, loops)
+            elif isinstance(s, (For, While)):
+                self._visit(s.body, loops + (s,))
+
+
+def untouched(places, write, name, bound, changed):
+    """Whether the in-place write `write` (`x[index] = e`) surely leaves alone the numbers
+    `name` holds of x's array: every statement that may bind `name` to that array
+    (`bound`: id(statement) -> the arrays it bound; `changed`: the arrays the write changes)
+    reads one row of x itself, `name = x[j]`, that no run of the write after it reaches."""
+    if not (isinstance(write.expr, Call) and write.expr.prim == "setitem" and write.expr.args[0] == Var(write.target)):
+        return False  # (`x += e` changes every element)
+    if ("outside", name) in changed:  # the caller's array (or a module constant) under its own name
+        return False
+    changed = {_made_by(o) for o in changed}
+    for b in places.bindings.get(name, ()):
+        if {_made_by(o) for o in bound.get(id(b), ())} & changed and not _apart(places, b, write, bound):
+            return False
+    return True
+
+
+def _apart(places, b, write, bound):
+    """`b` (`name = x[j]`) and `write` (`x[i] = e`): no run of the write after b reaches row j."""
+    x = write.target
+    if not (isinstance(b.expr, Call) and b.expr.prim == "getitem" and b.expr.args[0] == Var(x)):
+        return False
+    if not places.loops[id(b)] and not places.loops[id(write)] and places.order[id(write)] < places.order[id(b)]:
+        return True  # the write runs before the view is made
+    if not all(_rebinds_in_place(s, x) or _fresh(s, bound) for s in places.bindings.get(x, ())):
+        return False  # x rebound to another name's array (a view of it: row j of which?)
+    view = _items(b.expr.params, b.expr.args[1:])
+    into = _items(write.expr.params, write.expr.args[2:])
+    return any(_never_meet(places, b, write, j, i, bound) for j, i in zip(view, into)
+               if j is not None and i is not None)
+
+
+def _made_by(o):
+    """An array by where it comes from: this trip's and an earlier trip's of one statement alike."""
+    return ("made", o[1]) if o[0] == "older" else o
+
+
+def _fresh(s, bound):
+    """Statement `s` binds its name to a new array it makes (or to a number)."""
+    return bound.get(id(s), set()) <= {("made", id(s)), ("older", id(s))}
+
+
+def _rebinds_in_place(s, name):
+    return isinstance(s.expr, Call) and bool(s.expr.args) and s.expr.args[0] == Var(name)
+
+
+def _items(params, index):
+    """The integer index on each leading axis of `x[index]` (None for a slice), up to the
+    first `np.newaxis` or `...` (after which the axes are counted differently)."""
+    layout, index, out = dict(params).get("index", ()), list(index), []
+    for kind in layout:
+        if kind == "i":
+            out.append(index.pop(0))
+        elif kind.startswith("s"):
+            del index[:kind.count("1")]
+            out.append(None)
+        else:
+            break
+    return out
+
+
+def _common(places, a, b):
+    """The loops around both statements, outermost first."""
+    common = []
+    for x, y in zip(places.loops[id(a)], places.loops[id(b)]):
+        if x is not y:
+            break
+        common.append(x)
+    return common
+
+
+def _never_meet(places, b, write, j, i, bound):
+    """Row j of the view (bound at `b`) and row i of every later run of `write` differ."""
+    common = _common(places, b, write)
+    loop = common[-1] if common else None
+    jt, jc = _affine(j, loop)
+    it, ic = _affine(i, loop)
+    if not (jt and it and jc is not None and ic is not None):  # one row fixed, or not of this loop's counter
+        return _constant_apart(places, b, write, j, i)
+    rising, first, last = _direction(loop)
+    if rising is None or _assigned_in(loop, loop.target) or not _fresh_around(places, loop, write.target, bound):
+        return False  # (an outer loop running the counter again over the same array would meet)
+    after = 0 if places.order[id(write)] > places.order[id(b)] else 1  # the write's first trip after b
+    lowest = first if rising else last
+    if lowest is None or lowest + min(jc, ic) < 0:
+        return False  # a negative index counts from the end
+    return ic + after > jc if rising else ic - after < jc
+
+
+def _constant_apart(places, b, write, j, i):
+    """Rows that are a constant and `t + c` of one loop: apart where the moving one stays
+    above the constant (both never negative); two constants: different, of one sign."""
+    jt, jc = _affine(j, None)
+    it, ic = _affine(i, None)
+    if jc is not None and ic is not None:  # two constants (the write then runs after b: any run)
+        return jc != ic and (jc >= 0) == (ic >= 0)
+    for fixed, moving, at in ((j, i, write), (i, j, b)):
+        k = _affine(fixed, None)[1]
+        inner = places.loops[id(at)][-1] if places.loops[id(at)] else None
+        t, c = _affine(moving, inner)
+        if k is None or not t or c is None or _assigned_in(inner, inner.target):
+            continue
+        rising, first, last = _direction(inner)
+        lowest = first if rising else last
+        if rising is not None and lowest is not None and k >= 0 and lowest + c > k:
+            return True
+    return False
+
+
+def _affine(e, loop):
+    """(whether e moves with `loop`'s counter, its constant part) for `t`, `t + c`, `c + t`,
+    `t - c` and constants `c` (ints); (False, None) for anything else."""
+    t = loop.target if isinstance(loop, For) else None
+    if isinstance(e, Const) and type(e.value) is int:
+        return False, e.value
+    if isinstance(e, Var) and e.name == t:
+        return True, 0
+    if isinstance(e, Call) and e.prim in ("add", "sub") and len(e.args) == 2:
+        (at, ac), (bt, bc) = _affine(e.args[0], loop), _affine(e.args[1], loop)
+        if ac is None or bc is None or at and bt or bt and e.prim == "sub":
+            return False, None
+        return at or bt, ac + bc if e.prim == "add" else ac - bc
+    if isinstance(e, Call) and e.prim == "neg" and len(e.args) == 1:
+        inner_t, inner_c = _affine(e.args[0], loop)
+        return (False, -inner_c) if inner_c is not None and not inner_t else (False, None)
+    return False, None
+
+
+def _direction(loop):
+    """(rising, the first counter value, the last's lower bound) of `for t in range(...)` with
+    constant bounds where known: (True, start, None) or (False, None, stop + 1); (None, ...)
+    when the step is not a constant."""
+    if not (isinstance(loop, For) and isinstance(loop.iter, Call) and loop.iter.prim == "range"):
+        return None, None, None
+    args = loop.iter.args
+    step = _affine(args[2], None)[1] if len(args) == 3 else 1
+    start = _affine(args[0], None)[1] if len(args) >= 2 else 0
+    stop = _affine(args[1], None)[1] if len(args) >= 2 else None
+    if step is None or step == 0:
+        return None, None, None
+    return (True, start, None) if step > 0 else (False, None, None if stop is None else stop + 1)
+
+
+def _assigned_in(loop, name):
+    return any(isinstance(s, (Assign, For)) and s.target == name for s in walk(loop.body))
+
+
+def _fresh_around(places, loop, array, bound):
+    """Every loop around `loop` binds `array` to a new array in its own body before it, so
+    each run of `loop` writes into an array of its own."""
+    outer = places.loops[id(loop)]
+    for k, o in enumerate(outer):
+        inner = outer[k + 1] if k + 1 < len(outer) else loop
+        if not any(isinstance(s, Assign) and s.target == array and places.order[id(s)] < places.order[id(inner)]
+                   and bound.get(id(s)) and _fresh(s, bound) for s in o.body):
+            return False
+    return True
