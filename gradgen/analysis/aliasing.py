@@ -14,7 +14,7 @@ import ast
 import types
 
 from gradgen.analysis import arrays as array_facts
-from gradgen.analysis.overlap import Places, untouched
+from gradgen.analysis.overlap import Copies, Places, untouched
 from gradgen.errors import error_at
 from gradgen.ir.nodes import (
     Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, expressions, variables, walk
@@ -33,7 +33,7 @@ def refuse_shared_updates(fn, arrays, module, defaults_numbers=False):
     read after the update, it refuses rather than differentiate something else. A parameter
     updated in place is fine: the gradient is of the function of its inputs as they were
     at the call (the generated code updates your array in place exactly where yours does)."""
-    sharing = _Sharing(fn, arrays, array_facts.arrays_on_entry(fn, module, defaults_numbers))
+    sharing = _Sharing(fn, arrays, array_facts.arrays_on_entry(fn, module, defaults_numbers), module=module)
     sharers = sharing.at_updates()
     if not any(sharers.values()):  # no update any other name may see: nothing to place
         return
@@ -62,7 +62,8 @@ def refuse_changes_the_gradient_reads(fn, arrays, module, needed, saved, default
     numbers, not the ones the forward pass computed with (seed 1210 #366: `inputs = z`, a
     loop from it, then `z[1, -2] = 0.5`). Refused, with what to write. `saved`: updates the
     forward pass no longer does in place (it keeps the old value instead)."""
-    sharing = _Sharing(fn, arrays, array_facts.arrays_on_entry(fn, module, defaults_numbers), generated=True)
+    sharing = _Sharing(fn, arrays, array_facts.arrays_on_entry(fn, module, defaults_numbers), generated=True,
+                       module=module)
     sharing.at_updates()
     places = Places(fn)
     for s in walk(fn.body):
@@ -145,8 +146,9 @@ class _Sharing:
     object; `x += e` changes x's object in place. Branches join, loops run to a fixed point,
     and `break`/`continue` carry their state to the loop's exit and head."""
 
-    def __init__(self, fn, arrays, on_entry, generated=False):
+    def __init__(self, fn, arrays, on_entry, generated=False, module=None):
         self.fn, self.arrays, self.on_entry, self.found = fn, arrays, on_entry, {}
+        self.copies = Copies(fn, module)  # reads that copy (`X[idx]`): no view
         self.generated = generated  # the generated code's arrays: `x_1 = x + e` under a new name is a new one
         self.ever = {}  # array -> every name that held it at some point (a saved old value may still)
         self.held = {}  # id(in-place update) -> every other name that ever held the array it changes
@@ -205,7 +207,8 @@ class _Sharing:
             # append changes no element, so it is no update another name would see
             held = env.get(s.target, frozenset()) if e.prim == "append" else frozenset([("made", id(s))])
             for item in e.args[1:] if e.prim == "append" else e.args:
-                held |= _points_to(item, env, self.vectors) | ({("made", id(s))} if _new_array(item, self.arrays) else set())
+                held |= _points_to(item, env, self.vectors, self.copies) | (
+                    {("made", id(s))} if _new_array(item, self.arrays, self.copies) else set())
             env[s.target] = frozenset(held)
             self.bound[id(s)] = self.bound.get(id(s), frozenset()) | held
             return
@@ -223,8 +226,8 @@ class _Sharing:
         if s.number:  # `u: float = ...`: a number, which nothing shares
             env.pop(s.target, None)
             return
-        objects = _points_to(e, env, self.vectors)
-        if _new_array(e, self.arrays):
+        objects = _points_to(e, env, self.vectors, self.copies)
+        if _new_array(e, self.arrays, self.copies):
             if _vector_of_numbers(e, self.arrays, env, self.vectors):
                 self.vectors.add(id(s))
             # a new array, unlike any the statement made before (on an earlier iteration):
@@ -258,19 +261,22 @@ def _runs_at_least_once(s):
     return len(bounds) == len(s.iter.args) and len(range(*bounds)) > 0
 
 
-def _points_to(e, env, vectors=frozenset()):
+def _points_to(e, env, vectors=frozenset(), copies=None):
     """The arrays `e` may be as a reference to (or a view of) a name's; one integer index of
     a vector of numbers (a statement of `vectors` made it) is a number, which shares nothing
-    (`W0, c0 = np.array([a, b])`: soak seed 2004 #235)."""
+    (`W0, c0 = np.array([a, b])`: soak seed 2004 #235), and a read with an array or boolean
+    index (`copies`, gradgen.analysis.overlap.Copies: `X[idx]`, `X[X > 0]`) is a copy."""
     numbers_of = set()
     while isinstance(e, Call) and e.prim in _VIEWS and e.args:
+        if copies is not None and copies(e):
+            return set()
         if e.prim == "getitem" and dict(e.params).get("index") == ("i",) and not numbers_of:
             numbers_of = {("made", v) for v in vectors} | {("older", v) for v in vectors}
         e = e.args[0]
     if isinstance(e, Var):
         return set(env.get(e.name, ())) - numbers_of
     if isinstance(e, Cond):  # `x if c else y`: either
-        return _points_to(e.body, env, vectors) | _points_to(e.orelse, env, vectors)
+        return _points_to(e.body, env, vectors, copies) | _points_to(e.orelse, env, vectors, copies)
     return set()
 
 
@@ -296,17 +302,18 @@ def _vector_of_numbers(e, arrays, env=None, vectors=frozenset()):
         isinstance(length, Const) and type(length.value) is int or isinstance(length, Call) and length.prim == "len")
 
 
-def _new_array(e, arrays):
-    """Whether `e` may make a new array: arithmetic on arrays, or a 0-d array `_ZERO_D`
-    makes of numbers (not a reference to a name's, not a number)."""
+def _new_array(e, arrays, copies=None):
+    """Whether `e` may make a new array: arithmetic on arrays, a read that copies
+    (`X[idx]`), or a 0-d array `_ZERO_D` makes of numbers (not a reference to a name's, not
+    a number)."""
     if isinstance(e, Cond):
-        return _new_array(e.body, arrays) or _new_array(e.orelse, arrays)
+        return _new_array(e.body, arrays, copies) or _new_array(e.orelse, arrays, copies)
     if not isinstance(e, Call):
         return False
-    if e.prim in _ZERO_D:
+    if e.prim in _ZERO_D or copies is not None and copies(e):
         return True
     if e.prim in _VIEWS and e.prim not in ("float", "pos") and e.args:
-        return _new_array(e.args[0], arrays)
+        return _new_array(e.args[0], arrays, copies)
     return array_facts.may_be_array(e, arrays)
 
 

@@ -12,6 +12,7 @@ index is negative). Anything else may meet.
 from __future__ import annotations
 
 from gradgen.ir.nodes import Assign, Call, Const, For, If, Var, While, walk
+from gradgen.rules.table import TABLE
 
 
 class Places:
@@ -191,3 +192,72 @@ def _fresh_around(places, loop, array, bound):
                    and bound.get(id(s)) and _fresh(s, bound) for s in o.body):
             return False
     return True
+
+
+# ---- reads that copy: NumPy's advanced indexing ------------------------------------------
+_BOOLEANS = {"lt", "le", "gt", "ge", "eq", "ne", "ge_strict", "le_strict", "not", "logical_and"}
+# calls whose value is surely an array of at least one axis (or a list: an index sequence too)
+_SEQUENCES = {"list", "arange", "linspace", "argsort", "stack", "concatenate", "array_list", "stack_list"}
+
+
+class Copies:
+    """Which reads `x[index]` surely copy rather than view x: where one index is an array of
+    integers, a list or a boolean (NumPy's advanced indexing, `X[idx]`, `X[[0, 2]]`,
+    `X[X > 0]`), the result is a new array, even for a 0-d index array. A name bound once is
+    followed to its value; a parameter stated to have an axis (`idx: Int[np.ndarray, "k"]`)
+    is an array. An index that may be a number (an unannotated parameter) may view x."""
+
+    def __init__(self, fn, module=None):
+        counts, self.defs = {}, {}
+        for s in walk(fn.body):
+            if isinstance(s, (Assign, For)):
+                counts[s.target] = counts.get(s.target, 0) + 1
+                if isinstance(s, Assign) and not s.overwrites:
+                    self.defs[s.target] = s.expr
+        self.defs = {n: e for n, e in self.defs.items() if counts[n] == 1}
+        assumed = getattr(module, "assumed_shapes", None) or {}
+        shapes = {p.name: assumed.get(p.name, getattr(p, "shape", None)) for p in fn.params}
+        self.axes = {n for n, shape in shapes.items() if shape and n not in counts}
+
+    def __call__(self, e):
+        """Whether `e` (a getitem) surely makes a new array."""
+        if not (isinstance(e, Call) and e.prim == "getitem"):
+            return False
+        layout, index = dict(e.params).get("index", ()), list(e.args[1:])
+        items = []
+        for kind in layout:
+            if kind == "i":
+                items.append(index.pop(0))
+            elif kind.startswith("s"):
+                del index[:kind.count("1")]
+        return any(self._advanced(x, 0) for x in items)
+
+    def _advanced(self, e, depth):
+        e = self._value(e, depth)
+        if isinstance(e, Call) and e.prim in _BOOLEANS:
+            return True
+        if isinstance(e, Call) and e.prim == "invert":  # ~mask
+            return self._advanced(e.args[0], depth + 1)
+        return self._axes(e, depth) or isinstance(e, Call) and e.prim in ("array", "zeros", "ones", "full", "eye")
+
+    def _axes(self, e, depth):
+        """Whether `e` is surely an array of at least one axis (or a list)."""
+        e = self._value(e, depth)
+        if isinstance(e, Var):
+            return e.name in self.axes
+        if not isinstance(e, Call) or depth > 20:
+            return False
+        if e.prim in _SEQUENCES:
+            return True
+        if e.prim == "getitem":  # idx[:b]: slices of one keep its axes
+            layout = dict(e.params).get("index", ())
+            return all(k != "i" for k in layout) and self._axes(e.args[0], depth + 1)
+        if e.prim in TABLE and TABLE[e.prim].elementwise:  # idx + 1: broadcasting never drops an axis
+            return any(self._axes(a, depth + 1) for a in e.args)
+        return False
+
+    def _value(self, e, depth):
+        """A name bound once, followed to the value it was bound to."""
+        while isinstance(e, Var) and e.name in self.defs and depth < 20:
+            e, depth = self.defs[e.name], depth + 1
+        return e
