@@ -346,8 +346,6 @@ primitive("matmul", 2, spellings=["numpy.matmul", "numpy.dot"], op=ast.MatMult, 
 primitive("outer", 2, spellings=["numpy.outer"], sympy=operator.mul, elementwise=False, tangent="multilinear",
           vjp=(lambda g, out, a, b: F.reshape(Call("matmul", (g, F.ravel(b)), "op"), F.shape(a)),
                lambda g, out, a, b: F.reshape(Call("matmul", (F.ravel(a), g), "op"), F.shape(b))))
-primitive("inner", 2, spellings=["numpy.inner"], sympy=operator.mul, elementwise=False, tangent="multilinear",
-          vjp=(lambda g, out, a, b: g * b, lambda g, out, a, b: g * a))
 primitive("T", spellings=[], sympy=lambda x: x, vjp=lambda g, out, x: F.T(g), elementwise=False, tangent="linear")
 primitive("swapaxes", spellings=["numpy.swapaxes"], keywords=("axis1", "axis2"), method=True, sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: F.swapaxes(g, **p), elementwise=False, tangent="linear")
