@@ -59,9 +59,9 @@ TODAY = {
 }
 ISSUE_22 = {
     "linear": ["swapaxes"], "multilinear": ["convolve", "cross", "vdot"],
-    "explicit": ["cho_factor", "cho_solve", "cumprod"],
+    "explicit": ["cho_factor", "cho_solve", "cumprod", "cumprod_grad", "cho_factor_grad", "cho_solve_grad_c"],
     "linear_in_first": ["cumprod_tangent"], "bilinear": ["convolve_grad", "inner_grad_a", "inner_grad_b"],
-    None: ["cho_factor_grad", "cho_factor_tangent", "cho_solve_grad_c", "cho_solve_tangent", "cumprod_grad"],
+    None: ["cho_factor_tangent", "cho_solve_tangent", "cumprod_grad_tangent", "cho_solve_grad_c_tangent"],
 }
 for _cls, _names in ISSUE_22.items():
     TODAY[_cls] = TODAY[_cls] + _names

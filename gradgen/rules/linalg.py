@@ -132,14 +132,31 @@ helper("cho_solve_grad_c", '''def cho_solve_grad_c(g, factor, x):
     G = -np.outer(gb, x) if np.ndim(x) == 1 else -gb @ x.T
     d = np.tril((G + G.T) @ L)
     return d if lower else d.T
-''', needs=(), tangent=None)
+''', needs=(), tangent="explicit")
+helper("cho_solve_grad_c_tangent", '''def cho_solve_grad_c_tangent(g, factor, x, dfactor, dx):
+    """How cho_solve_grad_c(g, factor, x) changes as the factor and x move along dfactor and
+    dx, g fixed (a second derivative): a^-1 g moves by -a^-1 da a^-1 g (da = dL L^T + L dL^T),
+    G with it and with x, and (G + G^T) L by its product rule."""
+    c, lower = factor
+    dc = dfactor[0] if isinstance(dfactor, tuple) else np.zeros(np.shape(c))  # (0.0: the factor stays)
+    L, dL = (np.tril(c), np.tril(dc)) if lower else (np.triu(c).T, np.triu(dc).T)
+    dx = np.broadcast_to(dx, np.shape(x))
+    gb = scipy.linalg.cho_solve(factor, g)
+    dgb = -scipy.linalg.cho_solve(factor, (dL @ L.T + L @ dL.T) @ gb)
+    if np.ndim(x) == 1:
+        G, dG = -np.outer(gb, x), -(np.outer(dgb, x) + np.outer(gb, dx))
+    else:
+        G, dG = -gb @ x.T, -(dgb @ x.T + gb @ dx.T)
+    d = np.tril((dG + dG.T) @ L + (G + G.T) @ dL)
+    return d if lower else d.T
+''')
 helper("cho_factor_grad", '''def cho_factor_grad(g, c, lower=False):
     """Gradient of (c, lower) = scipy.linalg.cho_factor(a, lower) with respect to a, given g,
     the gradient of c: cholesky's, on the triangle of a that cho_factor reads."""
     if lower:
         return cholesky_grad(np.tril(g), np.tril(c))
     return cholesky_grad(np.triu(g).T, np.triu(c).T).T
-''', needs=("cholesky_grad",))
+''', needs=("cholesky_grad",), tangent="explicit")
 helper("cho_factor_tangent", '''def cho_factor_tangent(da, c, lower=False):
     """Tangent of (c, lower) = scipy.linalg.cho_factor(a, lower) along da: cholesky's,
     dL = L Phi(L^-1 da L^-T), on the factor's triangle (lower is a flag: tangent 0). Only the
