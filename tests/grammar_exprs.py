@@ -103,6 +103,8 @@ HELPERS = {
                "    return h"],
     "penalty": ["def penalty(w, f_grad=0.5):", "    return f_grad * np.sum(w ** 2)"],
     "rms": ["def rms(v, eps=1.0):", "    return np.sqrt(np.mean(v * v) + eps)"],
+    # a number made by a contraction, in a helper (issue 22: a loss of its own too)
+    "dot": ["def dot(a, b):", "    return np.einsum('i,i->', np.ravel(a), np.ravel(b))"],
 }
 # functions f never calls, whose parameters take the names of f's generated functions
 AUX = [["def descend(x0, f_grad):", "    x = x0", "    for i in range(3):", "        x = x - 0.1 * f_grad(x)",
@@ -500,7 +502,11 @@ class ExprGrammar:
                 return None
             args.append(w)
             probes.append(w)
-        extra = {"act": "slope", "affine": "c", "penalty": "f_grad", "rms": "eps", "smooth": None}[name]
+        if name == "dot":  # (with a value of x's size)
+            other = self.choice(["np.tanh({})", "{} * 0.5", "np.sin({}) + 1.0"])
+            args.append(other.format(wrap(x, POW)))
+            probes.append(other.format(wrap(x, POW, True)))
+        extra = {"act": "slope", "affine": "c", "penalty": "f_grad", "rms": "eps", "smooth": None, "dot": None}[name]
         if extra and self.chance(0.5):  # the number default given a number or an array
             e = self.operand(depth) if name != "rms" else self.make("1.0 + np.square(" + x.text + ")")
             if e is not None:

@@ -20,20 +20,29 @@ class Places:
     around it (outermost first)."""
 
     def __init__(self, fn):
-        self.fn, self.order, self.loops, self.bindings = fn, {}, {}, {}
-        self._visit(fn.body, ())
+        self.fn, self.order, self.loops, self.bindings, self.path, self.end = fn, {}, {}, {}, {}, {}
+        self._visit(fn.body, (), ())
         self.params = {p.name for p in fn.params}
 
-    def _visit(self, stmts, loops):
-        for s in stmts:
+    def _visit(self, stmts, loops, path):
+        for k, s in enumerate(stmts):
             self.order[id(s)], self.loops[id(s)] = len(self.order), loops
+            self.path[id(s)] = path + ((id(stmts), k),)  # (each block on the way, and the place in it)
             if isinstance(s, Assign):
                 self.bindings.setdefault(s.target, []).append(s)
             if isinstance(s, If):
-                self._visit(s.body, loops)
-                self._visit(s.orelse, loops)
+                self._visit(s.body, loops, self.path[id(s)])
+                self._visit(s.orelse, loops, self.path[id(s)])
             elif isinstance(s, (For, While)):
-                self._visit(s.body, loops + (s,))
+                self._visit(s.body, loops + (s,), self.path[id(s)])
+                self.end[id(s)] = len(self.order) - 1  # (its last statement's place)
+
+    def runs_before(self, s, t):
+        """Whether `s` runs before `t` whenever `t` runs: in a block `t` is in (or one around
+        it), before it."""
+        ps, pt = self.path[id(s)], self.path[id(t)]
+        k = len(ps) - 1
+        return len(pt) > k and ps[:k] == pt[:k] and ps[k][0] == pt[k][0] and ps[k][1] < pt[k][1]
 
 
 def untouched(places, write, name, bound, changed):
@@ -59,7 +68,7 @@ def _apart(places, b, write, bound):
         return False
     if not places.loops[id(b)] and not places.loops[id(write)] and places.order[id(write)] < places.order[id(b)]:
         return True  # the write runs before the view is made
-    if not all(_rebinds_in_place(s, x) or _fresh(s, bound) for s in places.bindings.get(x, ())):
+    if _rebound_between(places, b, write, bound):
         return False  # x rebound to another name's array (a view of it: row j of which?)
     view = _items(b.expr.params, b.expr.args[1:])
     into = _items(write.expr.params, write.expr.args[2:])
@@ -70,6 +79,25 @@ def _apart(places, b, write, bound):
 def _made_by(o):
     """An array by where it comes from: this trip's and an earlier trip's of one statement alike."""
     return ("made", o[1]) if o[0] == "older" else o
+
+
+def _rebound_between(places, b, write, bound):
+    """Whether x (the write's array) may be bound again, to a view or another name's array,
+    between b and a later run of the write: inside the loop the two share, else from b (or
+    the loop around it) to the write (or the end of the loop around it)."""
+    x, common = write.target, _common(places, b, write)
+    lo, hi = places.order[id(b)], places.order[id(write)]
+    if not common:
+        around_b = [loop for loop in places.loops[id(b)]]
+        around_write = [loop for loop in places.loops[id(write)]]
+        lo = places.order[id(around_b[0])] if around_b else lo
+        hi = places.end[id(around_write[0])] if around_write else hi
+    for s in places.bindings.get(x, ()):
+        if _rebinds_in_place(s, x) or _fresh(s, bound):
+            continue
+        if common and common[-1] in places.loops[id(s)] or not common and lo <= places.order[id(s)] <= hi:
+            return True
+    return False
 
 
 def _fresh(s, bound):
@@ -183,13 +211,11 @@ def _assigned_in(loop, name):
 
 
 def _fresh_around(places, loop, array, bound):
-    """Every loop around `loop` binds `array` to a new array in its own body before it, so
-    each run of `loop` writes into an array of its own."""
-    outer = places.loops[id(loop)]
-    for k, o in enumerate(outer):
-        inner = outer[k + 1] if k + 1 < len(outer) else loop
-        if not any(isinstance(s, Assign) and s.target == array and places.order[id(s)] < places.order[id(inner)]
-                   and bound.get(id(s)) and _fresh(s, bound) for s in o.body):
+    """Every loop around `loop` binds `array` to a new array inside it, before `loop` on
+    every way there, so each run of `loop` writes into an array of its own."""
+    for o in places.loops[id(loop)]:
+        inside = [s for s in walk(o.body) if isinstance(s, Assign) and s.target == array]
+        if not any(bound.get(id(s)) and _fresh(s, bound) and places.runs_before(s, loop) for s in inside):
             return False
     return True
 
@@ -212,15 +238,19 @@ class Copies:
         for s in walk(fn.body):
             if isinstance(s, (Assign, For)):
                 counts[s.target] = counts.get(s.target, 0) + 1
-                if isinstance(s, Assign) and not s.overwrites:
+                if isinstance(s, Assign):
                     self.defs[s.target] = s.expr
-        self.defs = {n: e for n, e in self.defs.items() if counts[n] == 1}
+        # (bound by one statement, in a loop too: every trip binds it to a value of that kind)
+        params = {p.name for p in fn.params}
+        self.defs = {n: e for n, e in self.defs.items() if counts[n] == 1 and n not in params}
         assumed = getattr(module, "assumed_shapes", None) or {}
         shapes = {p.name: assumed.get(p.name, getattr(p, "shape", None)) for p in fn.params}
         self.axes = {n for n, shape in shapes.items() if shape and n not in counts}
 
     def __call__(self, e):
-        """Whether `e` (a getitem) surely makes a new array."""
+        """Whether `e` (a getitem, or a path into a structured parameter) surely makes a new array."""
+        if isinstance(e, Call) and e.prim == "tree_get":  # `p['c'][idx]`: the path's last steps index
+            return any(self._advanced(x, 0) for x in e.args[1:])
         if not (isinstance(e, Call) and e.prim == "getitem"):
             return False
         layout, index = dict(e.params).get("index", ()), list(e.args[1:])
