@@ -344,3 +344,75 @@ def test_a_number_made_by_a_contraction_is_a_number(name):
     np.inner of matrices is a matrix (its gradient sums over the other's rows)."""
     at = {"a": np.array([0.5, -1.0, 2.0]), "b": np.array([1.5, 0.3, -0.2])} if name == "dot" else NUMBER_POINT
     _checked(HEAD + NUMBERS, name, at)
+
+
+MORE = textwrap.dedent('''
+    def stack_in_a_branch_of_a_loop(W, U, *, X, y):
+        total = 0.0
+        for k in range(2):
+            if k >= 0:
+                s = np.zeros((X.shape[0] + 1, U.shape[0]))
+                s[0] = y * (k + 1)
+                for t in range(X.shape[0]):
+                    h = s[t]
+                    s[t + 1] = np.tanh(X[t] @ W + h @ U)
+                total = total + np.sum(s ** 2)
+        return total
+
+
+    def stack_rebound_after_its_loop(W, U, *, X, y):
+        s = np.stack([y, y, y]) * 1.0
+        for t in range(2 - 1, -1, -1):
+            h = s[t + 1]
+            s[t] = np.tanh(h * 0.5 + X[t] @ W)
+        first = s[0]
+        s = first
+        return np.sum(s * (y @ U))
+
+
+    def copy_through_a_part(pair, w):
+        z = pair["c"]
+        sel = z[np.array([0, 0])]
+        sel += w
+        return np.sum(sel * z)
+
+
+    def copy_in_a_loop(w, *, X):
+        total = 0.0
+        for row in X:
+            y = X[np.array([1, 0])]
+            y -= row * w
+            total = total + np.sum(y ** 2) + np.sum(X * w)
+        return total
+''')
+MORE_POINTS = {
+    "stack_in_a_branch_of_a_loop": _point(), "stack_rebound_after_its_loop": _point(),
+    "copy_through_a_part": {"pair": {"c": np.array([0.4, -0.9]), "W": np.eye(2)}, "w": np.array([1.5, 0.3])},
+    "copy_in_a_loop": {"w": np.array([0.5, -1.5]), "X": FANCY_POINT["X"]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_POINTS))
+def test_what_the_grammar_fuzzer_drew(name):
+    """A stack made fresh in a branch of the outer loop (before the inner one on every way
+    there), one rebound after its loop (where no write follows), a copy read through a
+    structured parameter's part, and one in a loop (whose index a name holds there)."""
+    _checked(HEAD + MORE, name, MORE_POINTS[name])
+
+
+def test_a_stack_rebound_to_a_view_inside_its_loop_is_refused():
+    """`s = s[1:]` between the view and the write shifts the rows: row j of which array?"""
+    source = HEAD + textwrap.dedent('''
+        def f(W, *, X, y):
+            s = np.stack([y, y, y, y]) * 1.0
+            for t in range(2):
+                h = s[t + 1]
+                s = s[1:]
+                s[t] = np.tanh(h * 0.5 + X[t] @ W)
+            return np.sum(s ** 2)
+    ''')
+    with pytest.raises(CompileError) as caught:
+        compile_source(source, "views.py")
+    assert "would change the numbers of 'h' (a view of 's', line 8), which the gradient reads as they were; make " \
+           "it a copy where it is made ('h = s[t + 1].copy()')" in str(caught.value)
+    _checked(source.replace("h = s[t + 1]\n", "h = s[t + 1].copy()\n"), "f", _point())
