@@ -43,7 +43,8 @@ def refuse_shared_updates(fn, arrays, module, defaults_numbers=False):
             continue
         # read again before it is bound anew (`h = s[t]` on the next trip is not), and not
         # a row the write surely misses (`s[t + 1] = e`)
-        if any(not untouched(places, s, n, sharing.bound, sharing.changed[id(s)]) for n in sharers[id(s)] & live[id(s)]):
+        changed = sharing.changed[id(s)]
+        if any(not untouched(places, s, n, sharing.bound, changed) for n in sharers[id(s)] & live[id(s)]):
             op, name = _AUG_OPS.get(s.expr.prim, "+"), fn.display.get(s.target, s.target)  # as you wrote it
             where = types.SimpleNamespace(lineno=s.line, col_offset=s.col - 1)
             if s.expr.prim == "setitem":
@@ -80,7 +81,8 @@ def refuse_changes_the_gradient_reads(fn, arrays, module, needed, saved, default
                 raise error_at(where, f"{what} would change the numbers of {view[0]} (a view of '{name}', line "
                                       f"{view[1]}), which the gradient reads as they were; make it a copy where it "
                                       f"is made ('{view[2]}')", module)
-            fix = f"'{name} = {name}.copy()' just before it" if s.expr.prim == "setitem" else f"'{name} = {name} {op} ...'"
+            fix = f"'{name} = {name}.copy()' just before it" if s.expr.prim == "setitem" else \
+                f"'{name} = {name} {op} ...'"
             raise error_at(where, f"{what} would change an array another name held before (a copy or a view), "
                                   f"whose old numbers the gradient needs; write {fix}", module)
 
@@ -361,7 +363,8 @@ def _live_before(s, live, after, at_break, at_continue):
     if isinstance(s, (For, While)):  # at the head: the exit, or another trip (a `for` binds its target)
         head, bound = set(live), {s.target} if isinstance(s, For) else set()
         while True:
-            more = live | (_live_block(s.body, head, after, live, head) - bound) | (reads if isinstance(s, While) else set())
+            more = live | (_live_block(s.body, head, after, live, head) - bound)
+            more |= reads if isinstance(s, While) else set()
             if more <= head:
                 return head | reads
             head |= more

@@ -97,7 +97,7 @@ def _rows_of_arrays(expr, arrays):
     reduction along an axis (`np.prod(x, axis=0)` of a vector) unless it keeps its dims."""
     if isinstance(expr, Call) and expr.prim == "getitem" and all(k == "i" for k in dict(expr.params)["index"]):
         return False
-    if isinstance(expr, Call) and expr.prim in ("matmul", "dot", "inner", "squeeze"):  # squeeze: of a (1, 1) array, a number
+    if isinstance(expr, Call) and expr.prim in ("matmul", "dot", "inner", "squeeze"):  # (squeeze of (1, 1): a number)
         return False
     if isinstance(expr, Call) and expr.prim in _REDUCTIONS:  # along an axis of a vector: a number
         return bool(dict(expr.params).get("keepdims"))
