@@ -5,7 +5,11 @@ the row of `for row in X` or a helper's argument changes with it. gradgen differ
 `x += e` as a new value of x (as JAX does), which is the same program only where no other
 name reads the old array afterwards. This pass finds the names each update may reach (a
 points-to analysis over the lowered function) and refuses, with a located error, where one
-of them is read later; everywhere else the update compiles, in place as you wrote it.
+of them is read again before it is bound anew (a liveness analysis: `h = s[t]` at the top
+of each trip is not read after `s[t + 1] = e`), unless the write surely misses the rows it
+views (gradgen.analysis.overlap); everywhere else the update compiles, in place as you
+wrote it. A read with an array or boolean index (`y = X[idx]`) is a copy, which shares
+nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ def refuse_shared_updates(fn, arrays, module, defaults_numbers=False):
     """`x += e` on an array mutates it in place in your code, so every name sharing x's
     memory changes too: a copy `y = x`, or a view `y = x[1:]`. gradgen's gradient treats
     `x += e` as a new value of x, so where another name that may share x's memory there is
-    read after the update, it refuses rather than differentiate something else. A parameter
+    read again after the update (and `x[i] = e` may reach what it holds), it refuses rather
+    than differentiate something else. A parameter
     updated in place is fine: the gradient is of the function of its inputs as they were
     at the call (the generated code updates your array in place exactly where yours does)."""
     sharing = _Sharing(fn, arrays, array_facts.arrays_on_entry(fn, module, defaults_numbers), module=module)
