@@ -116,6 +116,8 @@ HELPERS = {
     "relax": ["def relax(h, rate=0.5):", "    k = 0", "    while True:", "        h = h - rate * np.tanh(h)",
               "        k += 1", "        if k >= 2:", "            return h"],
     "swirl": ["def swirl(a, b):", "    return a * 0.5 + b, b - 0.25 * a"],  # (a tuple: for `y[0], y[1] = ...`)
+    # a number made by a contraction, in a helper (issue 22: a loss of its own too)
+    "dot": ["def dot(a, b):", "    return np.einsum('i,i->', np.ravel(a), np.ravel(b))"],
 }
 # functions f never calls, whose parameters take the names of f's generated functions
 AUX = [["def descend(x0, f_grad):", "    x = x0", "    for i in range(3):", "        x = x - 0.1 * f_grad(x)",
@@ -524,8 +526,12 @@ class ExprGrammar:
                 return None
             args.append(w)
             probes.append(w)
+        if name == "dot":  # (with a value of x's size)
+            other = self.choice(["np.tanh({})", "{} * 0.5", "np.sin({}) + 1.0"])
+            args.append(other.format(wrap(x, POW)))
+            probes.append(other.format(wrap(x, POW, True)))
         extra = {"act": "slope", "affine": "c", "penalty": "f_grad", "rms": "eps", "smooth": None, "settle": None,
-                 "relax": "rate"}[name]
+                 "relax": "rate", "dot": None}[name]
         if extra and self.chance(0.5):  # the number default given a number or an array
             e = self.operand(depth) if name != "rms" else self.make("1.0 + np.square(" + x.text + ")")
             if e is not None:

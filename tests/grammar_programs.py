@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import grammar_records as records
-from grammar_exprs import ATOM, AUX, CONSTANTS, HELPERS, LIMIT, MATRIX_NAMES, POW, SCALAR_NAMES, \
+from grammar_exprs import ATOM, AUX, CONSTANTS, HELPERS, LIMIT, MATRIX_NAMES, MUL, POW, SCALAR_NAMES, \
     STRUCT_NAMES, VECTOR_NAMES, ExprGrammar, _leaf, _numeric, _Worlds, wrap
 
 
@@ -151,7 +151,7 @@ class GrammarBuilder(ExprGrammar):
     def statement(self) -> list | None:
         """One statement, kept only if it runs at every point; None if none fitted."""
         forms = ["assign"] * 8 + ["write", "write", "if", "if", "for", "for", "unpack", "accumulate", "indices",
-                                  "list", "append", "inactive"]
+                                  "list", "append", "inactive", "stack", "copy_update"]
         if self.depth >= 2:
             forms = [f for f in forms if f not in ("if", "for")]
         for _ in range(5):
@@ -372,6 +372,51 @@ class GrammarBuilder(ExprGrammar):
             self.bind(t, "num")
         return text, probe
 
+    def stmt_stack(self) -> list | None:
+        """A state stack (issue 22): `S = np.stack([e, e, e]) * 1.0` (k + 1 rows of floats), then
+        a loop that reads one row (`h = S[t]`, a view) and writes the next (`S[t + 1] = ...`),
+        or runs backwards (`h = S[t + 1]`, `S[t] = ...`): a row the write never reaches; the
+        view is read again after the write half the time."""
+        base, e = self.leaf(), self.expr(self.choice([0, 1, 2]))  # (neither reads S nor h: not bound yet)
+        if base is None or e is None:
+            return None
+        S, h, t = self.fresh(("S", "states", "hist")), self.fresh(("h", "prev", "cur")), self.fresh(("t", "step"))
+        k, backwards = self.choice([2, 3]), self.chance(0.3)
+        header = f"for {t} in range({k} - 1, -1, -1):" if backwards else f"for {t} in range({k}):"
+        read, row = (f"{S}[{t} + 1]", f"{S}[{t}]") if backwards else (f"{S}[{t}]", f"{S}[{t} + 1]")
+        acc = self.fresh(("acc", "out")) if self.chance(0.5) else None
+        rows = ", ".join([wrap(base, ATOM - 1)] * (k + 1))
+        pairs = [(f"{S} = np.stack([{rows}]) * 1.0", f"{S} = np.stack([{', '.join([wrap(base, ATOM - 1, True)] * (k + 1))}]) * 1.0")]
+        pairs += [(f"{acc} = 0.0",) * 2] if acc else []
+        body = [(f"{h} = {read}",) * 2,
+                (f"{row} = np.tanh({h} * 0.5 + {wrap(e, MUL)})", f"{row} = np.tanh({h} * 0.5 + {wrap(e, MUL, True)})")]
+        body += [(f"{acc} = {acc} + np.sum({h} * {row})",) * 2] if acc else []
+        pairs = self.commit(pairs + [(header, header), *_indent(body)])
+        if pairs is None:
+            return None
+        self.bind(S, "num")
+        if acc:
+            self.bind(acc, "num")
+        return pairs
+
+    def stmt_copy_update(self) -> list | None:
+        """`y = X[idx]` with a list or an array of integers (a copy, never a view: issue 22),
+        then updated in place (`y *= e`, `y += e`, `y[0] = e`); X may be read again later."""
+        space = self.worlds.spaces[0]
+        arrays = [n for n in self.names("num") if np.ndim(space[n]) >= 1]
+        e = self.expr(self.choice([0, 1]))
+        if not arrays or e is None:
+            return None
+        x, y = self.choice(arrays[-4:]), self.fresh(("y", "sel", "picked"))
+        index = self.choice(["[0, 1]", "[1, 0, 1]", "[-1, 0]", "np.array([0, 0])", "np.array([1, 0])", "np.arange(2)"])
+        update = self.choice([f"{y} *= ", f"{y} += ", f"{y} -= ", f"{y}[0] = "])
+        pairs = self.commit([(f"{y} = {x}[{index}]",) * 2, (update + e.text, update + e.probe)])
+        if pairs is None:
+            return None
+        self.bind(y, "num")
+        self.owned.add(y)
+        return pairs
+
     def stmt_unpack(self) -> list | None:
         """`W0, c0 = layers[0]`, `W, b = pair`, `top, rest = e` (e's first axis of length 2)."""
         options = []
@@ -414,10 +459,11 @@ class GrammarBuilder(ExprGrammar):
             return None
         start, scope, owned = self.worlds.snapshot(), copy.deepcopy(self.scope), set(self.owned)
         body = self.block(self.choice([1, 2, 3]))
-        kinds, bound = dict(self.scope.kinds), _bound(body)
-        self.worlds.spaces, self.scope = self.worlds.copy_of(start), copy.deepcopy(scope)
+        kinds, bound, owned_body = dict(self.scope.kinds), _bound(body), self.owned
+        self.worlds.spaces, self.scope, self.owned = self.worlds.copy_of(start), copy.deepcopy(scope), set(owned)
         orelse = self.block(self.choice([1, 2])) if self.chance(0.6) else []
         self.worlds.spaces = start
+        self.owned &= owned_body  # (a name is its own array after the `if` only if it is after either branch)
         if not body:
             return None
         pairs = [(f"if {cond[0]}:", f"if {cond[1]}:"), *_indent(body)]
@@ -435,7 +481,7 @@ class GrammarBuilder(ExprGrammar):
         """A loop over range, the rows of an array, zip, enumerate, a list or dict parameter,
         its .items() or .values(), or a list of (W, b) pairs; the body rebinds names freely,
         to values of other shapes too (`v = v[1:]`), and every trip runs at every point."""
-        form = self.choice(["range", "range", "range", "rows", "enumerate", "zip", "struct"])
+        form = self.choice(["range", "range", "range", "rows", "enumerate", "zip", "struct", "weights"])
         if self.annotated and form != "struct" and self.chance(0.5):  # (a record parameter: its loops often)
             form = "struct"
         start, scope = self.worlds.snapshot(), copy.deepcopy(self.scope)
@@ -470,7 +516,7 @@ class GrammarBuilder(ExprGrammar):
             t = self.fresh(("t", "step", "it"))
             self.bind(t, "int")
             return f"for {t} in range({self.choice([1, 2, 2, 3])}):", f"{t} = 0"
-        if form in ("rows", "enumerate", "zip"):
+        if form in ("rows", "enumerate", "zip", "weights"):
             m, m2 = self.choice(arrays), self.choice(arrays)
             a, i = self.fresh(("row", "xi", "col")), self.fresh(("i", "j"))
             b = self.fresh(("xb", "ub"))
@@ -480,6 +526,10 @@ class GrammarBuilder(ExprGrammar):
             if form == "enumerate":
                 self.bind(i, "int")
                 return f"for {i}, {a} in enumerate({m}):", f"{i}, {a} = 0, {m}[0]"
+            if form == "weights":  # a list written in the loop, zipped with an array's rows (issue 22)
+                weights = self.choice([[0.5, 1.5], [2.0, -1.0, 0.25], [1.0, 0.5, 0.5, -0.5]])
+                self.bind(b, "num")
+                return f"for {b}, {a} in zip({weights!r}, {m}):", f"{b}, {a} = {weights[0]!r}, {m}[0]"
             self.bind(b, "num")
             return f"for {a}, {b} in zip({m}, {m2}):", f"{a}, {b} = {m}[0], {m2}[0]"
         own = [n for n in structs if n in self.annotated]

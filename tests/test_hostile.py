@@ -38,7 +38,7 @@ from pathlib import Path
 import pytest
 
 from conftest import soaking
-from gradgen import CompileError, limits
+from gradgen import limits
 from gradgen.tools import cli
 from gradgen.frontend import parse
 from gradgen.api import HEADER_MARK, compile_source, load_module

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import importlib.util
 import inspect
 import subprocess
@@ -24,6 +25,7 @@ import scipy.optimize
 from gradgen import compile_source, load_module
 from gradgen.codegen import emit
 from gradgen.errors import CompileError
+from gradgen.rules import table
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).parent / "corpus"
@@ -315,7 +317,9 @@ def f(mu):
         "               ^")
 
 
-def test_hvp_refuses_a_second_derivative_it_has_no_rule_for():
+def test_hvp_refuses_a_second_derivative_it_has_no_rule_for(monkeypatch):
+    # np.cumprod's backward helper has its second derivative now (issue 22): the refusal is
+    # checked with that rule taken out of the table, as a helper with none is refused
     source = '''
 import numpy as np
 
@@ -324,6 +328,9 @@ def f(x):
     return np.sum(np.cumprod(x))
 '''
     assert compiled(source, ("grad", "jvp"))[1].f_jvp(np.array([2.0, 3.0]), dx=np.array([1.0, 0.0]))[1] == 4.0
+    hvp = compiled(source, ("grad", "hvp"))[1].f_hvp(np.array([2.0, 3.0]), dx=np.array([1.0, 0.0]))
+    np.testing.assert_allclose(hvp, [0.0, 1.0])  # of x0 + x0 x1: the Hessian [[0, 1], [1, 0]] along (1, 0)
+    monkeypatch.setitem(table.TABLE, "cumprod_grad", dataclasses.replace(table.TABLE["cumprod_grad"], tangent=None))
     with pytest.raises(CompileError) as info:
         compiled(source, ("grad", "hvp"))
     assert info.value.format() == (

@@ -164,6 +164,21 @@ CASES = {
     "cumprod_method": ("x.cumprod(axis=1)", lambda r: {"x": r.uniform(-1.5, 1.5, (3, 4))}),
     "cumprod_with_a_zero": ("np.cumprod(x)", lambda r: {"x": np.array([0.5, 0.0, 2.0, -1.5])}),
     "cumsum_axis": ("np.cumsum(x, axis=1) ** 2", lambda r: {"x": r.standard_normal((3, 4))}),
+    # issue 22's leftovers: convolve's modes, and the numbers np.vdot, np.inner and np.einsum make
+    "convolve_same": ("np.convolve(a, v, mode='same')", lambda r: {"a": r.standard_normal(5), "v": r.standard_normal(3)}),
+    "convolve_same_longer_kernel": ("np.convolve(a, v, 'same')",
+                                    lambda r: {"a": r.standard_normal(3), "v": r.standard_normal(6)}),
+    "convolve_valid": ("np.convolve(a, v, mode='valid')",
+                       lambda r: {"a": r.standard_normal(6), "v": r.standard_normal(3)}),
+    "convolve_valid_longer_kernel": ("np.convolve(a, v, mode='valid')",
+                                     lambda r: {"a": r.standard_normal(2), "v": r.standard_normal(4)}),
+    "vdot": ("np.vdot(a, b)", lambda r: {"a": r.standard_normal((2, 3)), "b": r.standard_normal(6)}),
+    "inner_vectors": ("np.inner(a, b)", lambda r: {"a": r.standard_normal(4), "b": r.standard_normal(4)}),
+    "inner_matrices": ("np.inner(a, b)", lambda r: {"a": r.standard_normal((3, 3)), "b": r.standard_normal((3, 3))}),
+    "inner_stacks": ("np.inner(a, b)", lambda r: {"a": r.standard_normal((2, 2, 3)), "b": r.standard_normal((4, 3))}),
+    "inner_number": ("np.inner(a, b)", lambda r: {"a": 0.7, "b": r.standard_normal((2, 3))}),
+    "einsum_to_a_number": ("np.einsum('ij,ij->', a, b)", lambda r: {"a": r.standard_normal((2, 3)),
+                                                                    "b": r.standard_normal((2, 3))}),
 }
 
 
@@ -212,7 +227,9 @@ def test_library_rule_matches_finite_differences(case):
 FORWARD_CASES = sorted({"cross", "cross_stack", "swapaxes", "swapaxes_method", "convolve", "convolve_longer_kernel",
                         "cho_factor_cho_solve", "cho_factor_lower_matrix", "norm", "norm_frobenius",
                         "norm_vector_ord_1", "cumprod", "cumprod_axis", "cumprod_method", "cumprod_with_a_zero",
-                        "cumsum_axis", "solve_triangular_lower", "solve_triangular_trans"})
+                        "cumsum_axis", "solve_triangular_lower", "solve_triangular_trans", "convolve_same",
+                        "convolve_same_longer_kernel", "convolve_valid", "convolve_valid_longer_kernel", "vdot",
+                        "inner_matrices", "inner_stacks", "einsum_to_a_number"})
 
 
 @pytest.mark.parametrize("case", FORWARD_CASES)
@@ -242,7 +259,8 @@ def test_every_library_rule_is_exercised():
                "solve", "inv", "det", "slogdet", "cholesky", "solve_triangular", "trace", "diag", "tril", "triu",
                "repeat", "tile", "roll", "atleast_2d", "atleast_3d", "meshgrid", "var", "std", "astype", "sort", "copy",
                "t_logpdf",
-               "take_along_axis", "cross", "swapaxes", "convolve", "cho_factor", "cho_solve", "norm", "cumprod"}
+               "take_along_axis", "cross", "swapaxes", "convolve", "cho_factor", "cho_solve", "norm", "cumprod",
+               "vdot", "inner", "einsum"}
     assert library <= set(TABLE)
     tried = {name for name in library if any(name in case for case in CASES)}
     assert tried == library
@@ -307,15 +325,26 @@ def test_cho_factor_named_then_passed_to_cho_solve():
     assert module.f_jvp(A, b, dA=E, db=e)[1] == pytest.approx(want, rel=1e-6)
 
 
-def test_cho_solve_of_an_unpacked_pair_is_refused_located():
-    # `c, low = cho_factor(A)` then cho_solve((c, low), b): the pair is rebuilt as a tuple, which
-    # passes no derivative in the lowering today (pass the pair cho_factor returns as it is)
-    source = HEADER + ("def f(A, b):\n    c, low = scipy.linalg.cho_factor(A)\n"
-                       "    return np.sum(scipy.linalg.cho_solve((c, low), b))\n")
-    with pytest.raises(CompileError) as info:
-        compile_source(source, "cho.py", wrt=["A", "b"])
-    assert (info.value.message, info.value.line) == (
-        "'A' is differentiated, but reaches tuple(), which has no derivative; leave it out with --wrt", 11)
+@pytest.mark.parametrize("lower", ["", ", lower=True"])
+def test_cho_factor_unpacked_then_passed_to_cho_solve_as_a_pair(lower):
+    # `c, low = cho_factor(A)` then cho_solve((c, low), b): the pair rebuilt is the pair, so
+    # the gradient flows as when it is passed whole; reverse and forward mode against central
+    # differences along a symmetric direction
+    source = HEADER + (f"def f(A, b):\n    c, low = scipy.linalg.cho_factor(A{lower})\n"
+                       "    return np.sum(scipy.linalg.cho_solve((c, low), b) * b)\n")
+    text = compile_source(source, "cho.py", emit_kinds=("grad", "jvp")).text
+    assert "scipy.linalg.cho_solve(c_low, b)" in text
+    module = load_module(text, "library_cho_unpacked")
+    namespace = {}
+    exec(compile(source, "<cho>", "exec"), namespace)  # noqa: S102 - our own test source
+    r = _rng("cho_unpacked" + lower)
+    A, b, E, e = spd(r, 3), r.standard_normal(3), r.standard_normal((3, 3)), r.standard_normal(3)
+    E = E + E.T
+    h = 1e-6
+    want = (namespace["f"](A + h * E, b + h * e) - namespace["f"](A - h * E, b - h * e)) / (2 * h)
+    gA, gb = module.f_grad(A, b)
+    assert np.sum(gA * E) + gb @ e == pytest.approx(want, rel=1e-6)
+    assert module.f_jvp(A, b, dA=E, db=e)[1] == pytest.approx(want, rel=1e-6)
 
 
 def test_norm_refuses_the_orders_it_has_no_rule_for():

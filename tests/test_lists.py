@@ -389,3 +389,48 @@ def test_forward_mode_follows_a_list_made_in_a_loop():
     (pw, pX), (mw, mX) = (module.nested_appends_grad(w + s * eps * dw, X + s * eps * dX) for s in (1, -1))
     assert hw == pytest.approx((pw - mw) / (2 * eps), rel=1e-6)
     np.testing.assert_allclose(hX, (pX - mX) / (2 * eps), rtol=1e-6, atol=1e-8)
+
+
+ZIPPED = textwrap.dedent('''
+    import numpy as np
+
+
+    def weighted(x, y):
+        parts = [np.sum(x ** 2), np.sum(np.sin(x) * y)]
+        total = 0.0
+        for w, p in zip([0.5, 1.0], parts):
+            total = total + w * p
+        return total
+
+
+    def weighted_arrays(x, y):
+        parts = [x * 2.0, np.sin(y)]
+        total = 0.0
+        for p, w in zip(parts, (0.5, 1.0)):
+            total = total + w * np.sum(p ** 2)
+        return total
+
+
+    def counted(x, y):
+        parts = [x * 2.0, np.sin(y)]
+        total = 0.0
+        for i, (w, p) in enumerate(zip([0.5, x[0]], parts)):
+            total = total + w * np.sum(p ** 2) + i
+        return total
+
+
+    def numbered(x, y):
+        for i, c in enumerate((1.0, 2.0)):
+            x = x * c + i
+        return np.sum(x * y)
+''')
+
+
+@pytest.mark.parametrize("name", ["weighted", "weighted_arrays", "counted", "numbered"])
+def test_a_literal_list_zipped_with_a_list_of_arrays(name):
+    """`for w, p in zip([0.5, 1.0], parts)`: the literal list is a list of its own, read by
+    index beside parts (an expression in it is differentiated too)."""
+    at = {"x": np.array([0.3, -0.5, 1.2]), "y": np.array([0.7, 0.1, -0.4])}
+    [report] = check_source(ZIPPED, "zipped.py", [name], at=at)
+    assert report.ok and report.points, report
+    assert all(row.ok for row in report.points[0].rows)

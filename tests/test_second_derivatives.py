@@ -1,6 +1,7 @@
 """Second derivatives through the backward pass's helpers (issue 22): forward mode's rule for
-prod_grad, einsum_grad, solve_grad_a, cholesky_grad and solve_triangular_grad_a (and for
-scipy.linalg.solve_triangular itself), checked by `--emit hessian` against central
+prod_grad, einsum_grad, solve_grad_a, cholesky_grad, solve_triangular_grad_a, cumprod_grad,
+cho_factor_grad, cho_solve_grad_c and inner_grad_a/b (and for scipy.linalg.solve_triangular
+itself), checked by `--emit hessian` against central
 differences of the generated gradient, and the Gaussian-process marginal likelihood of
 examples/gaussian_process.py the same way."""
 
@@ -55,7 +56,21 @@ CASES = {
     "norm": ("np.linalg.norm(x) ** 3", np.linspace(-1.0, 1.2, 6)),
     "solve_triangular_upper_trans": (f"np.sum(solve_triangular({_lower('x')}.T, np.reshape(x, (3, 3)), trans=1) ** 2)",
                                      np.linspace(-1.0, 1.3, 9)),
+    # and the last of them (cumprod, cho_factor/cho_solve), with np.inner's and np.vdot's
+    "cumprod": ("np.sum(np.cumprod(x) ** 2) + np.sum(np.cumprod(np.reshape(x, (2, 3)), axis=1) * np.arange(6.0).reshape(2, 3))",
+                np.array([0.5, -1.2, 2.0, 0.7, 1.1, -0.4])),
+    "cumprod_zero": ("np.sum(np.sin(np.cumprod(x)))", np.array([0.5, 0.0, 2.0, -1.5])),
+    "cho_factor_cho_solve": (f"np.sum(scipy.linalg.cho_solve(scipy.linalg.cho_factor({_spd('x')}), np.sin(x[:3])) ** 2)",
+                             np.linspace(-1.0, 1.3, 9)),
+    "cho_factor_lower_matrix": (f"np.sum(scipy.linalg.cho_solve(scipy.linalg.cho_factor({_spd('x')}, lower=True), "
+                                "np.reshape(x, (3, 3))[:, :2]) ** 2)", np.linspace(-1.0, 1.3, 9)),
+    "cho_factor_unpacked": (f"np.sum(scipy.linalg.cho_solve((c, low), x[:3]) * x[3:6])",
+                            np.linspace(-1.0, 1.3, 9)),
+    "inner": ("np.sum(np.inner(np.reshape(x, (2, 3)), np.reshape(x, (2, 3))) ** 2) + np.inner(x, x) ** 2",
+              np.linspace(-1.0, 1.2, 6)),
+    "vdot": ("np.vdot(np.reshape(x, (2, 3)), np.sin(x)) ** 2", np.linspace(-1.0, 1.2, 6)),
 }
+PREAMBLE = {"cho_factor_unpacked": f"    c, low = scipy.linalg.cho_factor({_spd('x')})\n"}
 
 
 def central_hessian(grad, x, h=1e-5):
@@ -75,7 +90,7 @@ def _check(hessian, grad, x):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_hessian_through_a_backward_helper_matches_central_differences(case):
     body, x = CASES[case]
-    source = HEADER + f"def f(x):\n    return {body}\n"
+    source = HEADER + f"def f(x):\n{PREAMBLE.get(case, '')}    return {body}\n"
     module = load_module(compile_source(source, f"{case}.py", emit_kinds=("grad", "hvp", "hessian")).text,
                          f"second_{case}")
     _check(module.f_hessian, module.f_grad, x)

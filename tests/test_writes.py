@@ -145,7 +145,11 @@ def test_a_write_into_an_array_an_earlier_name_held_is_refused():
         compile_source(source, filename="w.py")
     assert caught.value.format().splitlines()[0] == (
         "w.py:15:5: 'z[...] = ...' would change an array another name held before (a copy or a view), whose old "
-        "numbers the gradient needs; write 'z = z.copy()' first")
+        "numbers the gradient needs; write 'z = z.copy()' just before it")
+    advised = source.replace("    z[1, -2] = 0.5\n", "    z = z.copy()\n    z[1, -2] = 0.5\n")  # the advice works
+    at = {"a": np.array([[0.3, -0.2], [0.1, 0.4]]), "b": 0.2, "X": np.array([[0.5, -1.0], [2.0, 0.7]])}
+    [report] = check_source(advised, "w.py", ["f"], at=at)
+    assert report.ok, report
 
 
 def test_a_fresh_array_each_iteration_is_written_without_refusal():

@@ -5,20 +5,23 @@ the row of `for row in X` or a helper's argument changes with it. gradgen differ
 `x += e` as a new value of x (as JAX does), which is the same program only where no other
 name reads the old array afterwards. This pass finds the names each update may reach (a
 points-to analysis over the lowered function) and refuses, with a located error, where one
-of them is read later; everywhere else the update compiles, in place as you wrote it.
+of them is read again before it is bound anew (a liveness analysis: `h = s[t]` at the top
+of each trip is not read after `s[t + 1] = e`), unless the write surely misses the rows it
+views (gradgen.analysis.overlap); everywhere else the update compiles, in place as you
+wrote it. A read with an array or boolean index (`y = X[idx]`) is a copy, which shares
+nothing.
 """
 
 from __future__ import annotations
 
-import bisect
-import math
+import ast
 import types
 
 from gradgen.analysis import arrays as array_facts
+from gradgen.analysis.overlap import Copies, Places, untouched
 from gradgen.errors import error_at
 from gradgen.ir.nodes import (
-    Assign, Break, Call, Cond, Const, Continue, Effect, For, If, Var, While, expressions, subexpressions, variables,
-    walk
+    Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, expressions, variables, walk
 )
 from gradgen.rules.table import TABLE
 
@@ -31,26 +34,28 @@ def refuse_shared_updates(fn, arrays, module, defaults_numbers=False):
     """`x += e` on an array mutates it in place in your code, so every name sharing x's
     memory changes too: a copy `y = x`, or a view `y = x[1:]`. gradgen's gradient treats
     `x += e` as a new value of x, so where another name that may share x's memory there is
-    read after the update, it refuses rather than differentiate something else. A parameter
+    read again after the update (and `x[i] = e` may reach what it holds), it refuses rather
+    than differentiate something else. A parameter
     updated in place is fine: the gradient is of the function of its inputs as they were
     at the call (the generated code updates your array in place exactly where yours does)."""
-    sharers = _Sharing(fn, arrays, array_facts.arrays_on_entry(fn, module, defaults_numbers)).at_updates()
+    sharing = _Sharing(fn, arrays, array_facts.arrays_on_entry(fn, module, defaults_numbers), module=module)
+    sharers = sharing.at_updates()
     if not any(sharers.values()):  # no update any other name may see: nothing to place
         return
-    order, loops = _positions(fn.body)
-    reads = _reads(fn, order)
+    live, places = live_after(fn), Places(fn)
     for s in walk(fn.body):
         if id(s) not in sharers:
             continue
-        at = order[id(s)]
-        around = [span for span in loops if span[0] <= at < span[1]]
-        if any(_any_in(reads.get(n, []), at + 1, math.inf, around) for n in sharers[id(s)]):
+        # read again before it is bound anew (`h = s[t]` on the next trip is not), and not
+        # a row the write surely misses (`s[t + 1] = e`)
+        changed = sharing.changed[id(s)]
+        if any(not untouched(places, s, n, sharing.bound, changed) for n in sharers[id(s)] & live[id(s)]):
             op, name = _AUG_OPS.get(s.expr.prim, "+"), fn.display.get(s.target, s.target)  # as you wrote it
             where = types.SimpleNamespace(lineno=s.line, col_offset=s.col - 1)
             if s.expr.prim == "setitem":
                 raise error_at(where, f"'{name}[...] = ...' would change an array that may share memory with "
                                       f"another name (a copy or a view) read later; write into a copy "
-                                      f"('{name} = {name}.copy()' first)", module)
+                                      f"('{name} = {name}.copy()' just before it)", module)
             raise error_at(where, f"'{name} {op}= ...' would change an array that may share memory "
                                   f"with another name (a copy or a view); write "
                                   f"'{name} = {name} {op} ...'", module)
@@ -63,18 +68,49 @@ def refuse_changes_the_gradient_reads(fn, arrays, module, needed, saved, default
     numbers, not the ones the forward pass computed with (seed 1210 #366: `inputs = z`, a
     loop from it, then `z[1, -2] = 0.5`). Refused, with what to write. `saved`: updates the
     forward pass no longer does in place (it keeps the old value instead)."""
-    sharing = _Sharing(fn, arrays, array_facts.arrays_on_entry(fn, module, defaults_numbers), generated=True)
+    sharing = _Sharing(fn, arrays, array_facts.arrays_on_entry(fn, module, defaults_numbers), generated=True,
+                       module=module)
     sharing.at_updates()
+    places = Places(fn)
     for s in walk(fn.body):
         if id(s) not in sharing.held or (id(s) in saved and s.expr.prim != "setitem"):
             continue
-        if sharing.held[id(s)] & needed:
+        reached = sorted(n for n in sharing.held[id(s)] & needed
+                         if not untouched(places, s, n, sharing.bound, sharing.changed[id(s)]))
+        if reached:
             op, name = _AUG_OPS.get(s.expr.prim, "+"), fn.display.get(s.target, s.target)
             what = f"'{name}[...] = ...'" if s.expr.prim == "setitem" else f"'{name} {op}= ...'"
-            fix = f"'{name} = {name}.copy()' first" if s.expr.prim == "setitem" else f"'{name} = {name} {op} ...'"
             where = types.SimpleNamespace(lineno=s.line, col_offset=s.col - 1)
+            view = _view_made(fn, places, reached, s.target) if s.expr.prim == "setitem" else None
+            if view is not None:
+                raise error_at(where, f"{what} would change the numbers of {view[0]} (a view of '{name}', line "
+                                      f"{view[1]}), which the gradient reads as they were; make it a copy where it "
+                                      f"is made ('{view[2]}')", module)
+            fix = f"'{name} = {name}.copy()' just before it" if s.expr.prim == "setitem" else \
+                f"'{name} = {name} {op} ...'"
             raise error_at(where, f"{what} would change an array another name held before (a copy or a view), "
                                   f"whose old numbers the gradient needs; write {fix}", module)
+
+
+def _view_made(fn, places, names, array):
+    """For the first of `names` bound once, to a row (or slice) of `array` that the source
+    writes as `name = array[...]`: its name, line and the statement that makes it a copy."""
+    for n in names:
+        [*bindings] = places.bindings.get(n, ())
+        if len(bindings) != 1 or n in places.params:
+            continue
+        b = bindings[0]
+        if not (isinstance(b.expr, Call) and b.expr.prim == "getitem" and b.expr.args[0] == Var(array)):
+            continue
+        try:
+            [stmt] = ast.parse(b.source or "").body
+        except (SyntaxError, ValueError):
+            continue
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and isinstance(stmt.value, ast.Subscript):
+            shown = fn.display.get(n, n)
+            return f"'{shown}'", b.line, f"{stmt.targets[0].id} = {ast.get_source_segment(b.source, stmt.value)}.copy()"
+    return None
 
 
 # arguments the backward pass reads only for their shape (never their numbers)
@@ -117,12 +153,15 @@ class _Sharing:
     object; `x += e` changes x's object in place. Branches join, loops run to a fixed point,
     and `break`/`continue` carry their state to the loop's exit and head."""
 
-    def __init__(self, fn, arrays, on_entry, generated=False):
+    def __init__(self, fn, arrays, on_entry, generated=False, module=None):
         self.fn, self.arrays, self.on_entry, self.found = fn, arrays, on_entry, {}
+        self.copies = Copies(fn, module)  # reads that copy (`X[idx]`): no view
         self.generated = generated  # the generated code's arrays: `x_1 = x + e` under a new name is a new one
         self.ever = {}  # array -> every name that held it at some point (a saved old value may still)
         self.held = {}  # id(in-place update) -> every other name that ever held the array it changes
         self.vectors = set()  # id(statement) that makes a vector of numbers: `v[0]` of one is a number
+        self.bound = {}  # id(statement) -> the arrays it may bind its name to
+        self.changed = {}  # id(in-place update) -> the arrays it may change
 
     def at_updates(self):
         """id(`x += e` statement) -> the other names that may share the array it changes."""
@@ -175,12 +214,15 @@ class _Sharing:
             # append changes no element, so it is no update another name would see
             held = env.get(s.target, frozenset()) if e.prim == "append" else frozenset([("made", id(s))])
             for item in e.args[1:] if e.prim == "append" else e.args:
-                held |= _points_to(item, env, self.vectors) | ({("made", id(s))} if _new_array(item, self.arrays) else set())
+                held |= _points_to(item, env, self.vectors, self.copies) | (
+                    {("made", id(s))} if _new_array(item, self.arrays, self.copies) else set())
             env[s.target] = frozenset(held)
+            self.bound[id(s)] = self.bound.get(id(s), frozenset()) | held
             return
         if s.augmented and isinstance(e, Call) and e.args and isinstance(e.args[0], Var) \
                 and e.args[0].name in env and (_in_place(s) or not self.generated):
             objects = env[e.args[0].name]
+            self.changed[id(s)] = self.changed.get(id(s), frozenset()) | objects
             others = {n for n, o in env.items() if o & objects and n != s.target}
             if _in_place(s):  # every name that held the array before (`inputs = z`, then rebound)
                 self.held[id(s)] = self.held.get(id(s), set()) | (
@@ -191,8 +233,8 @@ class _Sharing:
         if s.number:  # `u: float = ...`: a number, which nothing shares
             env.pop(s.target, None)
             return
-        objects = _points_to(e, env, self.vectors)
-        if _new_array(e, self.arrays):
+        objects = _points_to(e, env, self.vectors, self.copies)
+        if _new_array(e, self.arrays, self.copies):
             if _vector_of_numbers(e, self.arrays, env, self.vectors):
                 self.vectors.add(id(s))
             # a new array, unlike any the statement made before (on an earlier iteration):
@@ -206,6 +248,7 @@ class _Sharing:
             objects = {older if o == made else o for o in objects} | {made}
         if objects:
             env[s.target] = frozenset(objects)
+            self.bound[id(s)] = self.bound.get(id(s), frozenset()) | objects
             for o in objects:
                 self.ever.setdefault(o, set()).add(s.target)
         else:
@@ -225,19 +268,22 @@ def _runs_at_least_once(s):
     return len(bounds) == len(s.iter.args) and len(range(*bounds)) > 0
 
 
-def _points_to(e, env, vectors=frozenset()):
+def _points_to(e, env, vectors=frozenset(), copies=None):
     """The arrays `e` may be as a reference to (or a view of) a name's; one integer index of
     a vector of numbers (a statement of `vectors` made it) is a number, which shares nothing
-    (`W0, c0 = np.array([a, b])`: soak seed 2004 #235)."""
+    (`W0, c0 = np.array([a, b])`: soak seed 2004 #235), and a read with an array or boolean
+    index (`copies`, gradgen.analysis.overlap.Copies: `X[idx]`, `X[X > 0]`) is a copy."""
     numbers_of = set()
     while isinstance(e, Call) and e.prim in _VIEWS and e.args:
+        if copies is not None and copies(e):
+            return set()
         if e.prim == "getitem" and dict(e.params).get("index") == ("i",) and not numbers_of:
             numbers_of = {("made", v) for v in vectors} | {("older", v) for v in vectors}
         e = e.args[0]
     if isinstance(e, Var):
         return set(env.get(e.name, ())) - numbers_of
     if isinstance(e, Cond):  # `x if c else y`: either
-        return _points_to(e.body, env, vectors) | _points_to(e.orelse, env, vectors)
+        return _points_to(e.body, env, vectors, copies) | _points_to(e.orelse, env, vectors, copies)
     return set()
 
 
@@ -263,17 +309,18 @@ def _vector_of_numbers(e, arrays, env=None, vectors=frozenset()):
         isinstance(length, Const) and type(length.value) is int or isinstance(length, Call) and length.prim == "len")
 
 
-def _new_array(e, arrays):
-    """Whether `e` may make a new array: arithmetic on arrays, or a 0-d array `_ZERO_D`
-    makes of numbers (not a reference to a name's, not a number)."""
+def _new_array(e, arrays, copies=None):
+    """Whether `e` may make a new array: arithmetic on arrays, a read that copies
+    (`X[idx]`), or a 0-d array `_ZERO_D` makes of numbers (not a reference to a name's, not
+    a number)."""
     if isinstance(e, Cond):
-        return _new_array(e.body, arrays) or _new_array(e.orelse, arrays)
+        return _new_array(e.body, arrays, copies) or _new_array(e.orelse, arrays, copies)
     if not isinstance(e, Call):
         return False
-    if e.prim in _ZERO_D:
+    if e.prim in _ZERO_D or copies is not None and copies(e):
         return True
     if e.prim in _VIEWS and e.prim not in ("float", "pos") and e.args:
-        return _new_array(e.args[0], arrays)
+        return _new_array(e.args[0], arrays, copies)
     return array_facts.may_be_array(e, arrays)
 
 
@@ -288,95 +335,45 @@ def _join(env, other):
 _ZERO_D = {"where", "ones_like", "zeros_like", "array", "squeeze", "transpose", "ravel"}
 
 
-def _positions(stmts):
-    """Each statement's place in source order, and the (start, end) places of each loop."""
-    order, loops = {}, []
-    for s in walk(stmts):
-        order[id(s)] = len(order)
-    for s in walk(stmts):
-        if isinstance(s, (For, While)):
-            inside = [order[id(t)] for t in walk(s.body)]
-            loops.append((order[id(s)], max(inside, default=order[id(s)]) + 1))
-    return order, loops
+def live_after(fn):
+    """id(statement) -> the names some path reads after it before binding them anew (a
+    backward liveness analysis: branches join, loops run to a fixed point, `break` goes to
+    the loop's exit and `continue` to its head). The result is read at the end."""
+    after = {}
+    end = {v.name for v in variables(fn.result)}
+    _live_block(fn.body, end, after, end, end)
+    return after
 
 
-def _reads(fn, order):
-    """Name -> the sorted places of the statements that read it (the result: at infinity)."""
-    reads = {}
-    for t in walk(fn.body):
-        for name in {v.name for e in expressions(t) for v in variables(e)}:
-            reads.setdefault(name, []).append(order[id(t)])
-    for v in variables(fn.result):
-        reads.setdefault(v.name, []).append(math.inf)
-    return reads
+def _live_block(stmts, live, after, at_break, at_continue):
+    """The names live before `stmts`, given those live after them."""
+    live = set(live)
+    for s in reversed(stmts):
+        after[id(s)] = after.get(id(s), set()) | live  # (a loop's fixed point only adds)
+        live = _live_before(s, live, after, at_break, at_continue)
+    return live
 
 
-def _any_in(places, lo, hi, spans):
-    """Is one of the sorted `places` in [lo, hi], or inside one of the loop `spans` (there,
-    every place comes again on the next iteration)?"""
-    ranges = [(lo, hi)] + [(a, b - 1) for a, b in spans]
-    return any(bisect.bisect_left(places, a) < len(places) and places[bisect.bisect_left(places, a)] <= b
-               for a, b in ranges)
+def _live_before(s, live, after, at_break, at_continue):
+    reads = {v.name for e in expressions(s) for v in variables(e)}
+    if isinstance(s, Assign):
+        return (live - {s.target}) | reads | ({s.target} if s.accumulate else set())
+    if isinstance(s, If):
+        return reads | _live_block(s.body, live, after, at_break, at_continue) | \
+            _live_block(s.orelse, live, after, at_break, at_continue)
+    if isinstance(s, Break):
+        return set(at_break)
+    if isinstance(s, Continue):
+        return set(at_continue)
+    if isinstance(s, (For, While)):  # at the head: the exit, or another trip (a `for` binds its target)
+        head, bound = set(live), {s.target} if isinstance(s, For) else set()
+        while True:
+            more = live | (_live_block(s.body, head, after, live, head) - bound)
+            more |= reads if isinstance(s, While) else set()
+            if more <= head:
+                return head | reads
+            head |= more
+    return (live | reads)
 
 
 _AUG_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@"}
-
-
-def refuse_calls_changing_what_the_gradient_reads(fn, active, needed, module):
-    """A call kept as written (gradgen.frontend.inactive) that may change a variable in place
-    (`x.sort()`, `np.copyto(buf, X)`, a function of another library given X): where the
-    gradient reads that variable's numbers (or a view's) from a statement before it or in the
-    same loop, or differentiates it, the backward pass (which reads `needed`) would read
-    changed numbers. Refused,
-    with the copy to work on; a call that changes data nobody differentiates runs as written."""
-    order, loops = _positions(fn.body)
-    reads = {}
-    for t in walk(fn.body):
-        if isinstance(t, Assign) and t.target in active:
-            for name in {v.name for v in variables(t.expr)}:
-                reads.setdefault(name, []).append(order[id(t)])
-    views = _views_of_names(fn)
-    for t in walk(fn.body):
-        for changed, (line, col), what in _changes_in_place(t):
-            at = order[id(t)]
-            around = [span for span in loops if span[0] <= at < span[1]]
-            for name in changed:
-                sharers = views.get(name, {name})
-                places = sorted(p for n in sharers for p in reads.get(n, []))
-                if sharers & active or sharers & needed and _any_in(places, 0, at, around):
-                    shown = fn.display.get(name, name)
-                    where = types.SimpleNamespace(lineno=line, col_offset=(col or 1) - 1)
-                    raise error_at(where, f"'{what}' may change '{shown}' in place, and the gradient reads "
-                                          f"'{shown}' as it was: work on a copy ('{shown} = {shown}.copy()' first)",
-                                   module)
-
-
-def _changes_in_place(t):
-    """(variables, (line, col), what) for each call in statement `t` that may change some."""
-    if isinstance(t, Effect) and t.changes:
-        yield t.changes, (t.line, t.col), " ".join(t.source.split()) if t.source else t.text
-    for e in expressions(t) if not isinstance(t, Effect) else ():
-        for c in subexpressions(e):
-            if isinstance(c, Call) and c.prim == "verbatim" and dict(c.params)["mutated"]:
-                params = dict(c.params)
-                yield params["mutated"], c.loc or (t.line, 1), params["what"]
-
-
-def _views_of_names(fn):
-    """Name -> the names that may share its array (itself, and views made of it by
-    getitem, reshape, .T, ...), followed through chains of views."""
-    made = {}
-    for t in walk(fn.body):
-        if isinstance(t, Assign) and isinstance(t.expr, Call) and t.expr.prim in _VIEWS and t.expr.args \
-                and isinstance(t.expr.args[0], Var):
-            made.setdefault(t.expr.args[0].name, set()).add(t.target)
-    out = {}
-    for name in made:
-        seen, todo = {name}, [name]
-        while todo:
-            for v in made.get(todo.pop(), ()):
-                if v not in seen:
-                    seen.add(v)
-                    todo.append(v)
-        out[name] = seen
-    return out

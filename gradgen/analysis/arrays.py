@@ -16,8 +16,7 @@ from gradgen.rules.table import TABLE
 
 # primitives whose result is a plain number whatever their input
 _SCALAR_RESULTS = {"len", "shape", "ndim", "size", "max", "min", "float", "int", "round", "sum_list",
-                   "tree_len", "tree_keys", "range_slice",
-                   "inner"} | {name for name, p in TABLE.items() if p.result == "number"}
+                   "tree_len", "tree_keys", "range_slice"} | {name for name, p in TABLE.items() if p.result == "number"}
 # reductions: a number unless axis= or keepdims= keep axes (the library's are marked in the table)
 _REDUCTIONS = {"sum", "mean", "prod", "amax", "amin"} | {name for name, p in TABLE.items() if p.result == "reduction"}
 # densities whose last axis is one point's coordinates: a number for one point, one per row for several
@@ -87,6 +86,11 @@ def _through_unary(e):
     return e
 
 
+def _contracted(expr):
+    """An einsum whose output subscript is empty (`np.einsum('i,i->', a, b)`): one number."""
+    return expr.prim == "einsum" and str(dict(expr.params).get("subscripts", "")).endswith("->")
+
+
 def _rows_of_arrays(expr, arrays):
     """may_be_array, except where a value of arrays may still be a number: indexing with
     integers only (`x[0]`, `x[i, j]`), a matrix product (`u @ v` of vectors), and a
@@ -95,7 +99,7 @@ def _rows_of_arrays(expr, arrays):
         return False
     if isinstance(expr, Call) and expr.prim == "verbatim":  # may be an array, as a parameter may: no evidence
         return False
-    if isinstance(expr, Call) and expr.prim in ("matmul", "dot", "squeeze"):  # squeeze: of a (1, 1) array, a number
+    if isinstance(expr, Call) and expr.prim in ("matmul", "dot", "inner", "squeeze"):  # (squeeze of (1, 1): a number)
         return False
     if isinstance(expr, Call) and expr.prim in _REDUCTIONS:  # along an axis of a vector: a number
         return bool(dict(expr.params).get("keepdims"))
@@ -242,7 +246,7 @@ def may_be_array(expr, arrays) -> bool:
         return False
     if expr.prim == "verbatim":  # the user's own text (gradgen.frontend.inactive): anything
         return True
-    if expr.ns == "math" or expr.prim in _SCALAR_RESULTS or TABLE[expr.prim].kind == "integer":
+    if expr.ns == "math" or expr.prim in _SCALAR_RESULTS or TABLE[expr.prim].kind == "integer" or _contracted(expr):
         return False
     if expr.prim in _REDUCTIONS:
         params = dict(expr.params)

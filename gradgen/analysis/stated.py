@@ -28,7 +28,7 @@ JAXTYPING = {"Float", "Float16", "Float32", "Float64", "Int", "Int8", "Int16", "
              "BFloat16", "Key"}
 _SAME_AS_FIRST = {"softmax", "log_softmax", "flip", "copy", "pos", "zeros_like", "ones_like",
                   "array", "astype"}
-_NUMBERS = {"len", "ndim", "size", "float", "int", "det", "logdet", "trace", "inner", "tree_len", "vdot"}
+_NUMBERS = {"len", "ndim", "size", "float", "int", "det", "logdet", "trace", "tree_len", "vdot"}
 _REDUCTIONS = {"sum", "mean", "prod", "amax", "amin", "std", "var", "logsumexp", "max", "min", "nansum", "nanmean", "norm"}
 
 
@@ -318,6 +318,28 @@ def _transpose(self, e, params):
     return tuple(shape[a] for a in axes)
 
 
+def _inner(self, e, params):
+    """np.inner(a, b): a's leading axes, then b's (a number for two vectors)."""
+    a, b = (self.of(x) for x in e.args)
+    if a is None or b is None:
+        return None
+    return b if not a else a if not b else a[:-1] + b[:-1]
+
+
+def _einsum(self, e, params):
+    """The output subscript's letters, each the length of an operand axis it names."""
+    inputs, _, output = str(params.get("subscripts", "")).partition("->")
+    lengths = {}
+    for letters, x in zip(inputs.split(","), e.args):
+        shape = self.of(x)
+        if shape is None or len(shape) != len(letters):
+            continue
+        for c, d in zip(letters, shape):
+            lengths.setdefault(c, d)
+    shape = tuple(lengths.get(c) for c in output)
+    return shape if None not in shape else None
+
+
 def _outer(self, e, params):
     a, b = (self.of(x) for x in e.args)
     return (a[0], b[0]) if a is not None and b is not None and len(a) == len(b) == 1 else None
@@ -431,4 +453,5 @@ def _stack(self, e, params):
 
 
 _RULES = {"stack": _stack, "matmul": _matmul, "T": _transpose, "transpose": _transpose, "outer": _outer, "getitem": _getitem,
-          "reshape": _reshape, "zeros": _made, "ones": _made, "expand_dims": _expand_dims, "ravel": _ravel}
+          "reshape": _reshape, "zeros": _made, "ones": _made, "expand_dims": _expand_dims, "ravel": _ravel,
+          "inner": _inner, "einsum": _einsum}

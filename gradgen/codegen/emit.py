@@ -379,24 +379,28 @@ HELPERS = {
     np.add.at(out, index, g)
     return out
 '''),
-    "prod_grad": ((), '''def prod_grad(g, x, axis=None, keepdims=False):
-    """Gradient of np.prod(x, axis) given g, the gradient of the product: g times the
-    product of the other elements (exact where x holds zeros, unlike prod / x)."""
-    x = np.asarray(x, dtype=float)
-    if x.ndim == 0:  # (np.prod of a number along axis 0, which NumPy allows: the number itself)
-        return g * np.ones_like(x)
+    "prod_rows": ((), '''def prod_rows(g, x, axis=None, keepdims=False):
+    """np.prod(x, axis) row by row: x with the reduced axes moved last and flattened into one
+    (its rows), g with the reduced axes put back, the order the axes moved in and their shape."""
     axes = range(x.ndim) if axis is None else np.atleast_1d(axis)
     axes = [int(a) % x.ndim for a in axes]
     if axis is not None and not keepdims:
         g = np.expand_dims(g, tuple(axes))
     order = [i for i in range(x.ndim) if i not in axes] + axes  # the reduced axes last
     moved = np.transpose(x, order)
-    rows = moved.reshape(moved.shape[: x.ndim - len(axes)] + (-1,))
+    return g, moved.reshape(moved.shape[: x.ndim - len(axes)] + (-1,)), order, moved.shape
+'''),
+    "prod_grad": (("prod_rows",), '''def prod_grad(g, x, axis=None, keepdims=False):
+    """Gradient of np.prod(x, axis) given g, the gradient of the product: g times the
+    product of the other elements (exact where x holds zeros, unlike prod / x)."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 0:  # (np.prod of a number along axis 0, which NumPy allows: the number itself)
+        return g * np.ones_like(x)
+    g, rows, order, shape = prod_rows(g, x, axis, keepdims)
     ones = np.ones(rows.shape[:-1] + (1,))
     before = np.cumprod(np.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
     after = np.cumprod(np.concatenate([ones, rows[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
-    others = (before * after).reshape(moved.shape)
-    return g * np.transpose(others, np.argsort(order))
+    return g * np.transpose((before * after).reshape(shape), np.argsort(order))
 '''),
     "concatenate_grad": ((), '''def concatenate_grad(g, parts, i, axis):
     """The piece of g that part i of np.concatenate(parts, axis) became."""
@@ -415,9 +419,12 @@ def helper_sources(used, records=False):
     """The definitions of the helpers in `used` and those they call, in a fixed order;
     `records`: those of a file that declares NamedTuples or dataclasses (gradgen.rules.records)."""
     table = {**HELPERS, **RECORD_HELPERS} if records else HELPERS
-    needed = set(used)
-    for name in used:
-        needed |= set(table[name][0])
+    needed, todo = set(), list(used)
+    while todo:  # (and those they call in turn)
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo.extend(table[name][0])
     return [table[name][1] for name in table if name in needed]
 
 

@@ -216,6 +216,8 @@ class CallLowering:
             return None
         if name == "subscripts" and isinstance(value, ast.Constant) and isinstance(value.value, str):
             return value.value  # np.einsum's, checked by _einsum_subscripts
+        if name == "mode" and isinstance(value, ast.Constant) and value.value in ("full", "same", "valid"):
+            return value.value  # np.convolve's
         if name == "dtype" and ast.unparse(value) in ("float", "np.float64", "numpy.float64", "'float64'"):
             return Spelled("float")
         if name == "dtype" and ast.unparse(value) in ("int", "np.int64", "np.int32", "numpy.int64", "'int'"):

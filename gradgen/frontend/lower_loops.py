@@ -148,9 +148,12 @@ class LoopLowering:
         if isinstance(node, ast.Name) and node.id in _stored_names(stmt.body):
             raise self.m.error(node, f"the loop assigns to '{node.id}', the sequence it runs over; "
                                      f"loop over a copy (`for ... in list_copy`) or give the new value another name")
-        if isinstance(node, (ast.Tuple, ast.List)):
-            raise self.m.error(node, "zip and enumerate run over arrays or parameters here; write the numbers as "
-                                     "np.array([...]) or a module-level tuple")
+        if isinstance(node, (ast.Tuple, ast.List)) and node.elts:  # zip([0.5, 1.0], parts): a list of its own
+            temp = self.namer.define(f"{name}_values")
+            self._emit(temp, self._call("list", tuple(self.expr(scope, e) for e in node.elts), "builtins", node), stmt,
+                       overwrites=self.loop_depth > 0)
+            self.lists.add(temp)
+            return Var(temp)
         items = self._list_arg(scope, node)
         if items is not None:
             return items

@@ -132,14 +132,31 @@ helper("cho_solve_grad_c", '''def cho_solve_grad_c(g, factor, x):
     G = -np.outer(gb, x) if np.ndim(x) == 1 else -gb @ x.T
     d = np.tril((G + G.T) @ L)
     return d if lower else d.T
-''', needs=(), tangent=None)
+''', needs=(), tangent="explicit")
+helper("cho_solve_grad_c_tangent", '''def cho_solve_grad_c_tangent(g, factor, x, dfactor, dx):
+    """How cho_solve_grad_c(g, factor, x) changes as the factor and x move along dfactor and
+    dx, g fixed (a second derivative): a^-1 g moves by -a^-1 da a^-1 g (da = dL L^T + L dL^T),
+    G with it and with x, and (G + G^T) L by its product rule."""
+    c, lower = factor
+    dc = dfactor[0] if isinstance(dfactor, tuple) else np.zeros(np.shape(c))  # (0.0: the factor stays)
+    L, dL = (np.tril(c), np.tril(dc)) if lower else (np.triu(c).T, np.triu(dc).T)
+    dx = np.broadcast_to(dx, np.shape(x))
+    gb = scipy.linalg.cho_solve(factor, g)
+    dgb = -scipy.linalg.cho_solve(factor, (dL @ L.T + L @ dL.T) @ gb)
+    if np.ndim(x) == 1:
+        G, dG = -np.outer(gb, x), -(np.outer(dgb, x) + np.outer(gb, dx))
+    else:
+        G, dG = -gb @ x.T, -(dgb @ x.T + gb @ dx.T)
+    d = np.tril((dG + dG.T) @ L + (G + G.T) @ dL)
+    return d if lower else d.T
+''')
 helper("cho_factor_grad", '''def cho_factor_grad(g, c, lower=False):
     """Gradient of (c, lower) = scipy.linalg.cho_factor(a, lower) with respect to a, given g,
     the gradient of c: cholesky's, on the triangle of a that cho_factor reads."""
     if lower:
         return cholesky_grad(np.tril(g), np.tril(c))
     return cholesky_grad(np.triu(g).T, np.triu(c).T).T
-''', needs=("cholesky_grad",))
+''', needs=("cholesky_grad",), tangent="explicit")
 helper("cho_factor_tangent", '''def cho_factor_tangent(da, c, lower=False):
     """Tangent of (c, lower) = scipy.linalg.cho_factor(a, lower) along da: cholesky's,
     dL = L Phi(L^-1 da L^-T), on the factor's triangle (lower is a flag: tangent 0). Only the
@@ -200,6 +217,37 @@ primitive("tril", spellings=["numpy.tril"], keywords=("k",), elementwise=False, 
 primitive("triu", spellings=["numpy.triu"], keywords=("k",), elementwise=False, tangent="linear",
           vjp=lambda g, out, a, **p: F.triu(g, **p))
 
+# np.inner(a, b): a's last axis summed against b's, the result of a's leading axes then b's
+# (one number for two vectors); the gradient sums g against the other operand's leading axes
+helper("inner_grad_a", '''def inner_grad_a(g, a, b):
+    """Gradient of np.inner(a, b) with respect to a, given g, the gradient of the result."""
+    if np.ndim(a) == 0:  # a number times b
+        return np.sum(g * b)
+    if np.ndim(b) == 0:
+        return g * b
+    k = np.ndim(b) - 1  # g's last k axes are b's leading ones
+    return np.tensordot(g, b, axes=(list(range(np.ndim(g) - k, np.ndim(g))), list(range(k))))
+''', tangent="bilinear", value_slots=(0, 2))
+helper("inner_grad_b", '''def inner_grad_b(g, a, b):
+    """Gradient of np.inner(a, b) with respect to b, given g, the gradient of the result."""
+    if np.ndim(b) == 0:
+        return np.sum(g * a)
+    if np.ndim(a) == 0:
+        return g * a
+    k = np.ndim(a) - 1  # g's first k axes are a's leading ones
+    return np.tensordot(g, a, axes=(list(range(k)), list(range(k))))
+''', tangent="bilinear", value_slots=(0, 1))
+primitive("inner", 2, spellings=["numpy.inner"], sympy=lambda a, b: a * b, elementwise=False, tangent="multilinear",
+          vjp=(lambda g, out, a, b: F.inner_grad_a(g, a, b), lambda g, out, a, b: F.inner_grad_b(g, a, b)))
+# np.vdot(a, b): the sum of a.ravel() * b.ravel() (real arrays of one size, of any shapes): one number
+def _vdot_grad(g, own, other):
+    """g times the other operand, in this one's shape (the same array: as it is)."""
+    return g * other if own == other else F.reshape(g * F.ravel(other), F.shape(own))
+
+
+primitive("vdot", 2, spellings=["numpy.vdot"], sympy=lambda a, b: a * b, elementwise=False, tangent="multilinear",
+          result="number", vjp=(lambda g, out, a, b: _vdot_grad(g, a, b), lambda g, out, a, b: _vdot_grad(g, b, a)))
+
 # np.einsum(subscripts, *operands), no index repeated within one operand, no `...`: the
 # gradient of operand i is the output's gradient contracted with the other operands back to
 # operand i's indices (and spread over the indices only operand i has)
@@ -225,4 +273,4 @@ primitive("einsum", None, spellings=["numpy.einsum"], keywords=("subscripts",), 
                                                                       Const(p["subscripts"])), None),))
 
 ARRAY_RULES.update({"einsum", "solve", "inv", "det", "slogdet", "cholesky", "solve_triangular", "trace", "diag", "tril",
-                    "triu", "cho_factor", "cho_solve", "cross"})
+                    "triu", "cho_factor", "cho_solve", "cross", "vdot"})

@@ -294,6 +294,26 @@ helper("cumprod_grad", '''def cumprod_grad(g, x, axis=None):
     for j in reversed(range(len(xs))):
         r[j] = gs[j] + (xs[j + 1] * r[j + 1] if j + 1 < len(xs) else 0.0)
     return np.moveaxis(before * r, 0, axis)
+''', tangent="explicit")
+helper("cumprod_grad_tangent", '''def cumprod_grad_tangent(g, x, dx, axis=None):
+    """How cumprod_grad(g, x, axis) changes as x moves along dx, g fixed (a second derivative):
+    before_j * r_j, each factor moved by the product rule of its own recurrence; no division."""
+    x = np.asarray(x, dtype=float)
+    if axis is None:
+        dx = np.ravel(np.broadcast_to(dx, np.shape(x)))
+        return np.reshape(cumprod_grad_tangent(np.ravel(g), np.ravel(x), dx, 0), np.shape(x))
+    xs, gs = np.moveaxis(x, axis, 0), np.moveaxis(np.asarray(g, dtype=float), axis, 0)
+    ts = np.moveaxis(np.broadcast_to(dx, np.shape(x)), axis, 0)
+    before, dbefore = np.zeros(xs.shape), np.zeros(xs.shape)
+    c, dc = np.ones(xs.shape[1:]), np.zeros(xs.shape[1:])
+    for j in range(len(xs)):  # the products before j, and how they move
+        before[j], dbefore[j] = c, dc
+        c, dc = c * xs[j], dc * xs[j] + c * ts[j]
+    r, dr = np.zeros(xs.shape), np.zeros(xs.shape)
+    for j in reversed(range(len(xs))):  # r_j = g_j + x_(j+1) r_(j+1), g fixed
+        r[j] = gs[j] + (xs[j + 1] * r[j + 1] if j + 1 < len(xs) else 0.0)
+        dr[j] = xs[j + 1] * dr[j + 1] + ts[j + 1] * r[j + 1] if j + 1 < len(xs) else 0.0
+    return np.moveaxis(dbefore * r + before * dr, 0, axis)
 ''')
 helper("cumprod_tangent", '''def cumprod_tangent(dx, x, axis=None):
     """Tangent of np.cumprod(x, axis) along dx: d_i = d_(i-1) x_i + c_(i-1) dx_i, c the
@@ -346,8 +366,6 @@ primitive("matmul", 2, spellings=["numpy.matmul", "numpy.dot"], op=ast.MatMult, 
 primitive("outer", 2, spellings=["numpy.outer"], sympy=operator.mul, elementwise=False, tangent="multilinear",
           vjp=(lambda g, out, a, b: F.reshape(Call("matmul", (g, F.ravel(b)), "op"), F.shape(a)),
                lambda g, out, a, b: F.reshape(Call("matmul", (F.ravel(a), g), "op"), F.shape(b))))
-primitive("inner", 2, spellings=["numpy.inner"], sympy=operator.mul, elementwise=False, tangent="multilinear",
-          vjp=(lambda g, out, a, b: g * b, lambda g, out, a, b: g * a))
 primitive("T", spellings=[], sympy=lambda x: x, vjp=lambda g, out, x: F.T(g), elementwise=False, tangent="linear")
 primitive("swapaxes", spellings=["numpy.swapaxes"], keywords=("axis1", "axis2"), method=True, sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: F.swapaxes(g, **p), elementwise=False, tangent="linear")
@@ -445,21 +463,15 @@ helper("prod_grad_tangent", '''def prod_grad_tangent(g, x, dx, axis=None, keepdi
     dx = np.broadcast_to(dx, x.shape)
     if x.ndim == 0:
         return 0.0 * dx
-    axes = range(x.ndim) if axis is None else np.atleast_1d(axis)
-    axes = [int(a) % x.ndim for a in axes]
-    if axis is not None and not keepdims:
-        g = np.expand_dims(g, tuple(axes))
-    order = [i for i in range(x.ndim) if i not in axes] + axes  # the reduced axes last
-    moved = np.transpose(x, order)
-    rows = moved.reshape(moved.shape[: x.ndim - len(axes)] + (-1,))
+    g, rows, order, shape = prod_rows(g, x, axis, keepdims)
     drows = np.transpose(dx, order).reshape(rows.shape)
     tangent = np.zeros(rows.shape)
     for j in range(rows.shape[-1]):  # element j's others: the row with x_j as 1 and dx_j as 0
         rest, drest = rows.copy(), drows.copy()
         rest[..., j], drest[..., j] = 1.0, 0.0
         tangent[..., j] = np.sum(prod_grad(1.0, rest, axis=-1, keepdims=True) * drest, axis=-1)
-    return g * np.transpose(tangent.reshape(moved.shape), np.argsort(order))
-''', needs=("prod_grad",))
+    return g * np.transpose(tangent.reshape(shape), np.argsort(order))
+''', needs=("prod_grad", "prod_rows"))
 
 
 # --- gradgen.stop_gradient, and calls of @gradgen.custom_vjp functions (gradgen/frontend/custom_calls.py) ---

@@ -123,7 +123,7 @@ helper("convolve_grad", '''def convolve_grad(g, v, a, mode="full"):
     full[start:start + len(g)] = g
     return np.correlate(full, v, "valid")
 ''', tangent="bilinear", value_slots=(0, 1))
-# (mode= is a string, which the lowering does not read as a static parameter yet: "full" only)
+# (mode= "full", "same" or "valid": a string the lowering reads as a static parameter)
 primitive("convolve", 2, spellings=["numpy.convolve"], keywords=("mode",), elementwise=False, tangent="multilinear",
           vjp=(lambda g, out, a, v, **p: F.convolve_grad(g, v, a, *_given(p, "mode")),
                lambda g, out, a, v, **p: F.convolve_grad(g, a, v, *_given(p, "mode"))))

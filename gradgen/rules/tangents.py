@@ -22,14 +22,14 @@ one place a derivative is written:
   zero             a made zero (`zero_gradient`): its tangent is zero.
   explicit         a few written out here (softmax, log_softmax, inv, solve, det, slogdet, sort,
                    cholesky, solve_triangular, cumprod, cho_factor, cho_solve), and the backward
-                   helpers of prod, einsum, solve, cholesky and solve_triangular (a second
-                   derivative: linear in the gradient they carry, plus how they move with the
-                   values they read).
+                   helpers of prod, einsum, solve, cholesky, solve_triangular, cumprod,
+                   cho_factor and cho_solve (a second derivative: linear in the gradient they
+                   carry, plus how they move with the values they read).
   none             a result that carries no derivative (comparisons, floor, len, np.zeros).
 
 The helpers make a Hessian-vector product (forward over reverse) possible. A primitive that
-declares no class is refused by name: never a silent wrong tangent (cumprod_grad, the helpers of
-cho_factor/cho_solve and mvn_logpdf: their second derivatives are not written yet).
+declares no class is refused by name: never a silent wrong tangent (mvn_logpdf's helper: its
+second derivative is not written yet; the tangent helpers themselves: no third derivatives).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def value_slots(prim, n):
 # a backward-pass helper, by the primitive whose gradient it computes (for messages)
 _HELPER_OF = {"prod_grad": "prod", "solve_grad_a": "solve", "cholesky_grad": "cholesky", "einsum_grad": "einsum",
               "solve_triangular_grad_a": "solve_triangular", "mvn_logpdf_grad": "mvn_logpdf",
-              "cumprod_grad": "cumprod"}
+              "cumprod_grad": "cumprod", "cho_factor_grad": "cho_factor", "cho_solve_grad_c": "cho_solve"}
 
 
 def spelling(prim):
@@ -256,6 +256,30 @@ def _einsum_grad(ts, out, g, operands, i, subscripts):
     return _plus(*terms)
 
 
+def _cumprod_grad(ts, out, g, x, *axis):
+    tg, tx = ts[:2]
+    return _plus(None if tg is None else F.cumprod_grad(tg, x, *axis),
+                 None if tx is None else F.cumprod_grad_tangent(g, x, tx, *axis))
+
+
+def _cho_factor_grad(ts, out, g, c, *lower):
+    # cholesky_grad's, on the triangle the factor holds (the upper one: transposed)
+    tg, tc = ts[:2]
+    moved = None
+    if tc is not None and lower and lower[0].value:
+        moved = F.cholesky_grad_tangent(F.tril(g), F.tril(c), F.tril(tc))
+    elif tc is not None:
+        moved = F.T(F.cholesky_grad_tangent(F.T(F.triu(g)), F.T(F.triu(c)), F.T(F.triu(tc))))
+    return _plus(None if tg is None else F.cho_factor_grad(tg, c, *lower), moved)
+
+
+def _cho_solve_grad_c(ts, out, g, factor, x):
+    tg, tf, tx = ts[:3]
+    moved = None if tf is None and tx is None else \
+        F.cho_solve_grad_c_tangent(g, factor, x, Const(0.0) if tf is None else tf, Const(0.0) if tx is None else tx)
+    return _plus(None if tg is None else F.cho_solve_grad_c(tg, factor, x), moved)
+
+
 def _cumprod(ts, out, x, axis=None):
     (t,) = ts
     return F.cumprod_tangent(t, x, *(() if axis is None else (Const(axis),)))
@@ -282,5 +306,6 @@ EXPLICIT = {"softmax": _softmax, "log_softmax": _log_softmax, "inv": _inv, "solv
             "slogdet": _slogdet, "sort": _sort, "cholesky": _cholesky, "solve_triangular": _solve_triangular,
             "solve_grad_a": _solve_grad_a, "solve_triangular_grad_a": _solve_triangular_grad_a,
             "cholesky_grad": _cholesky_grad, "prod_grad": _prod_grad, "einsum_grad": _einsum_grad, "cumprod": _cumprod,
-            "cho_factor": _cho_factor, "cho_solve": _cho_solve}
+            "cho_factor": _cho_factor, "cho_solve": _cho_solve, "cumprod_grad": _cumprod_grad,
+            "cho_factor_grad": _cho_factor_grad, "cho_solve_grad_c": _cho_solve_grad_c}
 

@@ -256,6 +256,7 @@ _ARRAY_OPS = {  # NumPy on object arrays of sympy expressions
     "matmul": lambda t, e, a, p: np.dot(a[0], a[1]),
     "outer": lambda t, e, a, p: np.outer(a[0], a[1]),
     "inner": lambda t, e, a, p: np.inner(a[0], a[1]),
+    "vdot": lambda t, e, a, p: np.dot(np.ravel(a[0]), np.ravel(a[1])),
     "sum": lambda t, e, a, p: np.sum(np.asarray(a[0], dtype=object), **p),
     "mean": lambda t, e, a, p: np.mean(np.asarray(a[0], dtype=object), **p),
     "prod": lambda t, e, a, p: np.prod(np.asarray(a[0], dtype=object), **p),

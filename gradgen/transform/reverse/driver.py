@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from gradgen.analysis import activity, aliasing
+from gradgen.analysis import activity, aliasing, changes
 from gradgen.analysis import arrays as array_facts
 from gradgen.analysis import sameshape
 from gradgen.errors import CompileError
 from gradgen.ir import simplify
-from gradgen.ir.nodes import Assign, Call, Const, For, If, IndexAdd, Init, Save, Spelled, Var, While, variables, walk
+from gradgen.ir.nodes import (
+    Assign, Call, Const, For, If, IndexAdd, Init, Save, Spelled, Var, While, map_expressions, variables, walk
+)
 from gradgen.transform import cse
 from gradgen.transform.reverse import backward as reverse
 
@@ -61,7 +63,7 @@ def reverse_parts(module, fn, fnamer, wrt, seed=None):
     function and of the value-and-gradient function, and the gradient expressions. `seed`:
     the gradient of the result (1 for a gradient, the caller's cotangent for a vjp). The
     result is IR only: the caller (gradgen.api) writes it out."""
-    fn.body = reverse.record_decisions(fn.body, fnamer)
+    fn.body = reverse.record_decisions(_pairs_passed_whole(fn.body), fnamer)
     left_out = activity.left_out_parameters(fn, wrt)
     chosen = [p.name for p in fn.params if p.name not in left_out]
     act = activity.analyse(fn, chosen, module)
@@ -73,7 +75,7 @@ def reverse_parts(module, fn, fnamer, wrt, seed=None):
     adjoints = reverse.backward(fn, act, fnamer, fn.result_name, arrays, seed)
     needed = aliasing.numbers_read(adjoints.statements) | set(adjoints.targets.values())
     aliasing.refuse_changes_the_gradient_reads(fn, objects, module, needed, adjoints.saved, numbers)
-    aliasing.refuse_calls_changing_what_the_gradient_reads(fn, act.active, needed, module)
+    changes.refuse_calls_changing_what_the_gradient_reads(fn, act.active, needed, module)
     # the number defaults the in-place updates rely on: checked on entry
     numbers_checked = {p.name: () for p in fn.params if array_facts.number_default(p)} if numbers else {}
     structured = {p.name for p in fn.params if p.structured}
@@ -100,6 +102,41 @@ def reverse_parts(module, fn, fnamer, wrt, seed=None):
     where = "as --shapes gives them" if getattr(module, "assumed_shapes", None) else "as annotated"
     return Reversed(chosen, left_out, forward_grad, forward_value, backward, grads, value, stated, where,
                     frozenset(arrays), numbers_checked)
+
+
+# primitives whose result is a tuple of this many items, passed whole to another (cho_solve)
+_PAIRS = {"cho_factor": 2, "slogdet": 2}
+
+
+def _pairs_passed_whole(stmts):
+    """`c, low = cho_factor(A)` then `cho_solve((c, low), b)`: the tuple rebuilt from every
+    item of the pair, in order, is the pair itself (`cho_solve(c_low, b)`), which carries
+    the derivative (a tuple written out carries none: it is a shape or a flag)."""
+    counts, defs = {}, {}
+    for s in walk(stmts):
+        if isinstance(s, (Assign, For)):
+            counts[s.target] = counts.get(s.target, 0) + 1
+            if isinstance(s, Assign):
+                defs[s.target] = s.expr
+    once = {n: e for n, e in defs.items() if counts[n] == 1}
+
+    def item(e, k, size):
+        """The name of the pair of `size` items `e` is item k of (through a name bound once)."""
+        e = once.get(e.name, e) if isinstance(e, Var) else e
+        if not (isinstance(e, Call) and e.prim == "getitem" and dict(e.params).get("index") == ("i",)
+                and e.args[1] == Const(k) and isinstance(e.args[0], Var)):
+            return None
+        pair = once.get(e.args[0].name)
+        return e.args[0].name if isinstance(pair, Call) and _PAIRS.get(pair.prim) == size else None
+
+    def whole(e):
+        if isinstance(e, Call) and e.prim == "tuple" and e.args:
+            names = {item(a, k, len(e.args)) for k, a in enumerate(e.args)}
+            if len(names) == 1 and None not in names:
+                return Var(names.pop())
+        return e
+
+    return map_expressions(stmts, whole)
 
 
 def _shared(fn, forward, backward, fnamer, arrays):
