@@ -168,3 +168,18 @@ def test_a_call_that_changes_what_the_gradient_reads_is_refused_with_advice_that
     with pytest.raises(CompileError) as caught:
         compile_source(SORTS, "sorts.py", functions=[name], wrt=["w"])
     assert caught.value.format().splitlines()[0] == message
+
+
+def test_a_buffer_shaped_like_a_differentiated_value_is_data_until_written():
+    # GradBench's ode: `out = np.empty_like(y)` reads y for its shape only; the writes carry y
+    source = ("import numpy as np\n\n\ndef rhs(x, y):\n    out = np.empty_like(y)\n    out[0] = x[0]\n"
+              "    for i in range(1, len(y)):\n        out[i] = x[i] * y[i - 1]\n    return out\n\n\n"
+              "def loss(x, s=10):\n    y = np.zeros(len(x))\n    for _ in range(s):\n        y = y + rhs(x, y) / s\n"
+              "    return np.sum(y)\n")
+    from differences import central
+    ns = {}
+    exec(compile_source(source, "ode.py", functions=["loss"]).text, ns)
+    original = {}
+    exec(source, original)
+    x = np.array([0.3, 0.5, 0.7, 1.1])
+    np.testing.assert_allclose(ns["loss_grad"](x), central(original["loss"], x), rtol=1e-6)

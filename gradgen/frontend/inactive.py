@@ -105,6 +105,7 @@ def base_name(node):
 
 _FACTS = {"shape", "dtype", "ndim", "size"}
 _MEASURES = {"len", "shape", "ndim", "size"}  # len(x), np.shape(x), ...
+_LIKE = {"empty_like", "zeros_like", "ones_like", "full_like"}  # np.empty_like(y, ...): y's shape and dtype
 
 
 def _measured_only(node, scope):
@@ -118,8 +119,9 @@ def _measured_only(node, scope):
             (measured if inside else other).add(n.id)
             return
         fact = isinstance(n, ast.Attribute) and n.attr in _FACTS
-        measure = isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords and \
-            (getattr(n.func, "id", None) in _MEASURES or getattr(n.func, "attr", None) in _MEASURES)
+        called = getattr(n.func, "id", None) or getattr(n.func, "attr", None) if isinstance(n, ast.Call) else None
+        measure = isinstance(n, ast.Call) and n.args and (
+            called in _MEASURES and len(n.args) == 1 and not n.keywords or called in _LIKE)
         for child in ast.iter_child_nodes(n):
             visit(child, inside or fact or (measure and child is n.args[0]))
 
