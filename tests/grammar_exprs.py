@@ -123,7 +123,14 @@ HELPERS = {
 AUX = [["def descend(x0, f_grad):", "    x = x0", "    for i in range(3):", "        x = x - 0.1 * f_grad(x)",
         "    return np.sum(x)"],
        ["def objective(w, f_value_and_grad=1.0):", "    return f_value_and_grad * np.sum(np.tanh(w))"],
-       ["def report(f_grad, f_value_and_grad):", "    return np.sum(f_grad * f_value_and_grad)"]]
+       ["def report(f_grad, f_value_and_grad):", "    return np.sum(f_grad * f_value_and_grad)"],
+       # a whole file: what no derivative is asked of, beside the loss (issue 22, item 2)
+       ["def make_inputs(n=3):", "    rng = np.random.default_rng(0)", "    return {'x': rng.normal(size=n)}"],
+       ["def train(w, f_grad, steps=3):", "    for _ in range(steps):", "        w = w - 0.1 * f_grad(w)",
+        "    return w"],
+       ["def summary(values):", "    print(f'{len(values)} values')"],
+       ["if __name__ == '__main__':", "    print(make_inputs())", "", "", "def make_inputs():",
+        "    return {'n': 3}"]]
 CONSTANTS = [("SCALE", 0.3, 0.8), ("SHIFT", 0.5, -0.25), ("DECAY", 0.01, 0.2), ("TEMP", 1.5, 0.75)]
 
 # parameter kinds -> (names to take, how to build its value from dimensions (n, d, k))
