@@ -457,3 +457,13 @@ def test_a_long_functions_line_keeps_the_options_after_it(tmp_path, monkeypatch,
     status, out, err = run(capsys, "compile", "many.py")
     assert status == 0 and "backend: array-api (the backend of the module it replaced" in out
     assert len(err.splitlines()) == 300
+
+
+def test_a_local_variable_named_like_a_function_does_not_make_it_a_helper():
+    """Fuzz seed 2011 #659: `f, g = ...` in another function made the loss `f` that function's
+    helper, and a whole-file compile skipped it ("its result may be an array")."""
+    source = ("import numpy as np\n\n\ndef cell(a, b):\n    f, g = np.sin(a), b\n    return f * g\n\n\n"
+              "def f(a, b):\n    return np.sin(a) * b\n")
+    compiled = compile_source(source, "local.py")
+    assert [fn.name for fn in compiled.functions] == ["cell", "f"]
+    assert compiled.skipped == {}

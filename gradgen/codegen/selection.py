@@ -31,11 +31,18 @@ def skipped_before_compiling(module):
 
 
 def called_by(module, names):
-    """{function: the first of `names` that calls it or passes it by name}: a helper of theirs."""
+    """{function: the first of `names` that calls it or passes it by name}: a helper of theirs
+    (a local variable of the same name is not: `f, g = ...` in a helper never reads `def f`,
+    fuzz seed 2011 #659 skipped the loss f for it)."""
     found = {}
     for caller in names:
-        for node in own_nodes(module.functions[caller].body):
-            if isinstance(node, ast.Name) and node.id in module.functions and node.id != caller:
+        fnode = module.functions[caller]
+        args = fnode.args
+        local = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} | {
+            n.id for n in own_nodes(fnode.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        for node in own_nodes(fnode.body):
+            if isinstance(node, ast.Name) and node.id in module.functions and node.id != caller \
+                    and node.id not in local:
                 found.setdefault(node.id, caller)
     return found
 
