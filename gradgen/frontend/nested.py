@@ -49,6 +49,9 @@ def function_value(lowerer, scope, node):
     if qualified not in KINDS:
         return None
     fname, wrt = _arguments(m, scope, node, spelled)
+    if fname == lowerer.fnode.name or fname in lowerer.stack:
+        raise _refuse(m, node, f"'{spelled}({fname})' is needed to compile '{fname}' itself: gradgen compiles a "
+                               "nested derivative of another function; write the derivative out")
     text, name = _compiled(m, node, fname, wrt, qualified, spelled)
     return _inlinable(m, node, text, name, fname, spelled)
 
