@@ -223,3 +223,10 @@ def test_a_function_without_a_gradient_is_refused_at_the_inner_call(tmp_path):
 ])
 def test_forms_gradgen_does_not_nest_are_refused_where_written(tmp_path, function, message):
     assert refusal(tmp_path, REFUSALS, function).split("\n")[0] == message
+
+
+def test_the_python_api_compiles_a_nested_gradient_too(tmp_path):
+    import gradgen  # the public API, as a user calls it (the module above imports its parts)
+
+    _, user, _ = compiled(tmp_path, SIMULATION, "simulate")
+    assert_gradient(gradgen.grad(user.simulate), user.simulate, (X0, 1.5), {"v0": V0})

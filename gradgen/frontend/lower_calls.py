@@ -38,7 +38,7 @@ class CallLowering:
     # ---- calls -----------------------------------------------------------------------
     def _call_node(self, scope, node):
         func = node.func
-        derivative = nested.function_value(self, scope, node)
+        derivative = nested.function_value(self, scope, node, sigmoid_pattern)
         if derivative is not None:  # `force = gradgen.grad(potential)`: a function value, inlined where called
             return derivative
         if effects.is_draw(self.m, node, lambda n: _lookup(scope, n)):
@@ -120,7 +120,7 @@ class CallLowering:
         """The function value `node` calls, if it calls one by name: a same-file function, a
         nested def or lambda, a function passed in (`nonlinearity(x)`)."""
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Call):  # gradgen.grad(potential)(x)
-            return nested.function_value(self, scope, node.func)
+            return nested.function_value(self, scope, node.func, sigmoid_pattern)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             value = _lookup(scope, node.func.id)
             if isinstance(value, FUNCTION_VALUES):

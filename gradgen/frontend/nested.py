@@ -20,7 +20,7 @@ import ast
 import copy
 
 from gradgen.errors import CompileError
-from gradgen.frontend import inactive, lower_calls  # (lower_calls imports this module: read at call time)
+from gradgen.frontend import inactive
 from gradgen.frontend.closures import FunctionValue
 from gradgen.frontend.scopes import Scope, _lookup
 
@@ -34,9 +34,11 @@ compiler = None
 _ACTIVE = []  # the nested derivatives being compiled (a function whose gradient needs itself is refused)
 
 
-def function_value(lowerer, scope, node):
+def function_value(lowerer, scope, node, sigmoid_pattern):
     """The derivative `node` makes (`gradgen.grad(potential, wrt="x")`) as a function value
-    to inline where it is called; None if `node` is no call of gradgen's derivatives."""
+    to inline where it is called; None if `node` is no call of gradgen's derivatives.
+    `sigmoid_pattern` (gradgen.frontend.lower_calls', which imports this module) tells the
+    one helper of a generated module that is inlined as it is, the sigmoid."""
     m = lowerer.m
     if not isinstance(node, ast.Call):
         return None
@@ -53,7 +55,7 @@ def function_value(lowerer, scope, node):
         raise _refuse(m, node, f"'{spelled}({fname})' is needed to compile '{fname}' itself: gradgen compiles a "
                                "nested derivative of another function; write the derivative out")
     text, name = _compiled(m, node, fname, wrt, qualified, spelled)
-    return _inlinable(m, node, text, name, fname, spelled)
+    return _inlinable(m, node, text, name, fname, spelled, sigmoid_pattern)
 
 
 def _refuse(m, node, message):
@@ -121,7 +123,7 @@ def _compiled(m, node, fname, wrt, qualified, spelled):
     return cache[key]
 
 
-def _inlinable(m, node, text, name, fname, spelled):
+def _inlinable(m, node, text, name, fname, spelled, sigmoid_pattern):
     """The generated function, parsed and placed at `node`, as a FunctionValue whose closure
     holds the module-level helpers it calls."""
     tree = ast.parse(text)
@@ -134,7 +136,7 @@ def _inlinable(m, node, text, name, fname, spelled):
     helpers = {}
     for helper, hnode in defs.items():
         if any(isinstance(n, ast.Name) and n.id == helper for n in ast.walk(fnode)):
-            if lower_calls.sigmoid_pattern(hnode, m) is None:
+            if sigmoid_pattern(hnode, m) is None:
                 raise _refuse(m, node, f"the {_role(name, fname)} gradgen writes for '{fname}' calls its helper "
                                        f"'{helper}', which gradgen does not differentiate again: state the shapes "
                                        f"of '{fname}''s parameters (jaxtyping annotations) so that no broadcast "
