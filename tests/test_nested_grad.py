@@ -230,3 +230,52 @@ def test_the_python_api_compiles_a_nested_gradient_too(tmp_path):
 
     _, user, _ = compiled(tmp_path, SIMULATION, "simulate")
     assert_gradient(gradgen.grad(user.simulate), user.simulate, (X0, 1.5), {"v0": V0})
+
+
+SHAPES = '''
+import numpy as np
+import gradgen
+from jaxtyping import Float
+
+
+def sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+def response(w: float, x: Float[np.ndarray, "n"]):
+    return np.sum(sigmoid(x * w))
+
+
+def pairwise(x: Float[np.ndarray, "n"]):
+    d = x[:, None] - x[None, :]
+    return np.sum(np.cos(d) * d ** 2)
+
+
+def unstated(w, x):
+    return np.sum(sigmoid(x * w))
+
+
+def sensitivity(w, x):
+    return np.sum(gradgen.grad(response, wrt="w")(w, x) ** 2)
+
+
+def relax(x):
+    return np.sum(np.tanh(x - 0.1 * gradgen.grad(pairwise)(x)))
+
+
+def broadcast(w, x):
+    return gradgen.grad(unstated, wrt="w")(w, x) ** 2
+'''
+
+
+@pytest.mark.parametrize("function, args", [("sensitivity", (0.7, X)), ("relax", (X,))])
+def test_stated_shapes_and_a_helper_of_the_file_in_the_inner_function(tmp_path, function, args):
+    gen, user, _ = compiled(tmp_path, SHAPES, function)
+    assert_gradient(getattr(gen, f"{function}_grad"), getattr(user, function), args)
+
+
+def test_an_inner_gradient_that_undoes_a_broadcast_is_refused(tmp_path):
+    assert refusal(tmp_path, SHAPES, "broadcast").split("\n")[0] == (
+        "33:12: the gradient gradgen writes for 'unstated' calls its helper 'unbroadcast', which gradgen does not "
+        "differentiate again: state the shapes of the parameters of 'unstated' (jaxtyping annotations) so that no "
+        "broadcast needs undoing, or write the derivative of 'unstated' out as a function")

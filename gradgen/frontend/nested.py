@@ -139,7 +139,7 @@ def _inlinable(m, node, text, name, fname, spelled, sigmoid_pattern):
             if sigmoid_pattern(hnode, m) is None:
                 raise _refuse(m, node, f"the {_role(name, fname)} gradgen writes for '{fname}' calls its helper "
                                        f"'{helper}', which gradgen does not differentiate again: state the shapes "
-                                       f"of '{fname}''s parameters (jaxtyping annotations) so that no broadcast "
+                                       f"of the parameters of '{fname}' (jaxtyping annotations) so that no broadcast "
                                        f"needs undoing, or write the derivative of '{fname}' out as a function")
             helpers[helper] = FunctionValue(hnode)
     closure = Scope(copy.copy(fnode), helpers, set())
