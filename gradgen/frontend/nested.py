@@ -37,7 +37,7 @@ _ACTIVE = []  # the nested derivatives being compiled (a function whose gradient
 def function_value(lowerer, scope, node, sigmoid_pattern):
     """The derivative `node` makes (`gradgen.grad(potential, wrt="x")`) as a function value
     to inline where it is called; None if `node` is no call of gradgen's derivatives.
-    `sigmoid_pattern` (gradgen.frontend.lower_calls', which imports this module) tells the
+    `sigmoid_pattern` (gradgen.frontend.lower_calls's, which imports this module) tells the
     one helper of a generated module that is inlined as it is, the sigmoid."""
     m = lowerer.m
     if not isinstance(node, ast.Call):
