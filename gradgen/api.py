@@ -23,7 +23,7 @@ from gradgen.codegen import selection
 from gradgen.codegen import numba_jit as jits
 from gradgen.codegen.naming import ModuleNamer, identifiers, top_level_identifiers
 from gradgen.errors import CompileError
-from gradgen.frontend import closures, custom_calls, lower, parse, records
+from gradgen.frontend import closures, custom_calls, lower, nested, parse, records
 from gradgen.frontend.scopes import MAX_INLINED_NODES
 from gradgen.frontend.structured import NeedsStructure, UsedWhole
 from gradgen.ir import simplify
@@ -480,6 +480,20 @@ def _sigmoid_namespaces(fn):
 
 def _calls(expr):
     return (e for e in subexpressions(expr) if isinstance(e, Call))
+
+
+def nested_derivative(module, fname, wrt, kind, role):
+    """The module text gradgen writes for `fname`'s derivative (`kind` as --emit names it) and
+    the name of its `role` function, for a call `gradgen.grad(fname)` inside a function being
+    compiled (gradgen.frontend.nested): unguarded, so its body reads the file's constants."""
+    compiled = _compile_source(module.source, module.filename, [fname], wrt, (kind,), guarded=False,
+                               constants=dict(module.constants))
+    made = compiled.functions[0]
+    names = {"grad": made.grad_name, "value_and_grad": made.value_and_grad_name, **{m.kind: m.name for m in made.made}}
+    return compiled.text, names[role]
+
+
+nested.compiler = nested_derivative  # (the front end may not import this driver: it is handed the compiler)
 
 
 def load_module(text, name="gradgen_generated"):

@@ -9,6 +9,7 @@ it), `fold` (values known when compiling), `closures`,
 `structured_loops` (loops over their parts) and `records` (NamedTuples and dataclasses
 declared in the file), `effects` (print, assert, logging), `inactive` (code outside the
 subset kept as written, for the activity analysis to accept where no derivative flows) and
-`custom_calls` (reading `@gradgen.custom_vjp` rules). May import `gradgen.ir`, `gradgen.rules`,
+`custom_calls` (reading `@gradgen.custom_vjp` rules), `nested` (`gradgen.grad(f)` called inside a
+compiled function: compiled by gradgen, through the compiler gradgen.api hands it, and inlined). May import `gradgen.ir`, `gradgen.rules`,
 `gradgen.analysis`; never the transforms (an independent layer).
 """

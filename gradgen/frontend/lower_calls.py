@@ -9,7 +9,7 @@ import ast
 import builtins
 import operator
 
-from gradgen.frontend import custom_calls, effects, inactive
+from gradgen.frontend import custom_calls, effects, inactive, nested
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, own_nodes
 from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticList
 from gradgen.frontend.parse import constant_value
@@ -38,6 +38,9 @@ class CallLowering:
     # ---- calls -----------------------------------------------------------------------
     def _call_node(self, scope, node):
         func = node.func
+        derivative = nested.function_value(self, scope, node, sigmoid_pattern)
+        if derivative is not None:  # `force = gradgen.grad(potential)`: a function value, inlined where called
+            return derivative
         if effects.is_draw(self.m, node, lambda n: _lookup(scope, n)):
             return self._draw(scope, node)
         if isinstance(func, ast.Name) and func.id in self.m.classes:
@@ -116,6 +119,8 @@ class CallLowering:
     def _helper_node(self, scope, node):
         """The function value `node` calls, if it calls one by name: a same-file function, a
         nested def or lambda, a function passed in (`nonlinearity(x)`)."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Call):  # gradgen.grad(potential)(x)
+            return nested.function_value(self, scope, node.func, sigmoid_pattern)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             value = _lookup(scope, node.func.id)
             if isinstance(value, FUNCTION_VALUES):
