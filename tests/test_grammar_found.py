@@ -314,3 +314,12 @@ def test_the_tangent_of_a_transpose_of_a_number():
     value, derivative = generated.f_jvp(0.3, dc=1.0)
     assert derivative == pytest.approx(generated.f_grad(0.3), rel=1e-12)
     assert derivative == pytest.approx(central(load_module(source).f, np.array(0.3)), rel=1e-6)
+
+
+def test_the_gradient_of_a_result_that_is_a_reshape_is_a_float():
+    """Seed 2012 #114: `return np.squeeze(b.T)` of a (1, 1) b: the gradient was
+    np.reshape(1, ...), an array of integers; it is np.reshape(1.0, ...)."""
+    generated = load_module(compile_source("import numpy as np\n\n\ndef f(b):\n    return np.squeeze(b.T)\n",
+                                           "sq.py").text)
+    grad = generated.f_grad(np.array([[1.25]]))
+    assert grad.dtype == np.float64 and grad.shape == (1, 1) and grad[0, 0] == 1.0

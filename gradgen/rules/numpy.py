@@ -371,7 +371,15 @@ primitive("swapaxes", spellings=["numpy.swapaxes"], keywords=("axis1", "axis2"),
           vjp=lambda g, out, x, **p: F.swapaxes(g, **p), elementwise=False, tangent="linear")
 primitive("transpose", spellings=["numpy.transpose"], keywords=("axes",), method=True, sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: F.transpose(g, axes=_inverse(p.get("axes"))), tangent="linear")
-_reshaped = lambda g, out, x, *rest, **p: F.reshape(g, F.shape(x))  # noqa: E731 - any pure reshape
+def _reshaped(g, out, x, *rest, **p):
+    """Any pure reshape: g in x's shape; the seed 1 of a result that is such a reshape is 1.0
+    (np.reshape(1, (1, 1)) is an array of integers: fuzz seed 2012 #114)."""
+    if isinstance(g, Const) and type(g.value) is int:
+        g = Const(float(g.value))
+    return F.reshape(g, F.shape(x))
+
+
+
 primitive("reshape", 2, spellings=["numpy.reshape"], method=True, sympy=lambda x, s: x, vjp=(_reshaped, None),
           elementwise=False, tangent="linear")
 primitive("expand_dims", spellings=["numpy.expand_dims"], keywords=("axis",), sympy=lambda x, **p: x, vjp=_reshaped,
