@@ -166,7 +166,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         imports.add("math")  # written math.inf / math.nan
     text = emit.module_text(
         functools.partial(freshness.header_lines, shown, str(filename), module.sha256,
-                          options=generated.options(emit_kinds, shapes_from, functions),
+                          options=generated.options(emit_kinds, shapes_from, functions), imported=module.files_read,
                           extra=[generated.shapes_line(assumed, shapes_from), guards.constants_line(carried, shown) if guarded else None,
                                  guards.folded_line(module, carried, compiled_names),
                                  generated.functions_line(module, compiled_names, skipped)]),
