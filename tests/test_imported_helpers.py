@@ -147,3 +147,15 @@ def test_status_notices_an_edit_of_the_imported_file(tmp_path, monkeypatch):
     (tmp_path / "model_st.py").unlink()
     (entry,) = freshness.status("generated")
     assert entry.reason.startswith("model_st.py, which the source imports, is gone")
+
+
+def test_a_call_without_a_rule_inside_the_imported_helper_is_located_there(tmp_path):
+    path = _project(tmp_path, "model_nr", model="import scipy.special as sp\n\n\ndef feats(w):\n"
+                                                "    n = sp.comb(5, 2)\n    return sp.erfcx(w) * n\n",
+                    loss="import numpy as np\nfrom {name} import feats\n\n\ndef loss(w):\n"
+                         "    return np.sum(feats(w))\n")
+    with pytest.raises(CompileError) as caught:
+        compile_source(path.read_text(), str(path), functions=["loss"])
+    assert caught.value.format() == (f"{tmp_path / 'model_nr.py'}:6:12: no derivative rule for 'sp.erfcx' on the "
+                                     "value of 'w' (a differentiated parameter)\n        return sp.erfcx(w) * n\n"
+                                     "               ^")
