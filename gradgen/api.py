@@ -23,7 +23,7 @@ from gradgen.codegen import selection
 from gradgen.codegen import numba_jit as jits
 from gradgen.codegen.naming import ModuleNamer, identifiers, top_level_identifiers
 from gradgen.errors import CompileError
-from gradgen.frontend import closures, custom_calls, lower, nested, parse, records
+from gradgen.frontend import closures, custom_calls, local_imports, lower, nested, parse, records
 from gradgen.frontend.scopes import MAX_INLINED_NODES
 from gradgen.frontend.structured import NeedsStructure, UsedWhole
 from gradgen.ir import simplify
@@ -95,7 +95,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
     """`guarded`: constants as keyword arguments and shapes checked on entry (gradgen.codegen.guards);
     not for --jit numba, which compiles module globals as the constants they are. `keep`: see
     compile_source."""
-    module = parse.parse_module(source, filename)
+    module = local_imports.read_imports(parse.parse_module(source, filename))
     module.constants.update({k: v for k, v in (constants or {}).items() if k in module.constants})
     module.assumed_shapes = dict(assumed or {})
     selected = _select(module, functions)
@@ -166,7 +166,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         imports.add("math")  # written math.inf / math.nan
     text = emit.module_text(
         functools.partial(freshness.header_lines, shown, str(filename), module.sha256,
-                          options=generated.options(emit_kinds, shapes_from, functions),
+                          options=generated.options(emit_kinds, shapes_from, functions), imported=module.files_read,
                           extra=[generated.shapes_line(assumed, shapes_from), guards.constants_line(carried, shown) if guarded else None,
                                  guards.folded_line(module, carried, compiled_names),
                                  generated.functions_line(module, compiled_names, skipped)]),

@@ -103,7 +103,7 @@ CASES = [
     ("a helper of another file, not a missing rule", "from model import sq\n\n\ndef f(x):\n    return sq(x)\n", {},
      "bad.py:5:12: no derivative rule for 'sq' on the value of 'x' (a differentiated parameter); "
      "'sq' comes from 'model', which gradgen does not read: it differentiates functions of this "
-     "file and known library functions; copy the function into this file\n        return sq(x)\n"
+     "file, of the files beside it that it imports, and known library functions; copy the function into this file\n        return sq(x)\n"
      "               ^"),
     ("a draw from Python's random module", "import random\n\n\ndef f(x):\n    return x * random.random()\n", {},
      "bad.py:5:16: 'random.random()' draws from Python's random module, whose state the generated code cannot "

@@ -69,8 +69,8 @@ def test_an_active_value_into_a_call_without_a_rule_is_located_and_named():
               "    s = smooth(z)\n    return np.sum(s)\n")
     assert _refusal(source.replace("def loss(w, X)", "def loss(w, *, X)")) == (
         "loss.py:7:9: no derivative rule for 'smooth' on the value of 'z' (which depends on 'w'); 'smooth' comes "
-        "from 'mystery', which gradgen does not read: it differentiates functions of this file and known library "
-        "functions; copy the function into this file\n        s = smooth(z)\n            ^")
+        "from 'mystery', which gradgen does not read: it differentiates functions of this file, of the files beside "
+        "it that it imports, and known library functions; copy the function into this file\n        s = smooth(z)\n            ^")
 
 
 def test_a_method_without_a_rule_on_an_active_value():

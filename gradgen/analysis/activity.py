@@ -254,6 +254,8 @@ def no_rule_error(call, name, param, module):
     if not isinstance(refusal, NoRule):
         return refusal
     line, col = call.loc or (None, None)
+    if refusal.filename != module.filename:  # kept inside a helper imported from another file: located there
+        return CompileError(no_rule_message(call, name, param), refusal.filename, line, col, refusal.source_line)
     return CompileError(no_rule_message(call, name, param), module.filename, line, col, module.line_text(line))
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import operator
 
-from gradgen.frontend import custom_calls, effects, inactive, nested
+from gradgen.frontend import custom_calls, effects, inactive, local_imports, nested
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, own_nodes
 from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticList
 from gradgen.frontend.parse import constant_value
@@ -110,10 +111,16 @@ class CallLowering:
         library = qualified.split(".")[0]
         if library == "random":
             return _DRAW.format(call=ast.unparse(node))
+        found = local_imports.target(self.m, qualified)
+        if found is not None:  # a file beside this one, without that function
+            other, name = found
+            what = "a class" if name in other.classes else "rebound after its 'def'" if name in other.redefined \
+                else "not a function it defines"
+            return f"'{spelled}' names '{name}' of {other.filename}, which is {what} there"
         if library not in _LIBRARIES:
             return (f"'{spelled}' comes from '{qualified.rpartition('.')[0]}', which gradgen does not read: "
-                    "it differentiates functions of this file and known library functions; copy the "
-                    "function into this file")
+                    "it differentiates functions of this file, of the files beside it that it imports, and "
+                    "known library functions; copy the function into this file")
         return f"gradgen has no derivative rule for '{spelled}'"
 
     def _helper_node(self, scope, node):
@@ -127,7 +134,23 @@ class CallLowering:
                 return value
             if value is None and node.func.id in self.m.functions:
                 return FunctionValue(self.m.functions[node.func.id])
+            if value is not None or node.func.id in self.m.functions:
+                return None
+        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+            imported = local_imports.function(self.m, self.m.qualified(node.func))
+            if imported is not None:  # `predict(x)`, `m.predict(x)`: a function of the user's other file
+                return FunctionValue(imported)
         return None
+
+    @contextlib.contextmanager
+    def _in_module(self, module):
+        """Names resolve in `module` meanwhile (the file an imported helper is defined in: its
+        constants, its imports; its errors located there)."""
+        caller, self.m = self.m, module
+        try:
+            yield
+        finally:
+            self.m = caller
 
     def _method_call(self, scope, node):
         """`x.sum(axis=0)`, `x.reshape(n, -1)`, `x.dot(w)`: the NumPy function, `x` first."""
@@ -305,17 +328,23 @@ class CallLowering:
     def _inline(self, scope, node, hnode, unpacked=None, closure=None):
         """A call to a same-file function: the sigmoid primitive, or the helper's body inlined
         (`unpacked`: its call is unpacked into that many names; the result is then a tuple)."""
-        custom = custom_calls.custom_of(self.m, hnode)
+        home = local_imports.home(self.m, hnode)
+        custom = custom_calls.custom_of(home, hnode)
+        if custom is not None and home is not self.m:
+            raise self.m.error(node, f"'{hnode.name}' has a custom rule in {home.filename}, which gradgen does "
+                                     "not read from another file yet: copy the function and its rule into this file")
         if custom is not None:  # @gradgen.custom_vjp: its body's value, differentiated by its rule
             return custom_calls.lower_call(self, scope, node, custom, unpacked)
-        self._params(hnode, helper=True)  # decorators, ...: said of the helper before its call is matched
-        args = {name: _folded(value) for name, value in self._bind_arguments(scope, node, hnode).items()}
+        with self._in_module(home):
+            self._params(hnode, helper=True)  # decorators, ...: said of the helper before its call is matched
+        args = {name: _folded(value) for name, value in self._bind_arguments(scope, node, hnode, home).items()}
         self._inline_limits(node, hnode, args)
-        sigmoid_ns = sigmoid_pattern(hnode, self.m)
-        if sigmoid_ns is not None and unpacked is None:
-            self.helpers["sigmoid"] = self.sigmoid_name
-            return self._call("sigmoid", (args[hnode.args.args[0].arg],), sigmoid_ns, node)
-        return self._inline_bound(node, hnode, args, unpacked, closure)
+        with self._in_module(home):
+            sigmoid_ns = sigmoid_pattern(hnode, self.m)
+            if sigmoid_ns is not None and unpacked is None:
+                self.helpers["sigmoid"] = self.sigmoid_name
+                return self._call("sigmoid", (args[hnode.args.args[0].arg],), sigmoid_ns, node)
+            return self._inline_bound(node, hnode, args, unpacked, closure)
 
     def _inline_limits(self, node, hnode, args=None):
         """Refuse recursion on a depth known only when the code runs (`args`: the call's, by
@@ -370,8 +399,9 @@ class CallLowering:
         self.activations.pop()
         return result
 
-    def _bind_arguments(self, scope, node, hnode):
-        """Match a call's arguments to the helper's parameters, as Python would."""
+    def _bind_arguments(self, scope, node, hnode, home=None):
+        """Match a call's arguments to the helper's parameters, as Python would (its defaults
+        read in `home`, the file it is defined in)."""
         positional = [a.arg for a in hnode.args.args]
         names = parameter_names(hnode)
         bound = {}
@@ -394,7 +424,8 @@ class CallLowering:
             if name not in bound:
                 if name not in defaults:
                     raise self.m.error(node, f"'{hnode.name}' is missing its argument '{name}'")
-                bound[name] = self._function_default(defaults[name]) or Const(self._default(defaults[name], name))
+                with self._in_module(home or self.m):
+                    bound[name] = self._function_default(defaults[name]) or Const(self._default(defaults[name], name))
         return {name: bound[name] for name in names + ([hnode.args.vararg.arg] if hnode.args.vararg else [])}
 
     def _spread(self, scope, nodes):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from gradgen.errors import CompileError, Final
-from gradgen.frontend import comprehensions, inactive
+from gradgen.frontend import comprehensions, inactive, local_imports
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def
 from gradgen.frontend.known_lists import STATIC_VALUES
 from gradgen.frontend.parse import NAMED
@@ -303,8 +303,8 @@ class ExprLowering:
         if isinstance(self.m.constants.get(name), dict):
             raise self.m.error(node, f"'{name}' is a dict of numbers: read one by its key ({name}['key'])")
         if name in self.m.constants:
-            if scope.helper is not None and name in self.top_params:
-                return Const(self.m.constants[name])  # the caller's parameter shadows it
+            if scope.helper is not None and (name in self.top_params or self.m.imported):
+                return Const(self.m.constants[name])  # the caller's parameter shadows it; another file's
             return Var(name)
         if name in self.m.not_constants:
             what = self.m.not_constants[name][1]
@@ -325,6 +325,9 @@ class ExprLowering:
             return Call(found[0], (), found[1])
         if qualified is not None and qualified in NAMED:
             return Const(NAMED[qualified])
+        imported = local_imports.constant(self.m, qualified)
+        if imported is not None:  # `m.SCALE`: a constant of the user's other file
+            return Const(imported[1])
         if found is not None:  # `np.tanh` named without a call: a function value
             return LibraryFunction(qualified, ast.unparse(node))
         if isinstance(node, ast.Attribute) and qualified is None and node.attr in _FACTS | {"T"}:

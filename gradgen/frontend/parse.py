@@ -61,6 +61,13 @@ class Module:
     records: dict = field(default_factory=dict)  # name -> its gradgen.frontend.records.Record, once read
     redefined: dict = field(default_factory=dict)  # name -> (its ast.FunctionDef, the statement rebinding it)
     lines: list = field(default_factory=list)
+    # the user's files it imports (gradgen.frontend.local_imports): dotted name -> Module, each
+    # function of them -> the Module defining it, (path, sha256) of each file read; imported:
+    # this Module is one of those files (its constants fold where its functions are inlined)
+    local: dict = field(default_factory=dict)
+    homes: dict = field(default_factory=dict)
+    files_read: list = field(default_factory=list)
+    imported: bool = False
 
     def line_text(self, lineno):
         if lineno is None or not 1 <= lineno <= len(self.lines):

@@ -1,0 +1,161 @@
+"""Helpers imported from the user's own files beside the compiled one (`from model import
+predict`, `import model as m`): read, never run, inlined with their names resolved in their
+own file; the header records each file read, and `status` notices when one changes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gradgen import CompileError, compile_source
+from gradgen.codegen import freshness
+from gradgen.verify.check import check_source
+
+MODEL = '''import numpy as np
+
+SCALE = 2.0
+
+
+def predict(w, x):
+    return np.tanh(SCALE * x @ w)
+
+
+def shift(v, by=SCALE):
+    return v + by
+'''
+
+LOSS = '''import numpy as np
+from {name} import predict, SCALE as K
+import {name} as m
+
+SCALE = 5.0
+
+
+def loss(w, *, x, y):
+    r = predict(w, x) - y
+    return np.sum(r ** 2) + m.SCALE * np.sum(m.shift(m.predict(w, x))) + K
+'''
+
+
+def _project(tmp_path, name, model=MODEL, loss=LOSS):
+    (tmp_path / f"{name}.py").write_text(model)
+    path = tmp_path / "loss.py"
+    path.write_text(loss.format(name=name))
+    return path
+
+
+def _point():
+    rng = np.random.default_rng(0)
+    return {"w": rng.normal(size=3), "x": rng.normal(size=(4, 3)), "y": rng.normal(size=4)}
+
+
+def test_a_helper_imported_both_ways_is_inlined_and_its_gradient_checks(tmp_path):
+    path = _project(tmp_path, "model_both")
+    compiled = compile_source(path.read_text(), str(path))
+    assert "import model_both" not in compiled.text and "from model_both" not in compiled.text
+    assert "5.0" not in compiled.text  # the caller's SCALE is not the one predict reads
+    (report,) = check_source(path.read_text(), str(path), at=_point())
+    assert report.ok
+    # the value: model's constants, model's default
+    namespace = {}
+    exec(compile(compiled.text, "loss_grad.py", "exec"), namespace)
+    p = _point()
+    value, _ = namespace["loss_value_and_grad"](p["w"], x=p["x"], y=p["y"])
+    t = np.tanh(2.0 * p["x"] @ p["w"])
+    assert value == pytest.approx(np.sum((t - p["y"]) ** 2) + 2.0 * np.sum(t + 2.0) + 2.0)
+
+
+def test_a_package_module_and_an_import_of_an_import(tmp_path):
+    (tmp_path / "pkg_a").mkdir()
+    (tmp_path / "pkg_a" / "__init__.py").write_text("")
+    (tmp_path / "pkg_a" / "layers.py").write_text("import numpy as np\nfrom util_a import square\n\n\n"
+                                                  "def energy(w):\n    return np.sum(square(w))\n")
+    (tmp_path / "util_a.py").write_text("P = 3.0\n\n\ndef square(v):\n    return P * v * v\n")
+    path = tmp_path / "loss.py"
+    path.write_text("from pkg_a.layers import energy as e\n\n\ndef loss(w):\n    return e(w)\n")
+    compiled = compile_source(path.read_text(), str(path))
+    header = freshness.read_header(compiled.text.encode())
+    assert [p for p, _ in header.imported] == [str(tmp_path / "pkg_a" / "__init__.py"),
+                                               str(tmp_path / "pkg_a" / "layers.py"), str(tmp_path / "util_a.py")]
+    (report,) = check_source(path.read_text(), str(path), at={"w": np.array([0.5, -1.0])})
+    assert report.ok
+
+
+def test_an_error_inside_the_imported_helper_is_located_in_its_file(tmp_path):
+    path = _project(tmp_path, "model_bad", model="def predict(w, x):\n    global q\n    return w * x\n",
+                    loss="from {name} import predict\n\n\ndef loss(w, *, x):\n    return predict(w, x)\n")
+    with pytest.raises(CompileError) as caught:
+        compile_source(path.read_text(), str(path), functions=["loss"])
+    assert caught.value.format() == (f"{tmp_path / 'model_bad.py'}:2:5: 'global' is not supported\n"
+                                     "        global q\n        ^")
+
+
+def test_a_cycle_of_imports_is_read_once_and_recursion_through_it_refused(tmp_path):
+    (tmp_path / "cyc_a.py").write_text("from cyc_b import g\n\n\ndef f(x):\n    return g(x) + 1\n")
+    (tmp_path / "cyc_b.py").write_text("import cyc_a\n\n\ndef g(x):\n    return 2 * x\n\n\n"
+                                       "def h(x):\n    return cyc_a.f(x)\n")
+    path = tmp_path / "loss.py"
+    path.write_text("from cyc_a import f\nfrom cyc_b import h\n\n\ndef loss(x):\n    return f(x) * x\n\n\n"
+                    "def loss2(x):\n    return h(x) + x\n")
+    compiled = compile_source(path.read_text(), str(path))
+    assert [p for p, _ in freshness.read_header(compiled.text.encode()).imported] == [
+        str(tmp_path / "cyc_a.py"), str(tmp_path / "cyc_b.py")]
+    reports = check_source(path.read_text(), str(path), at={"x": 0.7})
+    assert [r.name for r in reports] == ["loss", "loss2"] and all(r.ok for r in reports)
+    (tmp_path / "cyc_b.py").write_text("import cyc_a\n\n\ndef g(x):\n    return cyc_a.f(x)\n")
+    with pytest.raises(CompileError) as caught:
+        compile_source(path.read_text(), str(path), functions=["loss"])
+    assert caught.value.format() == (f"{tmp_path / 'cyc_b.py'}:5:12: recursive call to 'f' on a depth known only "
+                                     "when it runs: write it as a loop\n        return cyc_a.f(x)\n               ^")
+
+
+def test_a_module_that_is_no_file_beside_it_has_no_rule(tmp_path):
+    path = tmp_path / "loss.py"
+    path.write_text("from thirdparty_lib import sq\n\n\ndef f(x):\n    return sq(x)\n")
+    with pytest.raises(CompileError) as caught:
+        compile_source(path.read_text(), str(path))
+    assert caught.value.format() == (
+        f"{path}:5:12: no derivative rule for 'sq' on the value of 'x' (a differentiated parameter); 'sq' comes "
+        "from 'thirdparty_lib', which gradgen does not read: it differentiates functions of this file, of the "
+        "files beside it that it imports, and known library functions; copy the function into this file\n"
+        "        return sq(x)\n               ^")
+
+
+def test_a_name_the_imported_file_does_not_define_as_a_function(tmp_path):
+    path = _project(tmp_path, "model_cls", model="class Net:\n    pass\n",
+                    loss="import {name}\n\n\ndef loss(w):\n    return {name}.Net(w)\n")
+    with pytest.raises(CompileError) as caught:
+        compile_source(path.read_text(), str(path))
+    assert f"'model_cls.Net' names 'Net' of {tmp_path / 'model_cls.py'}, which is a class there" \
+        in caught.value.format()
+
+
+def test_status_notices_an_edit_of_the_imported_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _project(tmp_path, "model_st")
+    out = tmp_path / "generated"
+    out.mkdir()
+    compiled = compile_source((tmp_path / "loss.py").read_text(), "loss.py")
+    (out / "loss_grad.py").write_text(compiled.text)
+    assert '# Imported "model_st.py" (sha256 ' in compiled.text
+    (entry,) = freshness.status("generated")
+    assert entry.state == freshness.FRESH
+    (tmp_path / "model_st.py").write_text(MODEL.replace("2.0", "3.0"))
+    (entry,) = freshness.status("generated")
+    assert (entry.state, entry.reason) == (freshness.STALE, "model_st.py, which the source imports, changed since "
+                                           "it was generated; run `gradgen compile loss.py`")
+    (tmp_path / "model_st.py").unlink()
+    (entry,) = freshness.status("generated")
+    assert entry.reason.startswith("model_st.py, which the source imports, is gone")
+
+
+def test_a_call_without_a_rule_inside_the_imported_helper_is_located_there(tmp_path):
+    path = _project(tmp_path, "model_nr", model="import scipy.special as sp\n\n\ndef feats(w):\n"
+                                                "    n = sp.comb(5, 2)\n    return sp.erfcx(w) * n\n",
+                    loss="import numpy as np\nfrom {name} import feats\n\n\ndef loss(w):\n"
+                         "    return np.sum(feats(w))\n")
+    with pytest.raises(CompileError) as caught:
+        compile_source(path.read_text(), str(path), functions=["loss"])
+    assert caught.value.format() == (f"{tmp_path / 'model_nr.py'}:6:12: no derivative rule for 'sp.erfcx' on the "
+                                     "value of 'w' (a differentiated parameter)\n        return sp.erfcx(w) * n\n"
+                                     "               ^")
