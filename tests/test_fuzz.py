@@ -200,13 +200,14 @@ def test_scalar_primitives_are_all_generated():
 
 def test_the_fuzzer_finds_shrinks_and_saves_a_wrong_rule(tmp_path, monkeypatch):
     """With tanh's rule off by 0.1%, the fuzzer reports mismatches; each is shrunk to a few
-    lines and saved as a module that `gradgen check` fails on (and passes once fixed)."""
+    lines and saved as a module that `gradgen check` fails on (and passes once fixed). (Seed 1:
+    seed 0's first mismatch shrank through candidates whose loops ran for a minute.)"""
     wrong = dataclasses.replace(primitives.TABLE["tanh"], vjp=(lambda g, out, x: g * (1 - out**2) * 1.001,))
     monkeypatch.setitem(primitives.TABLE, "tanh", wrong)
-    failures = fuzz.fuzz(10, seed=0, jobs=1, out_dir=tmp_path, only="classic")
+    failures = fuzz.fuzz(4, seed=1, jobs=1, out_dir=tmp_path, only="classic")
     assert failures and all(o.status == "mismatch" for o in failures)
     saved = sorted(tmp_path.iterdir())
-    assert [p.name for p in saved] == sorted(f"mismatch-seed0-{o.case.index}.py" for o in failures)
+    assert [p.name for p in saved] == sorted(f"mismatch-seed1-{o.case.index}.py" for o in failures)
     for outcome, path in zip(failures, saved):
         code = ast.parse(path.read_text()).body
         fnode = next(n for n in code if isinstance(n, ast.FunctionDef) and n.name == "f")
