@@ -87,7 +87,8 @@ def left_out_parameters(fn, wrt):
         if differentiable:
             diff_vars(expr, used_diff)
     data = {p.name for p in fn.params if p.keyword_only}
-    nones = {p.name for p in fn.params if p.has_default and not p.function and not isinstance(p.default, (int, float))}
+    data_defaults = {p.name: p.default for p in fn.params
+                     if p.has_default and not p.function and not isinstance(p.default, (int, float))}
     functions = {p.name: p.function for p in fn.params if p.function}
     counts = _integer_parameters(fn, names)
     why = {}
@@ -96,8 +97,8 @@ def left_out_parameters(fn, wrt):
             why[n] = "a function: the gradient is compiled for its default"
         elif n in data:
             why[n] = "keyword-only data"
-        elif n in nones:
-            why[n] = f"its default is {p_default(fn, n)!r}, not a number: data"
+        elif n in data_defaults:
+            why[n] = f"its default is {data_defaults[n]!r}, not a number: data"
         elif n in counts:
             why[n] = "a count or an index: it reaches range(), int() or an index"
         elif n in used and n not in used_diff and n in drawn_from:
@@ -105,10 +106,6 @@ def left_out_parameters(fn, wrt):
         elif n in used and n not in used_diff:
             why[n] = "used only where no derivative exists (comparisons, floor, ...)"
     return why
-
-
-def p_default(fn, name):
-    return next(p.default for p in fn.params if p.name == name)
 
 
 def _integer_parameters(fn, names):
