@@ -162,6 +162,18 @@ def differences(got, expected, where="result"):
 
 # ---- --write: compile everything, record what this NumPy gives ----------------------------
 
+def corpus_tests():
+    """{corpus folder: the test module that says which functions it compiles, with which
+    parameters, at which points}; a folder missing here is read by `_Generic`."""
+    sys.path.insert(0, str(ROOT))
+    import tests.test_arrays as arrays
+    import tests.test_control_flow as control
+    import tests.test_corpus as scalar
+    import tests.test_inactive as inactive
+
+    return {"scalar": scalar, "control": control, "arrays": arrays, "inactive": inactive}
+
+
 def _corpus_points():
     """[(module stem, compiled module, {function: [points]})] of every corpus folder, with the
     points its tests use."""
@@ -171,11 +183,7 @@ def _corpus_points():
     from gradgen import compile_source
     from gradgen.verify.finite import sample_points
     from gradgen.verify.usercode import run_original
-    import tests.test_arrays as arrays
-    import tests.test_control_flow as control
-    import tests.test_corpus as scalar
-
-    tests = {"scalar": scalar, "control": control, "arrays": arrays}
+    tests = corpus_tests()
     jobs = []
     for folder in sorted(p for p in (ROOT / "tests" / "corpus").iterdir() if p.is_dir()):
         kind = folder.name
@@ -189,7 +197,8 @@ def _corpus_points():
             overrides = {n: w for (f, n), w in getattr(test, "WRT", {}).items() if f == path.name}
             # the whole file, as the determinism tests compile it; each function given its own
             # parameters to differentiate, as its test compiles it alone
-            variants = [(f"{kind}__{path.stem}", None, None)]
+            # (a corpus whose every function has its own parameters has no whole-file variant)
+            variants = [] if set(overrides) >= set(names) else [(f"{kind}__{path.stem}", None, None)]
             variants += [(f"{kind}__{path.stem}__{n}", [n], w) for n, w in sorted(overrides.items())]
             for stem, functions, wrt in variants:
                 compiled = compile_source(source, filename, functions=functions or names, wrt=wrt)

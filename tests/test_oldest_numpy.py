@@ -48,6 +48,16 @@ def test_a_boolean_constant_array_is_written_with_the_builtin_bool():
     np.testing.assert_array_equal(module.loss_grad(np.array([1.0, 2.0, 3.0])), grad)
 
 
+def test_every_corpus_with_a_test_module_is_compiled_as_its_tests_compile_it():
+    """The recorder once compiled the inactive corpus with every parameter differentiated
+    (its tests differentiate the first): CI refused what the suite accepts. Every corpus but
+    the acceptance one ("real", read generically) is recorded through its own test module."""
+    folders = {p.name for p in (oldest_numpy.ROOT / "tests" / "corpus").iterdir() if p.is_dir()}
+    tests = oldest_numpy.corpus_tests()
+    assert folders - {"real"} == set(tests)
+    assert all(module.CASES for module in tests.values())
+
+
 def test_every_dtype_written_exists_in_numpy_1_24():
     text = compile_source(oldest_numpy.DTYPES_SOURCE, "dtypes.py").text
     assert "np.bool" not in text
