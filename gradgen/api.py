@@ -11,6 +11,7 @@ gradgen/tools/files.py adds the file handling (`compile_file`).
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import types
 from dataclasses import dataclass, field
@@ -61,7 +62,7 @@ class CompiledModule:
 
 def compile_source(source, filename="<string>", functions=None, wrt=None, emit_kinds=("grad",),
                    backend="numpy", jit="none", shapes=None, shapes_from=None, constants=None,
-                   keep=()) -> CompiledModule:
+                   keep=(), outside=None) -> CompiledModule:
     """Compile every selected top-level function of `source` (str or bytes) to gradient code
     (and the other kinds `emit_kinds` names: see gradgen.codegen.derivatives); `backend="array-api"`
     respells the NumPy module for any Array API library (gradgen/codegen/array_api.py); `jit="numba"`
@@ -74,10 +75,12 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
     Without `functions`, the whole file: the functions that have a gradient are compiled, and
     each of the others is skipped (`skipped` says why; gradgen/codegen/selection.py). `keep`
     names functions that must compile again (the module this one replaces has them): a
-    refusal of one is an error, as with `functions`."""
+    refusal of one is an error, as with `functions`. `outside` (gradgen.live.outside.Outside):
+    what the running program gives a live function beyond the file's text."""
     try:
         compiled = _compile_source(source, filename, functions, wrt, tuple(emit_kinds), shapes or {}, shapes_from,
-                                   guarded=jit == "none", constants=constants, keep=frozenset(keep or ()))
+                                   guarded=jit == "none", constants=constants, keep=frozenset(keep or ()),
+                                   outside=outside)
         if backend != "numpy":
             compiled.text, compiled.backend = backends.rewrite(compiled, backend), backend
         if jit != "none":
@@ -91,12 +94,14 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
 
 
 def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assumed=None, shapes_from=None,
-                    guarded=True, constants=None, keep=()):
+                    guarded=True, constants=None, keep=(), outside=None):
     """`guarded`: constants as keyword arguments and shapes checked on entry (gradgen.codegen.guards);
     not for --jit numba, which compiles module globals as the constants they are. `keep`: see
     compile_source."""
     module = local_imports.read_imports(parse.parse_module(source, filename))
     module.constants.update({k: v for k, v in (constants or {}).items() if k in module.constants})
+    if outside is not None:
+        _take_outside(module, outside)
     module.assumed_shapes = dict(assumed or {})
     selected = _select(module, functions)
     whole = not functions  # the whole file: what compiles, and a line for each function skipped
@@ -160,7 +165,8 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
     imports |= emit.record_imports(emitter.used_helpers, declares_classes)
     if emitter.used_helpers or any(hasattr(module.constants[c], "shape") for c in constants):
         imports.add("numpy")
-    carried = [(c, module.constants[c]) for c in module.constants if c in constants]
+    carried = [(c, module.constants[c]) for c in module.constants if c in constants and c not in module.runtime]
+    given = [c for c in module.constants if c in constants and c in module.runtime]
     defaults = [p.default for f in results for p in f.ir.params if p.has_default and not p.function]
     if any(generated.not_finite(v) for v in [v for _, v in carried] + defaults):
         imports.add("math")  # written math.inf / math.nan
@@ -168,7 +174,8 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         functools.partial(freshness.header_lines, shown, str(filename), module.sha256,
                           options=generated.options(emit_kinds, shapes_from, functions), imported=module.files_read,
                           extra=[generated.shapes_line(assumed, shapes_from), guards.constants_line(carried, shown) if guarded else None,
-                                 guards.folded_line(module, carried, compiled_names),
+                                 guards.given_line(given),
+                                 guards.folded_line(module, carried + [(c, None) for c in given], compiled_names),
                                  generated.functions_line(module, compiled_names, skipped)]),
         generated.module_docstring(compiled_names, shown, emit_kinds),
         carried, helpers, texts, imports)
@@ -278,6 +285,29 @@ def _compile_selected(module, fname, namer, names, sigmoid_name, wrt, emitter, e
     if emit_kinds == ("grad",):
         return _compile_function(module, fn, fnamer, names, wrt, emitter)
     return _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, array_result)
+
+
+def _take_outside(module, outside):
+    """What gradgen.live read from the running program (gradgen/live/outside.py), as if the
+    file gave it: the same-file functions it reached as top-level helpers, library functions
+    under the names the code reads them by, numbers and arrays as module constants that the
+    generated function takes on every call."""
+    module.functions.update(outside.functions)
+    module.imports.update(outside.aliases)
+    module.constants.update({name: _as_tuples(value) for name, value in outside.constants.items()})
+    for name in [*outside.functions, *outside.aliases, *outside.constants]:
+        module.not_constants.pop(name, None)
+        module.redefined.pop(name, None)
+    module.runtime = frozenset(outside.constants)
+    for name, home in outside.homes.items():  # another file's function: its errors and lines are that file's
+        place = copy.copy(module)
+        place.filename, place.lines = home.filename, home.lines
+        module.homes[id(outside.functions[name])] = place
+
+
+def _as_tuples(value):
+    """A list of the running program as the parser holds a written one: a tuple (nested too)."""
+    return tuple(_as_tuples(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
 def _reason(why):

@@ -335,6 +335,31 @@ def test_a_factory_layout_is_numbers_in_the_generated_code():
     assert not any(piece in forward for piece in ("[2, 3, 1]", "zip(", "list(", "append(", "shapes", "layers"))
 
 
+MODULE_SIZES = textwrap.dedent('''
+    import numpy as np
+
+    SIZES = [2, 3, 1]
+
+
+    def mlp(weights, inputs):
+        for m, n in zip(SIZES[:-1], SIZES[1:]):
+            W = weights[: m * n].reshape((m, n))
+            weights = weights[m * n:]
+            inputs = np.tanh(inputs @ W)
+        return np.sum(inputs) * len(SIZES)
+''')
+
+
+def test_a_module_list_of_sizes_folds_as_a_factorys_does():
+    """`zip(SIZES[:-1], SIZES[1:])` over a module constant was refused ("'SIZES' is a sequence:
+    only a loop may run over it"); it unrolls as the same list given to a factory does."""
+    point = {"weights": 0.5 * _RS.randn(9), "inputs": _RS.randn(4, 2)}
+    [report] = check_source(MODULE_SIZES, "module_sizes.py", ["mlp"], at=point, n_points=1)
+    assert report.ok and report.points[0].rows and all(row.ok for row in report.points[0].rows)
+    text = compile_source(MODULE_SIZES, "module_sizes.py").text
+    assert "np.reshape(weights[: 2 * 3], (2, 3))" in text and "zip(" not in text
+
+
 def test_what_cannot_be_folded_is_refused_with_what_to_write():
     head = "import numpy as np\n\n\ndef make(sizes):\n"
     cases = [

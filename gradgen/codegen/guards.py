@@ -53,10 +53,12 @@ HELPER = '''def check_shapes(function, stated, *arguments):
 '''
 
 
-def constant_params(constants):
+def constant_params(constants, given=frozenset()):
     """The keyword-only parameters a generated function takes for the module constants it
-    reads, each defaulting to the copied value (`WEIGHT_DECAY=WEIGHT_DECAY`)."""
-    return [Param(name, has_default=True, keyword_only=True, function=name) for name in constants]
+    reads, each defaulting to the copied value (`WEIGHT_DECAY=WEIGHT_DECAY`); one the running
+    program `given` it (gradgen.live.outside) has no copy and no default."""
+    return [Param(name, has_default=name not in given, keyword_only=True, function=name if name not in given else None)
+            for name in constants]
 
 
 def stated_shapes(fn, static, constants, module, proven=frozenset()):
@@ -100,10 +102,10 @@ def entry(module, fn, read, uses_numpy):
     numpy, where nothing is an array)."""
     constants = [c for c in module.constants if c in read]
     if not uses_numpy:
-        return constant_params(constants), {}
+        return constant_params(constants, module.runtime), {}
     static = static_shapes.StaticShapes(fn, module, module.assumed_shapes)
     proven = array_facts.evident_numbers(fn, constants=constants)  # (an array there would make the result one)
-    return constant_params(constants), stated_shapes(fn, static, constants, module, proven)
+    return constant_params(constants, module.runtime), stated_shapes(fn, static, constants, module, proven)
 
 
 def constants_line(carried, shown):
@@ -113,6 +115,14 @@ def constants_line(carried, shown):
     names = ", ".join(name for name, _ in carried)
     return (f"Constants copied from {shown}: {names}; each function that reads one takes it as a keyword "
             f"argument defaulting to the copy ({carried[0][0]}=...).")
+
+
+def given_line(given):
+    """The header line naming the values the running program passes on every call (None if none)."""
+    if not given:
+        return None
+    return (f"Given on every call by gradgen.grad, read from the running program: {', '.join(given)} "
+            "(a closure's or a module's values, never copied here).")
 
 
 def folded_line(module, carried, selected):
@@ -125,8 +135,13 @@ def folded_line(module, carried, selected):
     folded = [c for c in module.constants if c in read and c not in copied]
     if not folded:
         return None
-    listed = ", ".join(f"{c} = {module.constants[c]!r}" for c in folded)
+    listed = ", ".join(f"{c} = {_shown(module.constants[c])}" for c in folded)
     return f"Folded into the code when compiling (compile again after changing one): {listed}."
+
+
+def _shown(value):
+    shape = getattr(value, "shape", None)
+    return f"<array of shape {shape}>" if shape is not None and getattr(value, "size", 0) > 20 else repr(value)
 
 
 def _globals_read(fdef):

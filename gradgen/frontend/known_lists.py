@@ -64,10 +64,19 @@ class StaticLowering:
             and name not in self.m.imports and name not in self.m.constants
 
     def _mentions_static(self, scope, node):
-        """Whether `node` reads a name bound to a list known when compiling."""
+        """Whether `node` reads a name bound to a list known when compiling (a module's
+        sequence constant among them: `for m, n in SHAPES`, `zip(SIZES[:-1], SIZES[1:])`)."""
+        names = [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+        named = self.m.constants.get(node.id) if isinstance(node, ast.Name) else None
+        flat = isinstance(node, ast.Name) and not (isinstance(named, tuple) and any(isinstance(v, tuple) for v in named))
+        if not flat and any(isinstance(self.m.constants.get(name), tuple) and _lookup(scope, name) is None
+                            and not _local_anywhere(scope, name) for name in names):
+            # (a loop over a flat sequence constant by name stays a loop, read by index: it may break)
+            self.statics = True
+            return True
         if not getattr(self, "statics", False):  # (none made yet: the common case costs nothing)
             return False
-        return any(isinstance(n, ast.Name) and isinstance(_lookup(scope, n.id), STATIC_VALUES) for n in ast.walk(node))
+        return any(isinstance(_lookup(scope, name), STATIC_VALUES) for name in names)
 
     def _static_expr(self, scope, node):
         """The value of `node` when compiling, if it reads a list known then: a number (a

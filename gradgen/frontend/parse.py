@@ -68,6 +68,9 @@ class Module:
     homes: dict = field(default_factory=dict)
     files_read: list = field(default_factory=list)
     imported: bool = False
+    # module constants the running program gives (gradgen.live.outside): passed on every call,
+    # never written into the generated text
+    runtime: frozenset = frozenset()
 
     def line_text(self, lineno):
         if lineno is None or not 1 <= lineno <= len(self.lines):

@@ -13,6 +13,12 @@ off), keyed by a hash of the source, the function, `wrt`, the kind and gradgen's
 files: a second call is a dictionary lookup, a new process reads the text back without
 importing the compiler, and an edited function is compiled again.
 
+A closure, a lambda, or a function that reads module globals the running program computed
+(autograd's and JAX's way: `_, predict, logprob = make_nn_funs(...)`, `objective = lambda p:
+-logprob(p, X, y)`) compiles too: `outside` reads those values from the function's cells and
+globals (never running anything), and the generated function takes the numbers and arrays
+among them as keyword arguments, passed again on every call.
+
 Nothing heavy is imported here: the compiler (and NumPy, through the generated code) are
 imported when a function is first compiled or loaded.
 """
@@ -36,6 +42,7 @@ import numpy as np
 
 import gradgen
 from gradgen.errors import CompileError
+from gradgen.live import outside as outside_values
 
 CACHE_FORMAT = 1
 MEMORY_LIMIT = 512  # compiled modules kept per process; the oldest goes first
@@ -112,6 +119,7 @@ class Origin:
     filename: str
     source: object  # bytes from a file, str from linecache (a notebook cell)
     in_file: bool
+    outside: object = None  # gradgen.live.outside.Outside: what the running program gives it
 
 
 @dataclass
@@ -128,6 +136,7 @@ _MEMORY: dict = {}
 
 def _derivative(f, wrt, kind, role, constants=None):
     origin = source_of(f, role)
+    origin.outside = _outside(f, origin)
     key = _key(origin, wrt, kind, constants)
     entry = _MEMORY.get(key)
     if entry is None:
@@ -138,8 +147,70 @@ def _derivative(f, wrt, kind, role, constants=None):
     if role not in entry.functions:
         raise CompileError(f"gradgen wrote no {role} for '{origin.name}'", origin.filename)
     if role not in entry.live:  # (one function per role: a second call returns the very same one)
-        entry.live[role] = _live(entry.functions[role], f, wrt, kind, role, origin, constants)
+        g = _live(entry.functions[role], f, wrt, kind, role, origin, constants)
+        if origin.outside is not None:
+            g = _given(g, entry.functions[role], f, wrt, kind, role, origin, constants)
+        entry.live[role] = g
     return entry.live[role]
+
+
+def _outside(f, origin):
+    """What `f` reads from the running program (gradgen/live/outside.py), or None for a
+    top-level function that reads only what its file's text says."""
+    found = outside_values.gather(f, origin.source, origin.filename)
+    plain = not (found.functions or found.constants or found.aliases) and found.target == origin.name
+    return None if plain else found
+
+
+# --- values of the running program, passed or checked on every call -----------------------
+
+def _given(g, generated, f, wrt, kind, role, origin, constants):
+    """`g`, given on every call the values `f` reads from the running program that the
+    generated function takes (its keyword parameters); a value the code folded (a number, a
+    list of sizes), an array of another shape, or a cell rebound to another function
+    compiles again for the values of now."""
+    outside = origin.outside
+    code = generated.__code__
+    keywords = set(code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount])
+    given = [name for name in outside.read if name in keywords]
+    folded = {name: _snapshot(outside.constants[name]) for name in outside.read if name not in keywords}
+    shapes = {name: _shape_of(outside.constants[name]) for name in given if name in outside.constants}
+    fixed = list(outside.fixed)
+    for name in folded:
+        value = outside.constants[name]
+        if isinstance(value, np.ndarray) and value.nbytes > outside_values.SMALL:
+            raise CompileError(f"'{name}', an array of shape {value.shape} that '{origin.name}' reads from the running "
+                               "program, was folded into the generated code, which a new array would not change: "
+                               f"pass '{name}' to the function as a parameter", origin.filename)
+
+    @functools.wraps(g)
+    def live(*args, **kwargs):
+        now = {name: outside.read[name]() for name in outside.read}
+        if any(reader() is not value for reader, value in fixed) \
+                or any(not _same_value(now[name], then) for name, then in folded.items()) \
+                or any(_shape_of(now[name]) != shape for name, shape in shapes.items()):
+            return _derivative(f, wrt, kind, role, constants)(*args, **kwargs)
+        for name in given:
+            kwargs.setdefault(name, now[name])
+        return g(*args, **kwargs)
+
+    live.source = g.source
+    return live
+
+
+def _snapshot(value):
+    return value.copy() if isinstance(value, np.ndarray) else value
+
+
+def _same_value(now, then):
+    try:
+        return type(now) is type(then) and np.shape(now) == np.shape(then) and bool(np.array_equal(now, then))
+    except (TypeError, ValueError):
+        return False
+
+
+def _shape_of(value):
+    return (type(value).__name__, np.shape(value), str(getattr(value, "dtype", "")))
 
 
 # --- module constants, read when the function is called ----------------------------------
@@ -215,8 +286,8 @@ def _wrt(wrt):
 
 def source_of(f, role="grad"):
     """The source to compile for `f`, read without running it; a clear error when there is
-    none gradgen can compile (a lambda, a builtin, a nested function, a function made by
-    exec)."""
+    none gradgen can compile (a builtin, a method, a function made by exec). A lambda or a
+    nested function is compiled from its file too (gradgen/live/outside.py)."""
     call = f"gradgen.{role}({getattr(f, '__qualname__', None) or type(f).__name__})"
     f = inspect.unwrap(f) if callable(f) else f
     if isinstance(f, types.MethodType):
@@ -225,13 +296,6 @@ def source_of(f, role="grad"):
     if not isinstance(f, types.FunctionType):
         raise CompileError(f"{_kind_of(f)} is not a Python function written with 'def'; gradgen compiles a "
                            "function from its source", call)
-    if f.__name__ == "<lambda>":
-        raise _at(f, "lambda", f"gradgen.{role} cannot compile a lambda: gradgen compiles a function from its "
-                               "'def'; write `def name(...): return ...` at the top level of a file or notebook cell")
-    if f.__qualname__ != f.__name__:
-        outer = f.__qualname__.rsplit(".", 1)[0].replace(".<locals>", "")
-        raise _at(f, "def", f"gradgen.{role}: '{f.__name__}' is defined inside '{outer}', and gradgen compiles "
-                            "top-level functions: move it to the top level of its file or notebook cell")
     try:
         path = inspect.getsourcefile(f)
     except TypeError:
@@ -267,8 +331,9 @@ def _compile(key, origin, wrt, kind, constants=None):
     from gradgen import api  # (start-up: a module the disk cache holds loads without the compiler)
 
     try:
-        compiled = api.compile_source(origin.source, origin.filename, functions=[origin.name], wrt=wrt,
-                                      emit_kinds=(kind,), constants=constants)
+        name = origin.outside.target if origin.outside is not None else origin.name
+        compiled = api.compile_source(origin.source, origin.filename, functions=[name], wrt=wrt,
+                                      emit_kinds=(kind,), constants=constants, outside=origin.outside)
     except CompileError as exc:
         raise _with_cell_hint(exc, origin) from None
     fn = compiled.functions[0]
@@ -319,6 +384,8 @@ def _key(origin, wrt, kind, constants=None):
     source = origin.source if isinstance(origin.source, bytes) else origin.source.encode("utf-8", "surrogatepass")
     parts = [CACHE_FORMAT, _fingerprint(), origin.filename, hashlib.sha256(source).hexdigest(), origin.name,
              list(wrt) if wrt else None, kind] + ([repr(sorted(constants.items()))] if constants else [])
+    if origin.outside is not None:
+        parts.append(origin.outside.signature())
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
