@@ -159,3 +159,108 @@ def test_a_call_without_a_rule_inside_the_imported_helper_is_located_there(tmp_p
     assert caught.value.format() == (f"{tmp_path / 'model_nr.py'}:6:12: no derivative rule for 'sp.erfcx' on the "
                                      "value of 'w' (a differentiated parameter)\n        return sp.erfcx(w) * n\n"
                                      "               ^")
+
+
+# ---- relative imports in a package ---------------------------------------------------------
+
+def _package(tmp_path, top, files):
+    """Files under tmp_path/top (a package: an __init__.py in each folder), by relative path."""
+    for rel, text in files.items():
+        path = tmp_path / top / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for folder in [path.parent, *path.parent.parents]:
+            if folder == tmp_path:
+                break
+            if not (folder / "__init__.py").exists():
+                (folder / "__init__.py").write_text("")
+        path.write_text(text)
+    return tmp_path / top
+
+
+COMMON = "import numpy as np\n\nK = 3.0\n\n\ndef act(v):\n    return np.tanh(K * v)\n"
+REL_MODEL = "from ..common import act\n\n\ndef predict(w, x):\n    return act(x @ w)\n"
+REL_LOSS = '''import numpy as np
+from .model import predict
+from . import model
+from ..common import act, K as k
+
+K = 100.0
+
+
+def loss(w, *, x):
+    return np.sum(predict(w, x) ** 2) + np.sum(model.predict(w, x)) + k * np.sum(act(w))
+'''
+
+
+def test_relative_imports_resolve_in_the_files_package(tmp_path):
+    top = _package(tmp_path, "rel_pkg1", {"common.py": COMMON, "sub/model.py": REL_MODEL, "sub/loss.py": REL_LOSS})
+    path = top / "sub" / "loss.py"
+    compiled = compile_source(path.read_text(), str(path))
+    assert "import rel_pkg1" not in compiled.text and "from ." not in compiled.text and "100.0" not in compiled.text
+    assert [p for p, _ in freshness.read_header(compiled.text.encode()).imported] == [
+        str(top / "__init__.py"), str(top / "sub" / "__init__.py"), str(top / "sub" / "model.py"),
+        str(top / "common.py")]
+    p = _point()
+    (report,) = check_source(path.read_text(), str(path), at={"w": p["w"], "x": p["x"]})
+    assert report.ok
+    namespace = {}
+    exec(compile(compiled.text, "loss_grad.py", "exec"), namespace)
+    value, _ = namespace["loss_value_and_grad"](p["w"], x=p["x"])
+    t = np.tanh(3.0 * p["x"] @ p["w"])
+    assert value == pytest.approx(np.sum(t ** 2) + np.sum(t) + 3.0 * np.sum(np.tanh(3.0 * p["w"])))
+
+
+def test_a_relative_import_of_a_name_the_package_init_defines(tmp_path):
+    top = _package(tmp_path, "rel_pkg2", {"sub/loss.py": "from . import double\n\n\ndef loss(w):\n"
+                                                          "    return double(w) * w\n"})
+    (top / "sub" / "__init__.py").write_text("def double(v):\n    return 2.0 * v\n")
+    path = top / "sub" / "loss.py"
+    (report,) = check_source(path.read_text(), str(path), at={"w": 0.7})
+    assert report.ok and report.points[0].value_generated == pytest.approx(0.98)
+
+
+def test_a_relative_import_above_the_top_package_is_refused_at_its_line(tmp_path):
+    top = _package(tmp_path, "rel_pkg3", {"loss.py": "from ..common import act\n\n\ndef loss(w):\n"
+                                                     "    return act(w)\n"})
+    path = top / "loss.py"
+    with pytest.raises(CompileError) as caught:
+        compile_source(path.read_text(), str(path))
+    assert caught.value.format() == (
+        f"{path}:1:1: 'from ..common import act' reaches above the top package 'rel_pkg3': import a module of the "
+        "package, or write `from common import act` for a file beside this one\n    from ..common import act\n    ^")
+    alone = tmp_path / "alone.py"
+    alone.write_text("from .model import predict\n\n\ndef loss(w):\n    return predict(w)\n")
+    with pytest.raises(CompileError) as caught:
+        compile_source(alone.read_text(), str(alone))
+    assert caught.value.format().startswith(
+        f"{alone}:1:1: 'from .model import predict' is a relative import, and this file is in no package (no "
+        "__init__.py beside it): write `from model import predict`\n")
+
+
+def test_a_relative_import_of_no_file_is_refused_where_it_is_used(tmp_path):
+    top = _package(tmp_path, "rel_pkg4", {"loss.py": "from .missing import f\n\n\ndef loss(w):\n"
+                                                     "    return f(w)\n"})
+    path = top / "loss.py"
+    with pytest.raises(CompileError) as caught:
+        compile_source(path.read_text(), str(path))
+    assert caught.value.format() == (
+        f"{path}:5:12: 'f' is imported from '.missing', which gradgen does not read; copy it into this file\n"
+        "        return f(w)\n               ^")
+
+
+def test_status_notices_an_edit_of_a_file_reached_only_through_a_relative_import(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _package(tmp_path, "rel_pkg5", {"common.py": COMMON, "sub/model.py": REL_MODEL,
+                                    "sub/loss.py": "import numpy as np\nfrom .model import predict\n\n\n"
+                                                   "def loss(w, *, x):\n    return np.sum(predict(w, x))\n"})
+    source = "rel_pkg5/sub/loss.py"
+    compiled = compile_source((tmp_path / source).read_text(), source)
+    assert '# Imported "rel_pkg5/common.py" (sha256 ' in compiled.text
+    (tmp_path / "generated").mkdir()
+    (tmp_path / "generated" / "loss_grad.py").write_text(compiled.text)
+    (entry,) = freshness.status("generated")
+    assert entry.state == freshness.FRESH
+    (tmp_path / "rel_pkg5" / "common.py").write_text(COMMON.replace("3.0", "4.0"))
+    (entry,) = freshness.status("generated")
+    assert (entry.state, entry.reason) == (freshness.STALE, "rel_pkg5/common.py, which the source imports, changed "
+                                           "since it was generated; run `gradgen compile rel_pkg5/sub/loss.py`")
