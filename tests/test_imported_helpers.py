@@ -264,3 +264,93 @@ def test_status_notices_an_edit_of_a_file_reached_only_through_a_relative_import
     (entry,) = freshness.status("generated")
     assert (entry.state, entry.reason) == (freshness.STALE, "rel_pkg5/common.py, which the source imports, changed "
                                            "since it was generated; run `gradgen compile rel_pkg5/sub/loss.py`")
+
+
+# ---- functions of another file as values ---------------------------------------------------
+
+FV_MODEL = '''import numpy as np
+
+K = 2.0
+
+
+def relu(v):
+    return np.maximum(v, 0.0) * K
+
+
+def soft(v):
+    return np.log1p(np.exp(K * v))
+
+
+def make_loss(p):
+    def inner(w):
+        return np.sum(soft(w) ** p) * K
+    return inner
+
+
+def make_lam(p):
+    return lambda w: K * np.sum(w ** p)
+'''
+
+FV_LOSS = '''import numpy as np
+import {name} as m
+from {name} import relu, soft
+
+K = 50.0
+
+
+def square(v):
+    return v * v
+
+
+def layer(x, W, act):
+    return act(x @ W)
+
+
+def passed(W, *, x):
+    return np.sum(layer(x, W, m.relu)) + np.sum(layer(x, W, soft))
+
+
+def by_default(W, act=m.soft, *, x):
+    return np.sum(act(x @ W))
+
+
+def over_a_tuple(W, *, x):
+    total = 0.0
+    for f in (relu, m.soft, np.tanh, square):
+        total = total + np.sum(f(x @ W))
+    return total
+
+
+def over_a_list(W, *, x):
+    acts = [relu, soft, lambda v: m.relu(-v)]
+    return sum(np.sum(a(x @ W)) for a in acts) + np.sum(acts[1](W))
+
+
+def from_factories(W, *, x):
+    f = m.make_loss(3)
+    g = m.make_lam(2)
+    return f(W) + g(W)
+
+
+def in_a_lambda(W, *, x):
+    h = lambda v: m.soft(v) * relu(v)
+    return np.sum(h(x @ W))
+'''
+
+
+def test_functions_of_another_file_as_values(tmp_path):
+    path = _project(tmp_path, "fv_model", model=FV_MODEL, loss=FV_LOSS)
+    rng = np.random.default_rng(1)
+    point = {"W": rng.normal(size=(3, 2)), "x": rng.normal(size=(4, 3))}
+    reports = check_source(path.read_text(), str(path), at=point)
+    assert [r.name for r in reports] == ["passed", "by_default", "over_a_tuple", "over_a_list", "from_factories",
+                                         "in_a_lambda"]
+    assert all(r.ok for r in reports), [r.name for r in reports if not r.ok]
+    compiled = compile_source(path.read_text(), str(path))
+    assert "fv_model" not in compiled.text.split('"""', 3)[-1]  # (past the header and docstring: never imported)
+    namespace = {}
+    exec(compile(compiled.text, "loss_grad.py", "exec"), namespace)
+    value, grad = namespace["from_factories_value_and_grad"](point["W"], x=point["x"])
+    W = point["W"]  # the factories' K is their file's (2.0), not the caller's (50.0)
+    assert value == pytest.approx(np.sum(np.log1p(np.exp(2.0 * W)) ** 3) * 2.0 + 2.0 * np.sum(W ** 2))
+    assert grad == pytest.approx(6.0 * np.log1p(np.exp(2.0 * W)) ** 2 * 2.0 / (1 + np.exp(-2.0 * W)) + 4.0 * W)

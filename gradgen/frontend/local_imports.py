@@ -42,7 +42,7 @@ def read_imports(module):
 def _resolve(module, folder, shared):
     module.homes, module.files_read = shared["homes"], shared["files"]
     for fnode in ast.walk(module.tree):
-        if isinstance(fnode, (ast.FunctionDef, ast.Lambda)):
+        if isinstance(fnode, ast.FunctionDef):
             module.homes.setdefault(id(fnode), module)
     _relative(module, shared)
     for qualified in list(module.imports.values()):
@@ -162,6 +162,13 @@ def constant(module, qualified):
     return True, found[0].constants[found[1]]
 
 
-def home(module, fnode):
-    """The Module `fnode` is defined in (one of the user's imported files, or `module`)."""
-    return getattr(module, "homes", {}).get(id(fnode), module)
+def home(module, fnode, closure=None):
+    """The Module `fnode` is defined in (one of the user's imported files, or `module`). A
+    function made while lowering (a lambda as a def, a comprehension's) is of the module of
+    the function it was made in: that of `closure`, the lowerer's Scope it was defined in,
+    or of the Scope that one was defined in, and so on (a lambda an imported factory returns
+    reads the factory's file, wherever it is called)."""
+    homes = getattr(module, "homes", {})
+    while id(fnode) not in homes and closure is not None:
+        fnode, closure = closure.node, closure.closure
+    return homes.get(id(fnode), module)
