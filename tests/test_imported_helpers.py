@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from gradgen import CompileError, compile_source
+from gradgen.tools.cli import main
 from gradgen.codegen import freshness
 from gradgen.verify.check import check_source
 
@@ -354,3 +355,69 @@ def test_functions_of_another_file_as_values(tmp_path):
     W = point["W"]  # the factories' K is their file's (2.0), not the caller's (50.0)
     assert value == pytest.approx(np.sum(np.log1p(np.exp(2.0 * W)) ** 3) * 2.0 + 2.0 * np.sum(W ** 2))
     assert grad == pytest.approx(6.0 * np.log1p(np.exp(2.0 * W)) ** 2 * 2.0 / (1 + np.exp(-2.0 * W)) + 4.0 * W)
+
+
+# ---- custom rules declared in another file -------------------------------------------------
+
+CR_RULES = '''import numpy as np
+import gradgen
+
+LIM = 2.0
+
+
+def _slope(out):
+    return 1 - (out / LIM) ** 2
+
+
+@gradgen.custom_vjp
+def softclip(x):
+    return LIM * np.tanh(x / LIM)
+
+
+@softclip.defvjp
+def softclip_vjp(g, out, x):
+    return g * _slope(out)
+
+
+def clipped_energy(w):
+    return np.sum(softclip(w) ** 2)
+'''
+
+CR_LOSS = '''import numpy as np
+from {name} import softclip, clipped_energy
+import {name} as r
+
+LIM = 100.0
+
+
+def loss(w):
+    y = softclip(w)
+    return np.sum(y ** 2) + np.sum(r.softclip(2 * w)) + clipped_energy(3 * w)
+'''
+
+
+def test_a_custom_rule_declared_in_another_file_applies_as_if_written_here(tmp_path):
+    path = _project(tmp_path, "cr_rules", model=CR_RULES, loss=CR_LOSS)
+    w = np.array([0.3, -1.2, 2.5])
+    (report,) = check_source(path.read_text(), str(path), at={"w": w})
+    assert report.ok and [row.param for row in report.points[0].rows][-1] == "rule softclip_vjp: x"
+    compiled = compile_source(path.read_text(), str(path))
+    assert "cr_rules" not in compiled.text.split('"""', 3)[-1] and "gradgen" not in compiled.text.split('"""', 3)[-1]
+    assert compiled.text.count("# custom rule softclip_vjp") == 6  # three calls, in loss_grad and loss_value_and_grad
+    assert "(1 - (y / 2.0) ** 2)" in compiled.text  # the rule as written (its helper inlined), LIM of its file
+    namespace = {}
+    exec(compile(compiled.text, "loss_grad.py", "exec"), namespace)
+    _, grad = namespace["loss_value_and_grad"](w)
+    slope = lambda v: 1 - np.tanh(v / 2.0) ** 2  # noqa: E731
+    expected = 2 * 2.0 * np.tanh(w / 2.0) * slope(w) + 2 * slope(2 * w) + 3 * 2 * 2.0 * np.tanh(3 * w / 2.0) * slope(3 * w)
+    assert grad == pytest.approx(expected)
+
+
+def test_a_wrong_rule_in_another_file_is_reported_with_its_file(tmp_path, capsys):
+    path = _project(tmp_path, "cr_wrong", model=CR_RULES.replace("g * _slope(out)", "0.5 * g * _slope(out)"),
+                    loss="import numpy as np\nimport {name} as r\n\n\ndef loss(w):\n"
+                         "    return np.sum(r.softclip(2 * w) ** 2)\n")
+    assert main(["check", str(path), "--at", "w=0.3"]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"MISMATCH in loss: custom rule softclip_vjp disagrees with finite differences of softclip in 'x' "
+        f"({tmp_path / 'cr_wrong.py'}, line 17); a deliberate estimator is marked @gradgen.custom_vjp(estimator=True)")

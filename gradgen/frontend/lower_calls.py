@@ -334,9 +334,6 @@ class CallLowering:
         (`unpacked`: its call is unpacked into that many names; the result is then a tuple)."""
         home = local_imports.home(self.m, hnode, closure)
         custom = custom_calls.custom_of(home, hnode)
-        if custom is not None and home is not self.m:
-            raise self.m.error(node, f"'{hnode.name}' has a custom rule in {home.filename}, which gradgen does "
-                                     "not read from another file yet: copy the function and its rule into this file")
         if custom is not None:  # @gradgen.custom_vjp: its body's value, differentiated by its rule
             return custom_calls.lower_call(self, scope, node, custom, unpacked)
         with self._in_module(home):
