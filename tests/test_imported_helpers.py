@@ -290,6 +290,16 @@ def make_loss(p):
 
 def make_lam(p):
     return lambda w: K * np.sum(w ** p)
+
+
+ACTS = (relu, soft)
+
+
+def total(v):
+    t = 0.0
+    for f in ACTS:
+        t = t + np.sum(f(v))
+    return t
 '''
 
 FV_LOSS = '''import numpy as np
@@ -336,6 +346,16 @@ def from_factories(W, *, x):
 def in_a_lambda(W, *, x):
     h = lambda v: m.soft(v) * relu(v)
     return np.sum(h(x @ W))
+
+
+ACTS = (m.relu, np.tanh, lambda v: K * v)
+
+
+def module_tuples(W, *, x):
+    t = m.total(x @ W)
+    for f in ACTS:
+        t = t + np.sum(f(W))
+    return t
 '''
 
 
@@ -345,7 +365,7 @@ def test_functions_of_another_file_as_values(tmp_path):
     point = {"W": rng.normal(size=(3, 2)), "x": rng.normal(size=(4, 3))}
     reports = check_source(path.read_text(), str(path), at=point)
     assert [r.name for r in reports] == ["passed", "by_default", "over_a_tuple", "over_a_list", "from_factories",
-                                         "in_a_lambda"]
+                                         "in_a_lambda", "module_tuples"]
     assert all(r.ok for r in reports), [r.name for r in reports if not r.ok]
     compiled = compile_source(path.read_text(), str(path))
     assert "fv_model" not in compiled.text.split('"""', 3)[-1]  # (past the header and docstring: never imported)

@@ -18,7 +18,7 @@ import ast
 from gradgen.frontend import local_imports
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, own_nodes
 from gradgen.frontend.fold import NotConstant, fold, items_of, unpack
-from gradgen.frontend.scopes import ArgsTuple, _exits, _lookup, _LoopVariable
+from gradgen.frontend.scopes import ArgsTuple, Scope, _exits, _lookup, _LoopVariable
 from gradgen.ir.nodes import Const, Var
 from gradgen.rules import table
 
@@ -167,7 +167,13 @@ class StaticLowering:
     # ---- lists of functions -------------------------------------------------------------------
     def _function_list(self, scope, node):
         """The StaticList of a list or tuple literal whose items all name functions (`[relu,
-        m.soft, np.tanh, lambda v: v * v]`), else None."""
+        m.soft, np.tanh, lambda v: v * v]`), or of a module-level tuple of them (`ACTS =
+        (relu, np.tanh)`, read in the module), else None."""
+        if isinstance(node, ast.Name) and _lookup(scope, node.id) is None and not _local_anywhere(scope, node.id):
+            stmt = self.m.not_constants.get(node.id, (None,))[0]
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and isinstance(stmt.value, ast.Tuple):  # (a tuple: no function can change it)
+                return self._function_list(Scope(self.fnode, {}, set()), stmt.value)
         if not isinstance(node, (ast.List, ast.Tuple)) or not node.elts \
                 or not all(self._names_function(scope, e) for e in node.elts):
             return None
