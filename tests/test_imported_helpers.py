@@ -441,3 +441,13 @@ def test_a_wrong_rule_in_another_file_is_reported_with_its_file(tmp_path, capsys
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"MISMATCH in loss: custom rule softclip_vjp disagrees with finite differences of softclip in 'x' "
         f"({tmp_path / 'cr_wrong.py'}, line 17); a deliberate estimator is marked @gradgen.custom_vjp(estimator=True)")
+
+
+def test_a_function_of_this_file_passed_into_an_imported_helper_reads_this_file(tmp_path):
+    path = _project(tmp_path, "fv_apply", model="import numpy as np\n\nK = 2.0\n\n\ndef apply(f, v):\n"
+                                                "    return np.sum(f(v)) * K\n",
+                    loss="import numpy as np\nimport {name} as m\n\nK = 50.0\n\n\ndef scaled(v):\n    return K * v\n\n\n"
+                         "def loss(w):\n    return m.apply(lambda v: K * v * v, w) + m.apply(scaled, w)\n")
+    w = np.array([0.5, -1.5])
+    (report,) = check_source(path.read_text(), str(path), at={"w": w})
+    assert report.ok and report.points[0].value_generated == pytest.approx(2.0 * (50.0 * np.sum(w * w) + 50.0 * np.sum(w)))
