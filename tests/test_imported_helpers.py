@@ -429,7 +429,8 @@ def test_a_custom_rule_declared_in_another_file_applies_as_if_written_here(tmp_p
     exec(compile(compiled.text, "loss_grad.py", "exec"), namespace)
     _, grad = namespace["loss_value_and_grad"](w)
     slope = lambda v: 1 - np.tanh(v / 2.0) ** 2  # noqa: E731
-    expected = 2 * 2.0 * np.tanh(w / 2.0) * slope(w) + 2 * slope(2 * w) + 3 * 2 * 2.0 * np.tanh(3 * w / 2.0) * slope(3 * w)
+    expected = 2 * 2.0 * np.tanh(w / 2.0) * slope(w) + 2 * slope(2 * w) \
+        + 3 * 2 * 2.0 * np.tanh(3 * w / 2.0) * slope(3 * w)
     assert grad == pytest.approx(expected)
 
 
@@ -446,8 +447,10 @@ def test_a_wrong_rule_in_another_file_is_reported_with_its_file(tmp_path, capsys
 def test_a_function_of_this_file_passed_into_an_imported_helper_reads_this_file(tmp_path):
     path = _project(tmp_path, "fv_apply", model="import numpy as np\n\nK = 2.0\n\n\ndef apply(f, v):\n"
                                                 "    return np.sum(f(v)) * K\n",
-                    loss="import numpy as np\nimport {name} as m\n\nK = 50.0\n\n\ndef scaled(v):\n    return K * v\n\n\n"
-                         "def loss(w):\n    return m.apply(lambda v: K * v * v, w) + m.apply(scaled, w)\n")
+                    loss="import numpy as np\nimport {name} as m\n\nK = 50.0\n\n\n"
+                         "def scaled(v):\n    return K * v\n\n\ndef loss(w):\n"
+                         "    return m.apply(lambda v: K * v * v, w) + m.apply(scaled, w)\n")
     w = np.array([0.5, -1.5])
     (report,) = check_source(path.read_text(), str(path), at={"w": w})
-    assert report.ok and report.points[0].value_generated == pytest.approx(2.0 * (50.0 * np.sum(w * w) + 50.0 * np.sum(w)))
+    expected = 2.0 * (50.0 * np.sum(w * w) + 50.0 * np.sum(w))  # K of each function's own file
+    assert report.ok and report.points[0].value_generated == pytest.approx(expected)

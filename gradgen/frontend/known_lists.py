@@ -8,7 +8,8 @@ into a ConstList; a loop over it is unrolled, so each trip's numbers are constan
 A list of tuples built in straight code (`layers.append((W, b))`) is kept while compiling
 as the values it holds (a StaticList), so a loop over it (`for W, b in layers`) unrolls
 too; so is a list or tuple of functions (`acts = [relu, m.soft, np.tanh]`, `for f in (relu,
-np.tanh):`), each trip calling its own function. Neither reaches the generated code: only the numbers and the arrays they lead to do.
+np.tanh):`), each trip calling its own function. Neither reaches the generated code: only
+the numbers and the arrays they lead to do.
 """
 
 from __future__ import annotations

@@ -7,9 +7,11 @@ A module resolves to a file beside the compiled one (`model.py`, or `pkg/model.p
 library and the array libraries are not looked for. A relative import (`from .model import
 predict`, `from . import model`, `from ..common import act`) resolves as Python resolves it
 when the file runs as part of its package: the package is the chain of folders with an
-`__init__.py` above the file, and its dotted name is found from the folder above the top one. Each file is read once per compile
-(a cycle of imports reads each file once); every file read is recorded, in order, with the
-sha256 of its text, for the generated module's header (gradgen.codegen.freshness).
+`__init__.py` above the file, and its dotted name is found from the folder above the top
+one. Each file is read once per compile (a cycle of imports reads each file once); every
+file read is recorded, in order, with the sha256 of its text, for the generated module's
+header (gradgen.codegen.freshness). `home` says which file a function is defined in, so
+that a function of another file, called or passed as a value, reads its names there.
 """
 
 from __future__ import annotations
