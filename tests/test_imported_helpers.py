@@ -454,3 +454,15 @@ def test_a_function_of_this_file_passed_into_an_imported_helper_reads_this_file(
     (report,) = check_source(path.read_text(), str(path), at={"w": w})
     expected = 2.0 * (50.0 * np.sum(w * w) + 50.0 * np.sum(w))  # K of each function's own file
     assert report.ok and report.points[0].value_generated == pytest.approx(expected)
+
+
+def test_a_rule_given_here_to_a_function_of_another_file_is_refused_at_its_line(tmp_path):
+    path = _project(tmp_path, "cr_elsewhere", model="def plain(x):\n    return x * x\n",
+                    loss="from {name} import plain\n\n\ndef my_rule(g, out, x):\n    return g * 2 * x\n\n\n"
+                         "plain.defvjp(my_rule)\n\n\ndef loss(w):\n    return plain(w)\n")
+    with pytest.raises(CompileError) as caught:
+        compile_source(path.read_text(), str(path))
+    assert caught.value.format() == (
+        f"{path}:8:1: 'plain.defvjp': 'plain' is a function of {tmp_path / 'cr_elsewhere.py'}: give it its rule "
+        "there, where it is defined (@gradgen.custom_vjp on its def, @plain.defvjp on the rule)\n"
+        "    plain.defvjp(my_rule)\n    ^")

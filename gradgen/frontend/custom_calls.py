@@ -151,6 +151,12 @@ def _estimator(module, node):
 def _attach(module, rules, target, rule, where, options):
     """Rule `rule` for the custom function `target` names, checked against its inputs."""
     custom = rules.functions.get(target.id)
+    imported = local_imports.function(module, module.imports.get(target.id))
+    if custom is None and imported is not None:  # a rule given here to a function of the user's other file
+        home = local_imports.home(module, imported)
+        raise module.error(where, f"'{target.id}.defvjp': '{target.id}' is a function of {home.filename}: give it "
+                                  "its rule there, where it is defined (@gradgen.custom_vjp on its def, "
+                                  f"@{target.id}.defvjp on the rule)")
     if custom is None:
         raise module.error(where, f"'{target.id}.defvjp': '{target.id}' is not a @gradgen.custom_vjp function; "
                                   f"decorate its def with @gradgen.custom_vjp")

@@ -42,8 +42,8 @@ _UNSUPPORTED_STMT = {
     ast.Nonlocal: "'nonlocal' is not supported", ast.ClassDef: "classes are not supported",
     ast.AsyncFunctionDef: "async functions are not supported", ast.Delete: "'del' is not supported",
     ast.Raise: "'raise' is not supported",
-    ast.Import: "imports inside functions are not supported",
-    ast.ImportFrom: "imports inside functions are not supported",
+    ast.Import: "imports inside functions are not supported: import at the top of the file",
+    ast.ImportFrom: "imports inside functions are not supported: import at the top of the file",
     ast.AsyncFor: "'async for' is not supported", ast.AsyncWith: "'async with' is not supported",
 }
 
