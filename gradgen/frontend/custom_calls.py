@@ -23,6 +23,7 @@ import ast
 import copy
 from dataclasses import dataclass, field
 
+from gradgen.frontend import local_imports
 from gradgen.frontend.closures import own_nodes
 from gradgen.ir.nodes import Call, Expr, Var, children, expressions, subexpressions, walk
 from gradgen.rules.table import CUSTOM_CALLS
@@ -40,10 +41,16 @@ class Custom:
     estimator: bool = False
     rule: ast.FunctionDef | None = None
     marked_at: ast.AST | None = None  # the defvjp decorator or statement
+    imported_from: str | None = None  # the user's other file it is defined in (None: the compiled file)
 
     @property
     def name(self):
         return self.node.name
+
+    @property
+    def rule_line(self):
+        """Where the rule is, said in a message: `line 13`, or `rules.py, line 13`."""
+        return f"{self.imported_from + ', ' if self.imported_from else ''}line {self.rule.lineno}"
 
     @property
     def rule_name(self):
@@ -108,7 +115,8 @@ def _read_def(module, node, rules):
                 raise module.error(node, f"'{node.name}' is a custom_vjp function: it takes no other decorator")
             _check_function(module, node)
             params = [a.arg for a in node.args.args]
-            rules.functions[node.name] = Custom(node, params, _estimator(module, deco))
+            rules.functions[node.name] = Custom(node, params, _estimator(module, deco),
+                                                imported_from=module.filename if module.imported else None)
         elif _defvjp_target(deco) is not None:
             if len(node.decorator_list) > 1:
                 raise module.error(node, f"'{node.name}' is a custom rule: it takes no other decorator")
@@ -143,6 +151,12 @@ def _estimator(module, node):
 def _attach(module, rules, target, rule, where, options):
     """Rule `rule` for the custom function `target` names, checked against its inputs."""
     custom = rules.functions.get(target.id)
+    imported = local_imports.function(module, module.imports.get(target.id))
+    if custom is None and imported is not None:  # a rule given here to a function of the user's other file
+        home = local_imports.home(module, imported)
+        raise module.error(where, f"'{target.id}.defvjp': '{target.id}' is a function of {home.filename}: give it "
+                                  "its rule there, where it is defined (@gradgen.custom_vjp on its def, "
+                                  f"@{target.id}.defvjp on the rule)")
     if custom is None:
         raise module.error(where, f"'{target.id}.defvjp': '{target.id}' is not a @gradgen.custom_vjp function; "
                                   f"decorate its def with @gradgen.custom_vjp")
@@ -199,7 +213,8 @@ def _returns(node):
 
 
 def custom_of(module, node):
-    """The Custom of the same-file function `node`, if it is a custom_vjp function."""
+    """The Custom of function `node` of `module` (the file it is defined in), if it is a
+    custom_vjp function."""
     found = read(module).functions.get(node.name)
     return found if found is not None and found.node is node else None
 
@@ -225,15 +240,17 @@ def lower_call(lw, scope, node, custom, unpacked=None, named=True):
     if unpacked is not None:
         raise m.error(node, f"'{custom.name}' is a custom_vjp function: it returns one value, not {unpacked}")
     lw._inline_limits(node, custom.node)
-    args = lw._bind_arguments(scope, node, custom.node)
+    home = local_imports.home(m, custom.node)  # (a function of the user's other file: its value and rule read there)
+    args = lw._bind_arguments(scope, node, custom.node, home)
     inputs = []
     for name, value in args.items():
         if not isinstance(value, Expr):
             raise m.error(node, f"'{custom.name}' is a custom_vjp function: its inputs are numbers and arrays, "
                                 f"and '{name}' is not one here")
         inputs.append(lw._named(name, value, node))
-    value = lw._inline_bound(node, custom.node, dict(zip(args, inputs)))
-    rule = _lower_rule(lw, node, custom, inputs)
+    with lw._in_module(home):
+        value = lw._inline_bound(node, custom.node, dict(zip(args, inputs)))
+        rule = _lower_rule(lw, node, custom, inputs)
     prim = "custom_estimator" if custom.estimator else "custom_vjp"
     call = Call(prim, (value, *inputs), None, loc=(node.lineno, node.col_offset + 1), params=(("rule", rule),))
     if not named:
@@ -246,7 +263,9 @@ def lower_call(lw, scope, node, custom, unpacked=None, named=True):
 def called(lw, scope, node):
     """The Custom `node` calls, if it is a call of a custom function, else None."""
     callee = lw._helper_node(scope, node) if isinstance(node, ast.Call) else None
-    return custom_of(lw.m, callee.node) if callee is not None and hasattr(callee, "node") else None
+    if callee is None or not hasattr(callee, "node"):
+        return None
+    return custom_of(local_imports.home(lw.m, callee.node, callee.closure), callee.node)
 
 
 def _lower_rule(lw, node, custom, inputs):

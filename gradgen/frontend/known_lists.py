@@ -7,17 +7,21 @@ into a ConstList; a loop over it is unrolled, so each trip's numbers are constan
 (`reshape((m, n))`) and a counter (`start += (m + 1) * n`) is an integer expression of them.
 A list of tuples built in straight code (`layers.append((W, b))`) is kept while compiling
 as the values it holds (a StaticList), so a loop over it (`for W, b in layers`) unrolls
-too. Neither reaches the generated code: only the numbers and the arrays they lead to do.
+too; so is a list or tuple of functions (`acts = [relu, m.soft, np.tanh]`, `for f in (relu,
+np.tanh):`), each trip calling its own function. Neither reaches the generated code: only
+the numbers and the arrays they lead to do.
 """
 
 from __future__ import annotations
 
 import ast
 
-from gradgen.frontend.closures import FunctionValue, own_nodes
+from gradgen.frontend import local_imports
+from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, own_nodes
 from gradgen.frontend.fold import NotConstant, fold, items_of, unpack
-from gradgen.frontend.scopes import ArgsTuple, _exits, _lookup, _LoopVariable
+from gradgen.frontend.scopes import ArgsTuple, Scope, _exits, _lookup, _LoopVariable
 from gradgen.ir.nodes import Const, Var
+from gradgen.rules import table
 
 MAX_UNROLLED = 10_000  # trips of the loops gradgen unrolls in one function
 
@@ -159,8 +163,8 @@ class StaticLowering:
                                       f"({_short(value.value)}): use it in a loop (unrolled), len(...), an index "
                                       f"known when compiling, zip, a slice, sum(...) or np.array({text}), or pass it "
                                       "to a helper")
-        return self.m.error(node, f"'{text}' is a list gradgen keeps while compiling (it holds tuples): loop over "
-                                  "it, index it by a constant, take its len(...), or pass it to a helper")
+        return self.m.error(node, f"'{text}' is a list gradgen keeps while compiling (it holds tuples or functions): "
+                                  "loop over it, index it by a constant, take its len(...), or pass it to a helper")
 
     def _bind_static(self, scope, name, value, stmt):
         """`shapes = list(zip(...))`, `pair = layers[0]`: the name holds the value while
@@ -169,6 +173,40 @@ class StaticLowering:
             raise self.m.error(stmt, f"'{name}' is bound to a list known when compiling inside a loop or branch; "
                                      "bind it before the loop or branch")
         scope.env[name] = value
+
+    # ---- lists of functions -------------------------------------------------------------------
+    def _function_list(self, scope, node):
+        """The StaticList of a list or tuple literal whose items all name functions (`[relu,
+        m.soft, np.tanh, lambda v: v * v]`), or of a module-level tuple of them (`ACTS =
+        (relu, np.tanh)`, read in the module), else None."""
+        if isinstance(node, ast.Name) and _lookup(scope, node.id) is None and not _local_anywhere(scope, node.id):
+            stmt = self.m.not_constants.get(node.id, (None,))[0]
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and isinstance(stmt.value, ast.Tuple):  # (a tuple: no function can change it)
+                return self._function_list(Scope(self.fnode, {}, set()), stmt.value)
+        if not isinstance(node, (ast.List, ast.Tuple)) or not node.elts \
+                or not all(self._names_function(scope, e) for e in node.elts):
+            return None
+        self.statics = True
+        return StaticList(self.expr(scope, e, function_ok=True) for e in node.elts)
+
+    def _names_function(self, scope, node):
+        """Whether `node` names a function value: a lambda, a name bound to one, a function of
+        this file or of the user's other files, a library function with a rule."""
+        if isinstance(node, ast.Lambda):
+            return True
+        if isinstance(node, ast.Name):
+            value = _lookup(scope, node.id)
+            if value is not None or _local_anywhere(scope, node.id):
+                return isinstance(value, FUNCTION_VALUES)
+            if node.id in self.m.functions:
+                return node.id not in self.m.constants
+        qualified = self.m.qualified(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if qualified is None:
+            return False
+        found = table.lookup(qualified)
+        return (found is not None and table.TABLE[found[0]].kind != "attribute") \
+            or local_imports.function(self.m, qualified) is not None
 
     # ---- lists of tuples ----------------------------------------------------------------------
     def _static_list_made(self, scope, name, value, stmt):
@@ -240,9 +278,10 @@ class StaticLowering:
         """A loop over a list known when compiling, lowered once per item, in straight code.
         True if `stmt` is such a loop (and now lowered)."""
         node = stmt.iter
-        if not self._mentions_static(scope, node):
+        functions = self._function_list(scope, node)  # `for f in (relu, np.tanh):`
+        if functions is None and not self._mentions_static(scope, node):
             return False
-        value = _lookup(scope, node.id) if isinstance(node, ast.Name) else None
+        value = functions or (_lookup(scope, node.id) if isinstance(node, ast.Name) else None)
         try:
             items = value.items if isinstance(value, StaticList) else items_of(self._fold(scope, node))
         except NotConstant:
@@ -291,6 +330,11 @@ class StaticLowering:
         def bind(name, part):
             if isinstance(part, (ArgsTuple, *STATIC_VALUES)):
                 self._bind_static(scope, name, part, stmt)
+            elif isinstance(part, FUNCTION_VALUES):  # an item of a list of functions
+                if assigned:
+                    self._bind(scope, name, part, stmt)
+                else:
+                    scope.env[name] = part
             elif isinstance(part, Var) or type(part) in (int, float, bool):
                 value = part if isinstance(part, Var) else Const(part)
                 if assigned:  # as `name = value` would bind it

@@ -4,9 +4,14 @@ inline as same-file helpers do and their constants fold.
 
 A module resolves to a file beside the compiled one (`model.py`, or `pkg/model.py` and
 `pkg/model/__init__.py` for `pkg.model`), never to an installed library: the standard
-library and the array libraries are not looked for. Each file is read once per compile
-(a cycle of imports reads each file once); every file read is recorded, in order, with the
-sha256 of its text, for the generated module's header (gradgen.codegen.freshness).
+library and the array libraries are not looked for. A relative import (`from .model import
+predict`, `from . import model`, `from ..common import act`) resolves as Python resolves it
+when the file runs as part of its package: the package is the chain of folders with an
+`__init__.py` above the file, and its dotted name is found from the folder above the top
+one. Each file is read once per compile (a cycle of imports reads each file once); every
+file read is recorded, in order, with the sha256 of its text, for the generated module's
+header (gradgen.codegen.freshness). `home` says which file a function is defined in, so
+that a function of another file, called or passed as a value, reads its names there.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ def _resolve(module, folder, shared):
     for fnode in ast.walk(module.tree):
         if isinstance(fnode, ast.FunctionDef):
             module.homes.setdefault(id(fnode), module)
+    _relative(module, shared)
     for qualified in list(module.imports.values()):
         parts = qualified.split(".")
         if parts[0] in _NOT_LOCAL:
@@ -52,6 +58,47 @@ def _resolve(module, folder, shared):
                 if found is not None:
                     module.local[name] = found
     _constants_imported(module)
+
+
+def _relative(module, shared):
+    """`from .model import predict` and the like: the absolute name in `module.imports`, its
+    files read from the folder above the top package (a file that is not there keeps the
+    name unknown; an import above the top package is refused at its line)."""
+    if not module.relative or not os.path.isfile(module.filename):
+        return
+    root, package = package_of(module.filename)
+    for name, (stmt, attr) in list(module.relative.items()):
+        spelled = f"from {'.' * stmt.level}{stmt.module or ''} import {attr}"
+        if stmt.level > len(package):
+            absolute = f"from {stmt.module} import {attr}" if stmt.module else f"import {attr}"
+            if not package:
+                raise module.error(stmt, f"'{spelled}' is a relative import, and this file is in no package (no "
+                                         f"__init__.py beside it): write `{absolute}`")
+            raise module.error(stmt, f"'{spelled}' reaches above the top package '{package[0]}': import a module "
+                                     f"of the package, or write `{absolute}` for a file beside this one")
+        parts = package[:len(package) - stmt.level + 1] + (stmt.module.split(".") if stmt.module else [])
+        for k in range(1, len(parts) + 2):
+            dotted = ".".join((parts + [attr])[:k])
+            if dotted not in module.local:
+                found = _read(dotted, root, shared)
+                if found is not None:
+                    module.local[dotted] = found
+        if ".".join(parts) not in module.local and ".".join(parts + [attr]) not in module.local:
+            continue  # no such file: the name stays unknown, said where it is used
+        module.imports[name] = ".".join(parts + [attr])
+        del module.relative[name], module.not_constants[name]
+
+
+def package_of(path):
+    """(the folder above the top package, the package's dotted name as a list) of the file at
+    `path`: its folder and those above it with an `__init__.py` (no package: the folder, []).
+    The folder is spelled from `path` as given (`pkg/sub/../..`), so the files read below it
+    are shown as the others are."""
+    folder, package = os.path.dirname(os.path.abspath(path)), []
+    while os.path.isfile(os.path.join(folder, "__init__.py")) and os.path.dirname(folder) != folder:
+        package.insert(0, os.path.basename(folder))
+        folder = os.path.dirname(folder)
+    return os.path.join(os.path.dirname(path), *[os.pardir] * len(package)), package
 
 
 def _read(name, folder, shared):
@@ -117,6 +164,13 @@ def constant(module, qualified):
     return True, found[0].constants[found[1]]
 
 
-def home(module, fnode):
-    """The Module `fnode` is defined in (one of the user's imported files, or `module`)."""
-    return getattr(module, "homes", {}).get(id(fnode), module)
+def home(module, fnode, closure=None):
+    """The Module `fnode` is defined in (one of the user's imported files, or `module`). A
+    function made while lowering (a lambda as a def, a comprehension's) is of the module of
+    the function it was made in: that of `closure`, the lowerer's Scope it was defined in,
+    or of the Scope that one was defined in, and so on (a lambda an imported factory returns
+    reads the factory's file, wherever it is called)."""
+    homes = getattr(module, "homes", {})
+    while id(fnode) not in homes and closure is not None:
+        fnode, closure = closure.node, closure.closure
+    return homes.get(id(fnode), module)

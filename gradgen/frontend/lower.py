@@ -14,7 +14,7 @@ import ast
 
 from gradgen.analysis.stated import annotated_shape
 from gradgen.errors import CompileError
-from gradgen.frontend import custom_calls, effects, inactive, loop_returns
+from gradgen.frontend import custom_calls, effects, inactive, local_imports, loop_returns
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
 from gradgen.frontend.fold import NotConstant, fold
 from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticList, StaticLowering
@@ -42,8 +42,8 @@ _UNSUPPORTED_STMT = {
     ast.Nonlocal: "'nonlocal' is not supported", ast.ClassDef: "classes are not supported",
     ast.AsyncFunctionDef: "async functions are not supported", ast.Delete: "'del' is not supported",
     ast.Raise: "'raise' is not supported",
-    ast.Import: "imports inside functions are not supported",
-    ast.ImportFrom: "imports inside functions are not supported",
+    ast.Import: "imports inside functions are not supported: import at the top of the file",
+    ast.ImportFrom: "imports inside functions are not supported: import at the top of the file",
     ast.AsyncFor: "'async for' is not supported", ast.AsyncWith: "'async with' is not supported",
 }
 
@@ -143,7 +143,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         return params
 
     def _function_default(self, node):
-        """The function a default names (`np.tanh`, a same-file function, a lambda), or None."""
+        """The function a default names (`np.tanh`, a same-file function or one of the user's
+        other files, a lambda), or None."""
         if isinstance(node, ast.Lambda):
             return FunctionValue(lambda_as_def(node, "lambda"))
         if isinstance(node, ast.Name) and node.id in self.m.functions:
@@ -152,7 +153,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         found = table.lookup(qualified) if qualified else None
         if found is not None and table.TABLE[found[0]].kind != "attribute":
             return LibraryFunction(qualified, ast.unparse(node))
-        return None
+        imported = local_imports.function(self.m, qualified)
+        return FunctionValue(imported) if imported is not None else None  # `act=m.relu`: of the user's other file
 
     def _default(self, node, name):
         if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, str)):

@@ -22,6 +22,8 @@ class AssignLowering:
     def _assign(self, scope, target, value, stmt):
         if isinstance(target, ast.Name) and effects.is_draw(self.m, value, lambda n: _lookup(scope, n)):
             self._bind(scope, target.id, self._draw_call(scope, value), stmt)  # eps = rs.randn(n)
+        elif isinstance(target, ast.Name) and self._function_list(scope, value) is not None:
+            self._bind_static(scope, target.id, self._function_list(scope, value), stmt)  # acts = [relu, np.tanh]
         elif isinstance(target, ast.Name) and isinstance(value, (ast.List, ast.ListComp)):
             self._new_list(scope, target.id, value, stmt)
         elif isinstance(target, ast.Name) and self._tuple_of_values(scope, value, stmt) is not None:

@@ -124,10 +124,14 @@ class CallLowering:
         return f"gradgen has no derivative rule for '{spelled}'"
 
     def _helper_node(self, scope, node):
-        """The function value `node` calls, if it calls one by name: a same-file function, a
-        nested def or lambda, a function passed in (`nonlinearity(x)`)."""
+        """The function value `node` calls, if it calls one by name: a same-file function or
+        one of the user's other files, a nested def or lambda, a function passed in
+        (`nonlinearity(x)`), an item of a list of functions (`acts[1](x)`)."""
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Call):  # gradgen.grad(potential)(x)
             return nested.function_value(self, scope, node.func, sigmoid_pattern)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):  # acts[1](x): a list of functions
+            value = self._static_expr(scope, node.func)
+            return value if isinstance(value, FUNCTION_VALUES) else None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             value = _lookup(scope, node.func.id)
             if isinstance(value, FUNCTION_VALUES):
@@ -328,11 +332,8 @@ class CallLowering:
     def _inline(self, scope, node, hnode, unpacked=None, closure=None):
         """A call to a same-file function: the sigmoid primitive, or the helper's body inlined
         (`unpacked`: its call is unpacked into that many names; the result is then a tuple)."""
-        home = local_imports.home(self.m, hnode)
+        home = local_imports.home(self.m, hnode, closure)
         custom = custom_calls.custom_of(home, hnode)
-        if custom is not None and home is not self.m:
-            raise self.m.error(node, f"'{hnode.name}' has a custom rule in {home.filename}, which gradgen does "
-                                     "not read from another file yet: copy the function and its rule into this file")
         if custom is not None:  # @gradgen.custom_vjp: its body's value, differentiated by its rule
             return custom_calls.lower_call(self, scope, node, custom, unpacked)
         with self._in_module(home):

@@ -328,6 +328,8 @@ class ExprLowering:
         imported = local_imports.constant(self.m, qualified)
         if imported is not None:  # `m.SCALE`: a constant of the user's other file
             return Const(imported[1])
+        if local_imports.function(self.m, qualified) is not None:  # `act=m.relu`: a function of another file
+            return FunctionValue(local_imports.function(self.m, qualified))
         if found is not None:  # `np.tanh` named without a call: a function value
             return LibraryFunction(qualified, ast.unparse(node))
         if isinstance(node, ast.Attribute) and qualified is None and node.attr in _FACTS | {"T"}:

@@ -54,6 +54,9 @@ class Module:
     sha256: str
     tree: ast.Module
     imports: dict = field(default_factory=dict)  # local name -> qualified name
+    # local name -> (its ast.ImportFrom, the name imported) of `from .model import predict`:
+    # resolved against the file's package by gradgen.frontend.local_imports
+    relative: dict = field(default_factory=dict)
     functions: dict = field(default_factory=dict)  # name -> ast.FunctionDef
     constants: dict = field(default_factory=dict)  # name -> number
     not_constants: dict = field(default_factory=dict)  # name -> (node, why)
@@ -276,7 +279,8 @@ def _read_top_level(module: Module, stmt):
             _rebind(module, name, stmt)
             if stmt.level == 0:
                 module.imports[name] = f"{stmt.module}.{alias.name}"
-            else:
+            else:  # until local_imports finds the file (a source not read from a file: never)
+                module.relative[name] = (stmt, alias.name)
                 module.not_constants[name] = (stmt, f"is imported from '{'.' * stmt.level}{stmt.module or ''}', "
                                                     "which gradgen does not read; copy it into this file")
     elif isinstance(stmt, ast.FunctionDef):
@@ -301,7 +305,8 @@ def _rebind(module, name, stmt):
         module.redefined.pop(name, None)  # `def f` again: the new `def` is what runs
     elif name in module.functions:
         module.redefined[name] = (module.functions[name], stmt)
-    for table in (module.functions, module.imports, module.constants, module.not_constants, module.classes):
+    for table in (module.functions, module.imports, module.relative, module.constants, module.not_constants,
+                  module.classes):
         table.pop(name, None)
 
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+import sys
+import types
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -82,8 +84,12 @@ class Session:
 
     def __init__(self, plan_, f, user):
         self.plan, self.f, self.user = plan_, f, user
-        self.functions = {name: user[name] for name in plan_.customs
-                          if callable(user.get(name)) and hasattr(user[name], "defvjp")}
+        self.namespaces = _namespaces(user)
+        self.functions = {}
+        for name in plan_.customs:
+            found = [ns[name] for ns in self.namespaces if callable(ns.get(name)) and hasattr(ns[name], "defvjp")]
+            if found:
+                self.functions[name] = found[0]
         self.frozen, self.linear, self.calls = [], [], {}
         self.replaying, self.depth, self.next_stop, self.next_linear = False, 0, 0, 0
         self.estimators = any(c.estimator for c in plan_.customs.values())
@@ -112,13 +118,15 @@ class Session:
     @contextlib.contextmanager
     def _hooks(self):
         before, custom._stop_hook = custom._stop_hook, self._stop
-        for name, fn in self.functions.items():
-            self.user[name] = self._wrapper(name, fn)
+        bound = [(ns, name, fn) for name, fn in self.functions.items() for ns in self.namespaces if ns.get(name) is fn]
+        for ns, name, fn in bound:
+            ns[name] = self._wrapper(name, fn)
         try:
             yield
         finally:
             custom._stop_hook = before
-            self.user.update(self.functions)
+            for ns, name, fn in bound:
+                ns[name] = fn
 
     def _stop(self, x):
         if self.depth:  # inside a custom function: its own body, as it is
@@ -229,6 +237,19 @@ def _linearised(rule, inputs, out):
     return linear
 
 
+def _namespaces(user):
+    """Where a custom function may be called by name: the user's module, and the modules of
+    the user's other files it imports (`import rules as r; r.softclip(x)`) or defines
+    its functions in (a helper of rules.py that calls softclip)."""
+    found = [user]
+    for value in list(user.values()):
+        module = value if isinstance(value, types.ModuleType) else sys.modules.get(getattr(value, "__module__", None)
+                                                                                   or "")
+        if module is not None and getattr(module, "__file__", None) and not any(vars(module) is ns for ns in found):
+            found.append(vars(module))
+    return found
+
+
 def _rule_rows(spec, fn, inputs, out):
     """The rule of custom function `fn` against finite differences of `<g, fn(...)>`."""
     rng = np.random.default_rng(sum(map(ord, spec.rule_name)))
@@ -270,6 +291,6 @@ def _rule_row(spec, fn, inputs, i, name, g, c):
         return replace(row, ok=True, note="a marked estimator: not compared", fd_verdict=NOT_COMPARED)
     if not row.ok:
         row.note = (f"custom rule {spec.rule_name} disagrees with finite differences of {spec.name} in "
-                    f"'{name}' (line {spec.rule.lineno}); a deliberate estimator is marked "
+                    f"'{name}' ({spec.rule_line}); a deliberate estimator is marked "
                     "@gradgen.custom_vjp(estimator=True)")
     return row

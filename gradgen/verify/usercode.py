@@ -22,6 +22,7 @@ import types
 import numpy as np
 
 from gradgen.errors import CompileError
+from gradgen.frontend.local_imports import package_of
 from gradgen.frontend.source import read_source
 from gradgen.rules.records import runtime as record_runtime
 
@@ -70,14 +71,20 @@ def run_original(source, filename):
 
 def run_module(source, filename, name):
     """Execute `source` as module `name`, beside its own folder on `sys.path` as
-    `python FILE` would have it (so `import helpers` finds helpers.py next to it)."""
+    `python FILE` would have it (so `import helpers` finds helpers.py next to it); a file of
+    a package (an `__init__.py` beside it) runs in its package, as `python -m pkg.loss` would
+    have it, so its relative imports (`from .model import predict`) find their files."""
     try:
         code = compile(source, filename, "exec", dont_inherit=True)
     except SyntaxError as exc:
         raise syntax_error(exc, filename, source) from None
     module = types.ModuleType(name)
     module.__file__ = filename
-    with _beside(filename), users_code(filename, source):
+    root, package = package_of(filename)
+    if package:
+        module.__package__ = ".".join(package)
+    with _on_path(os.path.dirname(os.path.abspath(filename))), _on_path(root if package else None), \
+            users_code(filename, source):
         exec(code, module.__dict__)  # noqa: S102 - `check` runs the user's file, by design
     return module
 
@@ -222,8 +229,12 @@ def _line(source, line):
 
 
 @contextlib.contextmanager
-def _beside(filename):
-    folder = os.path.dirname(os.path.abspath(filename))
+def _on_path(folder):
+    """`folder` first on sys.path meanwhile (None: nothing)."""
+    if folder is None:
+        yield
+        return
+    folder = os.path.abspath(folder)
     sys.path.insert(0, folder)
     try:
         yield
