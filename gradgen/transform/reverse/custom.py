@@ -5,6 +5,8 @@ contribution pushed into its input's adjoint as any expression's gradient is."""
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import replace
 
 from gradgen.ir import simplify
@@ -40,7 +42,8 @@ def backward(rev, stmt):
     shaped = rev.shaped(Var(v), g) if isinstance(g, Var) and g.name in rev.zeroed and v in rev.arrays else []
     statements = simplify.dead_code(substitute_all(rule.statements, names), simplify.names_read(body))
     custom = rule.custom
-    code = shaped + [Comment(f"custom rule {custom.rule_name} (line {custom.rule.lineno})")] + statements + body
+    where = f"{os.path.basename(custom.imported_from)}, " if custom.imported_from else ""  # (no machine's path)
+    code = shaped + [Comment(f"custom rule {custom.rule_name} ({where}line {custom.rule.lineno})")] + statements + body
     rev.reads[id(stmt)] = simplify.names_read(code) - rev.adj_set - assigned(statements)
     return rev.cite(stmt, code) + restore
 
