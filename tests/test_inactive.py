@@ -222,3 +222,20 @@ def test_the_hvp_runs_the_inactive_code_too(file_name, function_name):
     step = 1e-5
     expected = (grad(w + step * v, **rest) - grad(w - step * v, **rest)) / (2 * step)
     np.testing.assert_allclose(hvp, expected, rtol=1e-4, atol=1e-6)
+
+
+def test_data_read_before_a_loop_overwrites_its_name_is_still_data():
+    """Fuzz seed 2015 #1428: `y[...] = np.quantile(X, 0.25)` reads the data X; a later loop
+    rebinds X to a differentiated value. The refusal once looked at what X is anywhere, not
+    where it is read, and refused the quantile (which no derivative goes through)."""
+    source = ("import numpy as np\n\n\ndef f(w, H, *, X):\n    y = np.empty(np.shape(H))\n"
+              "    y[...] = np.quantile(X, 0.25)\n    for row in y:\n        X = H * w[0]\n"
+              "    return np.sum(y * H) + np.sum(X)\n")
+    ns = {}
+    exec(compile_source(source, "f.py").text, ns)
+    w, H, X = np.array([2.0]), np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, 5.0, 9.0])
+    dw, dH = ns["f_grad"](w, H, X=X)
+    assert dw[0] == pytest.approx(np.sum(H))
+    np.testing.assert_allclose(dH, np.quantile(X, 0.25) + w[0])
+    assert _refusal(source.replace("np.quantile(X, 0.25)", "np.quantile(H, 0.25)")).startswith(
+        "loss.py:6:14: no derivative rule for 'np.quantile' on the value of 'H' (a differentiated parameter)")

@@ -169,10 +169,10 @@ def analyse(fn, wrt, module) -> Activity:
     _varied(fn.body, origin)
     useful = diff_vars(fn.result)
     _useful(fn.body, useful)
+    _refuse_kept_in_order(fn.body, {w: w for w in wrt}, useful, fn, module)
     for stmt in walk(fn.body):
         if isinstance(stmt, Assign) and stmt.target in useful:
             _refuse_integer_uses(stmt.expr, origin, module)
-            _refuse_kept_as_written(stmt.expr, origin, fn, module)
         elif isinstance(stmt, (For, While, If)):
             _refuse_integer_uses(expressions(stmt)[0], origin, module)
     return Activity(list(wrt), {n for n in useful if n in origin})
@@ -231,6 +231,23 @@ def _refuse_integer_uses(expr, origin, module):
                 _refuse(Call("index", e.args[1:], loc=e.loc), origin, module)
             elif e.prim == "setitem":
                 _refuse(Call("index", e.args[2:], loc=e.loc), origin, module)
+
+
+def _refuse_kept_in_order(stmts, origin, useful, fn, module):
+    """_refuse_kept_as_written at each statement, with what is varied there: a name a later
+    loop overwrites with a varied value is not varied before it (`y = f(X)`, then `for ...:
+    X = h`: f reads the data X; fuzz seed 2015 #1428). A loop's body sees its fixed point."""
+    for stmt in stmts:
+        if isinstance(stmt, Assign):
+            if stmt.target in useful:
+                _refuse_kept_as_written(stmt.expr, origin, fn, module)
+            _varied([stmt], origin)
+        elif isinstance(stmt, If):
+            _refuse_kept_in_order(stmt.body, origin, useful, fn, module)
+            _refuse_kept_in_order(stmt.orelse, origin, useful, fn, module)
+        elif isinstance(stmt, (For, While)):
+            _varied([stmt], origin)
+            _refuse_kept_in_order(stmt.body, origin, useful, fn, module)
 
 
 def _refuse_kept_as_written(expr, origin, fn, module):
