@@ -23,7 +23,8 @@ class Laid(str):
 
 # The expressions whose unparsed text black keeps as it is (bar the two spellings above).
 # Left out: strings (black changes their quotes), comprehensions, lambdas, dicts and sets,
-# `yield`, `await`, `:=`, and the one-element tuple (its comma).
+# `yield`, `await`, `:=`, the one-element tuple (its comma), and a power under a unary
+# operator (black adds parentheses: `-(x**2)`).
 _LEAVES = (ast.Name, ast.Load, ast.Store, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
 _SIMPLE_BOUND = (ast.Name, ast.Constant)
 
@@ -78,8 +79,8 @@ def _expr_ok(e):
         return _constant_ok(e.value)
     if kind is ast.BinOp:
         return _expr_ok(e.left) and _expr_ok(e.right)
-    if kind is ast.UnaryOp:
-        return _expr_ok(e.operand)
+    if kind is ast.UnaryOp:  # (black writes `-x ** 2` as `-(x**2)`)
+        return not (type(e.operand) is ast.BinOp and type(e.operand.op) is ast.Pow) and _expr_ok(e.operand)
     if kind is ast.Call:
         return (_expr_ok(e.func) and all(_argument_ok(a) for a in e.args)
                 and all(k.arg is not None and _expr_ok(k.value) for k in e.keywords))
