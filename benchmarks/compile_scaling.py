@@ -7,7 +7,11 @@ compiles straight-line programs of 100, 1,000 and 10,000 statements and prints t
 per statement; it should stay flat (ratio about 1) as the program grows. It also times
 each pipeline stage it can find, so a stage that grows faster than the rest stands out.
 
-Run on demand, not in CI:  python benchmarks/compile_scaling.py
+`emit._black` is the time black takes (inside emit.function_text and emit.module_text).
+Statements already in black's layout skip it (gradgen/codegen/layout.py); `--all-through-black`
+sends every statement through black, as before that fast path, for comparison.
+
+Run on demand, not in CI:  python benchmarks/compile_scaling.py [--all-through-black]
 """
 
 import random
@@ -19,13 +23,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import gradgen.api as api  # noqa: E402
+from gradgen.codegen import layout  # noqa: E402
 
 SIZES = (100, 1_000, 10_000)
 PARAMS = ("w1", "w2", "w3", "b1", "b2")
 # Stage entry points as `api` calls them (module.function); any that are missing are skipped.
 STAGES = ("parse.parse_module", "lower.lower_function", "activity.choose_wrt",
           "activity.analyse", "reverse.backward", "simplify.dead_code",
-          "emit.function_text", "emit.module_text")
+          "emit.function_text", "emit.module_text", "emit._black")
 
 
 def program(n: int, seed: int = 0) -> str:
@@ -73,9 +78,11 @@ def instrument():
 
 
 def main():
+    if "--all-through-black" in sys.argv[1:]:
+        layout.independent = lambda units: False
     spent = instrument()
-    print(f"{'statements':>10} | {'total s':>8} | {'us/statement':>12} | {'ratio to 100':>12}")
-    print(f"{'-' * 10}-+-{'-' * 8}-+-{'-' * 12}-+-{'-' * 12}")
+    print(f"{'statements':>10} | {'total s':>8} | {'us/statement':>12} | {'ratio to 100':>12} | {'in black':>10}")
+    print(f"{'-' * 10}-+-{'-' * 8}-+-{'-' * 12}-+-{'-' * 12}-+-{'-' * 10}")
     results = []
     for n in SIZES:
         source = program(n)
@@ -87,7 +94,9 @@ def main():
         per = total / n
         if n == SIZES[0]:
             base = per
-        print(f"{n:>10,} | {total:>8.3f} | {per * 1e6:>12.1f} | {per / base:>12.2f}", flush=True)
+        black_share = spent.get("emit._black", 0) / total
+        print(f"{n:>10,} | {total:>8.3f} | {per * 1e6:>12.1f} | {per / base:>12.2f} | {black_share:>10.0%}",
+              flush=True)
 
     stages = [s for s in STAGES if any(s in timings for _, timings in results)]
     if stages:
