@@ -250,35 +250,36 @@ def indented(text: str) -> str:
 
 
 # A statement after which, or before which, black may add a blank line (imports, nested
-# `def`s and classes, decorators), a blank line of the user's, or a `# fmt:` switch: black
+# `def`s and classes, decorators), a blank line of the user's, a `# fmt:` switch, or a
+# string statement (black reads one that comes first in a block as a docstring): black
 # reads those across statements, so a function that has one is formatted whole, as before.
-_CONTEXTUAL = re.compile(r"^\s*(?:def|async|class|import|from|@)\b|fmt:|^\s*$", re.MULTILINE)
+_CONTEXTUAL = re.compile(r"^\s*(?:def|async|class|import|from|@|[rbuf]*['\"])|fmt:|^\s*$|__gradgen_next__",
+                         re.MULTILINE | re.IGNORECASE)
+_NEXT = "    __gradgen_next__()\n"  # between statements black formats together, to part them again
 
 
 def independent(units) -> bool:
-    """Whether black lays out each of `units` (a function body's statements, one per unit)
-    by itself, so those already in black's layout can be left out of its input."""
-    return bool(units) and not any(not fits(u) and _CONTEXTUAL.search(u) for u in units)
+    """Whether black lays out each of `units` (a function body's statements, one per unit,
+    each whole: not a loop's header apart from its body) by itself, so those already in
+    black's layout can be left out of its input."""
+    return bool(units) and all(u.startswith("    ") and u[4:5].strip() for u in units) and \
+        not any(not fits(u) and _CONTEXTUAL.search(u) for u in units)
 
 
 def format_body(head, units, black, chunk):
     """`head` (the `def` line and docstring) and `units`, formatted: the head with the first
-    statement (as in its file) by `black`, each other statement that `fits` or is a comment
-    black keeps as it is, and the rest by `black` in runs of at most `chunk`, each inside a
-    stand-in `def`."""
-    pieces, run = [black(head + units[0] + "\n")], []
-
-    def flush():
-        for start in range(0, len(run), chunk):
-            piece = black("def _():\n" + "\n".join(run[start:start + chunk]) + "\n")
-            pieces.append(piece.split("\n", 1)[1])
-        run.clear()
-
-    for unit in units[1:]:
-        if fits(unit) or comment_kept(unit):
-            flush()
-            pieces.append(unit + "\n")
-        else:
-            run.append(unit)
-    flush()
-    return "".join(pieces)
+    statement (as in its file) by `black`; each other statement that `fits`, or is a comment
+    black keeps as it is, as it is; the rest by `black`, up to `chunk` at a time inside a
+    stand-in `def`, each after a call to `__gradgen_next__` that parts them again."""
+    first = black(head + units[0] + "\n")
+    rest = [None if fits(u) or comment_kept(u) else u for u in units[1:]]
+    slow = [u for u in rest if u is not None]
+    formatted = []
+    for start in range(0, len(slow), chunk):
+        batch = slow[start:start + chunk]
+        text = black("def _():\n" + "".join(_NEXT + u + "\n" for u in batch))
+        parts = text.split(_NEXT)
+        assert parts[0] == "def _():\n" and len(parts) == len(batch) + 1, "black parts the statements as given"
+        formatted += parts[1:]
+    formatted.reverse()
+    return first + "".join(u + "\n" if s is None else formatted.pop() for u, s in zip(units[1:], rest))
