@@ -9,7 +9,9 @@ each pipeline stage it can find, so a stage that grows faster than the rest stan
 
 `emit._black` is the time black takes (inside emit.function_text and emit.module_text).
 Statements already in black's layout skip it (gradgen/codegen/layout.py); `--all-through-black`
-sends every statement through black, as before that fast path, for comparison.
+sends every statement through black, as before that fast path, for comparison. Measured on
+2 shared cores (black 26.10, Python 3.11), 10,000 statements: 20.0 s of CPU with every
+statement through black (63% of it black's), 7.8 s with the fast path (black: 0.01 s).
 
 Run on demand, not in CI:  python benchmarks/compile_scaling.py [--all-through-black]
 """
@@ -81,22 +83,23 @@ def main():
     if "--all-through-black" in sys.argv[1:]:
         layout.independent = lambda units: False
     spent = instrument()
-    print(f"{'statements':>10} | {'total s':>8} | {'us/statement':>12} | {'ratio to 100':>12} | {'in black':>10}")
-    print(f"{'-' * 10}-+-{'-' * 8}-+-{'-' * 12}-+-{'-' * 12}-+-{'-' * 10}")
+    print(f"{'statements':>10} | {'total s':>8} | {'cpu s':>8} | {'us/statement':>12} | {'ratio to 100':>12} | "
+          f"{'in black':>8}")
+    print(f"{'-' * 10}-+-{'-' * 8}-+-{'-' * 8}-+-{'-' * 12}-+-{'-' * 12}-+-{'-' * 8}")
     results = []
     for n in SIZES:
         source = program(n)
         spent.clear()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         api.compile_source(source, filename=f"chain_{n}.py")
-        total = time.perf_counter() - start
+        total, cpu = time.perf_counter() - start, time.process_time() - cpu
         results.append((n, dict(spent)))
         per = total / n
         if n == SIZES[0]:
             base = per
         black_share = spent.get("emit._black", 0) / total
-        print(f"{n:>10,} | {total:>8.3f} | {per * 1e6:>12.1f} | {per / base:>12.2f} | {black_share:>10.0%}",
-              flush=True)
+        print(f"{n:>10,} | {total:>8.3f} | {cpu:>8.3f} | {per * 1e6:>12.1f} | {per / base:>12.2f} | "
+              f"{black_share:>8.0%}", flush=True)
 
     stages = [s for s in STAGES if any(s in timings for _, timings in results)]
     if stages:
