@@ -2,7 +2,8 @@
 
 Each statement becomes a Python AST and is printed with `ast.unparse` (which places
 parentheses by precedence); comments and layout are written around them as text, and
-black formats the whole module. Calls keep the library the user called (`math.cos` for
+black formats the module, but for the statements already in its layout
+(gradgen.codegen.layout: most of them, which is most of the time black took). Calls keep the library the user called (`math.cos` for
 the derivative of `math.sin`); the generated module imports `math` and `numpy as np` only
 if it uses them, and never imports gradgen.
 """

@@ -253,7 +253,7 @@ def indented(text: str) -> str:
 # `def`s and classes, decorators), a blank line of the user's, a `# fmt:` switch, or a
 # string statement (black reads one that comes first in a block as a docstring): black
 # reads those across statements, so a function that has one is formatted whole, as before.
-_CONTEXTUAL = re.compile(r"^\s*(?:def|async|class|import|from|@|[rbuf]*['\"])|fmt:|^\s*$|__gradgen_next__",
+_CONTEXTUAL = re.compile(r"^\s*(?:(?:def|async|class|import|from)\b|@|[rbuf]*['\"])|fmt:|^\s*$|__gradgen_next__",
                          re.MULTILINE | re.IGNORECASE)
 _NEXT = "    __gradgen_next__()\n"  # between statements black formats together, to part them again
 
