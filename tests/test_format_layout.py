@@ -241,9 +241,40 @@ def test_fuzzed_programs_compile_to_the_same_bytes_with_and_without_the_fast_pat
     assert _compiled(case.source, fast=True) == _compiled(case.source, fast=False)
 
 
-def test_a_long_straight_line_program_is_the_same_with_and_without_the_fast_path():
+def _scaling():
+    """benchmarks/compile_scaling.py, for its straight-line programs."""
     spec = importlib.util.spec_from_file_location("compile_scaling", ROOT / "benchmarks" / "compile_scaling.py")
     scaling = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(scaling)
-    source = scaling.program(600, seed=3)
+    return scaling
+
+
+def test_a_long_straight_line_program_is_the_same_with_and_without_the_fast_path():
+    source = _scaling().program(600, seed=3)
     assert _compiled(source, fast=True) == _compiled(source, fast=False)
+
+
+@pytest.mark.parametrize("unit, alone", [
+    ("    if x > 0:\n        y += 1", True),
+    ("    print('a')  # note", True),
+    ("    def inner(t):\n        return t", False),  # black puts blank lines around a nested def
+    ("    import math", False),  # and after an import
+    ("    @staticmethod", False),
+    ("    'a string statement'", False),  # first in a stand-in def, black would read a docstring
+    ("    x = 1\n\n    y = 2", False),  # the user's blank line
+    ("    x = 1  # fmt: skip", False),
+    ("        y = 1", False),  # a loop's body apart from its header (derivatives' jacobian)
+    ("    define = f(x)", True),
+])
+def test_which_bodies_black_formats_statement_by_statement(unit, alone):
+    units = ["    x = 1", unit, "    return x"]
+    assert layout.independent(units) is alone
+
+
+def test_black_formats_only_what_is_not_laid_out_already(monkeypatch):
+    scaling = _scaling()
+    formatted = []
+    monkeypatch.setattr(emit, "_black", lambda text: formatted.append(text) or black.format_str(text, mode=MODE))
+    text = compile_source(scaling.program(600, seed=4), "chain.py").text
+    assert len(text.splitlines()) > 3000
+    assert sum(len(t.splitlines()) for t in formatted) < 100  # the header, docstrings, helpers, returns
