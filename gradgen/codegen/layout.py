@@ -6,7 +6,9 @@ the power operator between simple operands hugs (`h**2`), and a float's exponent
 its plus sign (`1e16`). Such a statement is written here, its text marked `Laid`, and
 emit.format_function passes it by; every other statement goes through black as before.
 The text is ast.unparse's, so the fast path cannot change what a statement computes: it
-only removes the spaces black removes. tests/test_format_layout.py compares it with black.
+only removes the spaces black removes. tests/test_format_layout.py compares it with black
+(the same random statements agree with black 23.1, 24.1 and 26.10: where black's versions
+lay a statement out differently, it is left to black).
 """
 
 from __future__ import annotations
