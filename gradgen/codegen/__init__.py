@@ -1,7 +1,8 @@
 """Code generation: IR to the generated module's text.
 
 `emit` (IR to Python, black-formatted, with the helpers it uses; `spellings`: the primitives
-written in a shape of their own), `naming` (every name the
+written in a shape of their own; `layout`: the statements already in black's layout, which
+skip black), `naming` (every name the
 generated code uses is made here), `freshness` (the header and `gradgen status`), `module`
 (the module's docstring and options, and the check that it means what it says), `selection`
 (which functions of a whole file are tried, and why each other one is skipped), `guards`

@@ -2,7 +2,8 @@
 
 Each statement becomes a Python AST and is printed with `ast.unparse` (which places
 parentheses by precedence); comments and layout are written around them as text, and
-black formats the whole module. Calls keep the library the user called (`math.cos` for
+black formats the module, but for the statements already in its layout
+(gradgen.codegen.layout: most of them, which is most of the time black took). Calls keep the library the user called (`math.cos` for
 the derivative of `math.sin`); the generated module imports `math` and `numpy as np` only
 if it uses them, and never imports gradgen.
 """
@@ -15,7 +16,7 @@ import functools
 import math
 import textwrap
 
-from gradgen.codegen import guards
+from gradgen.codegen import guards, layout
 from gradgen.codegen.spellings import SPECIAL as _SPECIAL
 from gradgen.codegen.spellings import operator_node as _operator
 from gradgen.codegen.spellings import path as _path
@@ -239,10 +240,10 @@ class Emitter:
             if s.chained:  # a path into a structured parameter's gradient: dparams[i][0]
                 sub = _path(ast.Name(s.target), [self.expr(k) for k in s.index])
             if s.assign:
-                return ast.unparse(ast.Assign([sub], self.expr(s.value), lineno=0))
+                return layout.laid(ast.Assign([sub], self.expr(s.value), lineno=0))
             if _negative(s.value) is not None:  # `d[i] -= g`, not `d[i] += -g`
-                return ast.unparse(ast.AugAssign(sub, ast.Sub(), self.expr(_negative(s.value))))
-            return ast.unparse(ast.AugAssign(sub, ast.Add(), self.expr(s.value)))
+                return layout.laid(ast.AugAssign(sub, ast.Sub(), self.expr(_negative(s.value))))
+            return layout.laid(ast.AugAssign(sub, ast.Add(), self.expr(s.value)))
         return {Break: "break", Continue: "continue"}[type(s)]
 
     def block(self, stmts):
@@ -257,12 +258,12 @@ class Emitter:
         expr = s.expr
         if s.accumulate and isinstance(expr, Cond) and is_zero(expr.orelse):
             # a guarded accumulation reads best as the `if` it is
-            body = ast.unparse(ast.AugAssign(target, ast.Add(), self.expr(expr.body)))
+            body = layout.laid(ast.AugAssign(target, ast.Add(), self.expr(expr.body)))
             return f"if {self._text(expr.test)}:\n    {body}"
         if s.accumulate and _negative(expr) is not None:
-            return ast.unparse(ast.AugAssign(target, ast.Sub(), self.expr(_negative(expr))))
+            return layout.laid(ast.AugAssign(target, ast.Sub(), self.expr(_negative(expr))))
         if s.accumulate:
-            return ast.unparse(ast.AugAssign(target, ast.Add(), self.expr(expr)))
+            return layout.laid(ast.AugAssign(target, ast.Add(), self.expr(expr)))
         if isinstance(expr, Call) and expr.prim == "setitem":
             return self._write(s)
         if isinstance(expr, Call) and expr.prim == "append":  # the user's `hs.append(v)`, in place
@@ -271,18 +272,18 @@ class Emitter:
         if s.augmented and isinstance(expr, Call) and expr.args and expr.args[0] == Var(s.target):
             # the user's `x += e`, where x keeps its name
             op = TABLE[expr.prim].operator
-            return ast.unparse(ast.AugAssign(target, op(), self.expr(expr.args[1])))
-        return ast.unparse(ast.Assign([target], self.expr(expr), lineno=0))
+            return layout.laid(ast.AugAssign(target, op(), self.expr(expr.args[1])))
+        return layout.laid(ast.Assign([target], self.expr(expr), lineno=0))
 
     def _write(self, s):
         """The user's `x[index] = v`: into x's own array where x keeps its name and its old
         value is not kept for the backward pass; else into a copy (`x_2 = np.copy(x)`)."""
         x, v, *index = s.expr.args
         sub = ast.Subscript(ast.Name(s.target), self.index(dict(s.expr.params)["index"], index), ctx=ast.Store())
-        write = ast.unparse(ast.Assign([sub], self.expr(v), lineno=0))
+        write = layout.laid(ast.Assign([sub], self.expr(v), lineno=0))
         if s.augmented and x == Var(s.target):
             return write
-        copy = ast.unparse(ast.Assign([ast.Name(s.target)], ast.Call(self._attr("numpy", "copy"), [self.expr(x)], []),
+        copy = layout.laid(ast.Assign([ast.Name(s.target)], ast.Call(self._attr("numpy", "copy"), [self.expr(x)], []),
                                       lineno=0))
         return f"{copy}\n{write}"
 
@@ -441,7 +442,7 @@ def function_text(name, params, docstring, sections, returns, emitter):
     for header, stmts in sections:
         if header:
             units.append(f"    # {header}")
-        units += [_indent(emitter.statement(s)) for s in stmts]
+        units += [layout.indented(emitter.statement(s)) for s in stmts]
     units.append(f"    return {returns}")
     return format_function(head, units, check)
 
@@ -464,16 +465,24 @@ def format_function(head, units, check=None):
 
     black's own cost grows faster than the file; a body statement's layout depends only on
     the statement and its indentation, so formatting the body in slices (each inside a
-    stand-in `def`) gives the same text in time linear in the function's length."""
-    pieces = [format_source(head + "\n".join(units[:CHUNK]) + "\n")]
-    for start in range(CHUNK, len(units), CHUNK):
-        piece = format_source("def _():\n" + "\n".join(units[start:start + CHUNK]) + "\n")
-        pieces.append(piece.split("\n", 1)[1])
-    text = "".join(pieces)
+    stand-in `def`) gives the same text in time linear in the function's length. The
+    statements already in black's layout (gradgen.codegen.layout) skip black altogether."""
+    if FORMAT and layout.independent(units):
+        text = layout.format_body(head, units, format_source, CHUNK)
+    else:
+        text = _format_in_slices(head, units)
     if check is not None:
         end = text.index('"""', text.index('"""') + 3) + 4
         text = f"{text[:end]}    {check}\n{text[end:]}"
     return text
+
+
+def _format_in_slices(head, units):
+    pieces = [format_source(head + "\n".join(units[:CHUNK]) + "\n")]
+    for start in range(CHUNK, len(units), CHUNK):
+        piece = format_source("def _():\n" + "\n".join(units[start:start + CHUNK]) + "\n")
+        pieces.append(piece.split("\n", 1)[1])
+    return "".join(pieces)
 
 
 def expr_text(e, emitter):

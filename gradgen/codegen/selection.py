@@ -23,48 +23,53 @@ def skipped_before_compiling(module):
     """{function: why it is not tried}, in file order, for the functions whose syntax shows
     they return no number or run the program: the rest are compiled, or refused, by gradgen.api.
     A call from one of those does not make a function a helper."""
-    runs = {name: why for name, fnode in module.functions.items() if (why := _runs(module, fnode)) is not None}
-    called = called_by(module, [name for name in module.functions if name not in runs])
+    walked = {name: list(own_nodes(fnode.body)) for name, fnode in module.functions.items()}  # (walked once)
+    runs = {name: why for name, fnode in module.functions.items()
+            if (why := _runs(module, fnode, walked[name])) is not None}
+    called = called_by(module, [name for name in module.functions if name not in runs], walked)
     returns = {name: why for name, fnode in module.functions.items()
-               if name not in runs and (why := _returns(fnode, name in called)) is not None}
+               if name not in runs and (why := _returns(fnode, name in called, walked[name])) is not None}
     return {name: runs.get(name) or returns[name] for name in module.functions if name in runs or name in returns}
 
 
-def called_by(module, names):
+def called_by(module, names, walked=None):
     """{function: the first of `names` that calls it or passes it by name}: a helper of theirs
     (a local variable of the same name is not: `f, g = ...` in a helper never reads `def f`,
-    fuzz seed 2011 #659 skipped the loss f for it)."""
+    fuzz seed 2011 #659 skipped the loss f for it). `walked`: {function: its own nodes}, if
+    known already."""
     found = {}
     for caller in names:
         fnode = module.functions[caller]
+        nodes = walked[caller] if walked is not None else list(own_nodes(fnode.body))
         args = fnode.args
         local = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} | {
-            n.id for n in own_nodes(fnode.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        for node in own_nodes(fnode.body):
+            n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        for node in nodes:
             if isinstance(node, ast.Name) and node.id in module.functions and node.id != caller \
                     and node.id not in local:
                 found.setdefault(node.id, caller)
     return found
 
 
-def _runs(module, fnode):
+def _runs(module, fnode, nodes):
     """Why the function is part of the program around the losses, if it is: it takes nothing,
     yields, plots, or runs a gradient gradgen wrote."""
     args = fnode.args
-    if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own_nodes(fnode.body)):
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in nodes):
         return "is a generator (it yields), not a function returning one number"
     if not (args.posonlyargs + args.args + args.kwonlyargs) and args.vararg is None and args.kwarg is None:
         return "takes no parameters"
-    library = _plotting(module, fnode)
+    imported = _imported(module, nodes)
+    library = _plotting(imported, nodes)
     if library is not None:
         return f"draws a plot (it uses {library})"
-    generated = _generated_call(module, fnode)
+    generated = _generated_call(imported, nodes)
     if generated is not None:
         return f"calls '{generated[0]}' from {generated[1]} ({DRIVER})"
     return None
 
 
-def _returns(fnode, called):
+def _returns(fnode, called, nodes):
     """Why the function returns no number of its own, if its syntax shows it: it is given a
     function to call (a driver), takes its callers' *args, or every `return` gives a dict,
     a tuple, a list, a string or nothing."""
@@ -73,13 +78,13 @@ def _returns(fnode, called):
         return f"takes a function, '{param}', and calls it ({DRIVER})"
     if fnode.args.vararg is not None and called:
         return "takes the *args its callers pass (it is inlined where a loss calls it)"
-    return _returns_no_number(fnode, called)
+    return _returns_no_number(called, nodes)
 
 
-def _imported(module, fnode):
-    """{local name: qualified name} of the module's imports and the function's own."""
+def _imported(module, nodes):
+    """{local name: qualified name} of the module's imports and the function's own (`nodes`)."""
     names = dict(module.imports)
-    for node in own_nodes(fnode.body):
+    for node in nodes:
         if isinstance(node, ast.Import):
             names.update({a.asname or a.name.split(".")[0]: a.name if a.asname else a.name.split(".")[0]
                           for a in node.names})
@@ -88,10 +93,9 @@ def _imported(module, fnode):
     return names
 
 
-def _plotting(module, fnode):
-    """The plotting library the function uses, if any."""
-    imported = _imported(module, fnode)
-    for node in own_nodes(fnode.body):
+def _plotting(imported, nodes):
+    """The plotting library the function (its own `nodes`) uses, if any."""
+    for node in nodes:
         if isinstance(node, ast.Name) and node.id in imported:
             top = imported[node.id].split(".")[0]
             if top in PLOTTING:
@@ -103,11 +107,10 @@ def _plotting(module, fnode):
     return None
 
 
-def _generated_call(module, fnode):
+def _generated_call(imported, nodes):
     """(name called, module) of a call into a generated module (`*_grad`): `loss_grad(...)`
     imported from it, or `grads.loss_grad(...)` through the module itself."""
-    imported = _imported(module, fnode)
-    for node in own_nodes(fnode.body):
+    for node in nodes:
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -122,12 +125,13 @@ def _generated_call(module, fnode):
     return None
 
 
-def _returns_no_number(fnode, called):
-    """Why every `return` of the function gives something other than a number, if they all do."""
-    values = [n.value for n in own_nodes(fnode.body) if isinstance(n, ast.Return)]
+def _returns_no_number(called, nodes):
+    """Why every `return` of the function (its own `nodes`) gives something other than a
+    number, if they all do."""
+    values = [n.value for n in nodes if isinstance(n, ast.Return)]
     if all(v is None or (isinstance(v, ast.Constant) and v.value is None) for v in values):
         return "returns nothing, not one number"
-    bound = _bound(fnode)
+    bound = _bound(nodes)
     kinds = {_kind(v, bound) for v in values}
     if len(kinds) != 1 or None in kinds:
         return None
@@ -137,11 +141,11 @@ def _returns_no_number(fnode, called):
     return f"returns {kind}, not one number"
 
 
-def _bound(fnode):
+def _bound(nodes):
     """{local name: the values assigned to it, None for a binding of another form}: what a
     returned name may hold (`params = {}`, then `return params`)."""
     simple, bound = set(), {}
-    for node in own_nodes(fnode.body):
+    for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -151,7 +155,7 @@ def _bound(fnode):
         if isinstance(target, ast.Name):
             simple.add(target)
             bound.setdefault(target.id, []).append(node.value)
-    for node in own_nodes(fnode.body):  # a loop variable, `+=`, unpacking, `with ... as`: any value
+    for node in nodes:  # a loop variable, `+=`, unpacking, `with ... as`: any value
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node not in simple:
             bound.setdefault(node.id, []).append(None)
     return bound
