@@ -239,3 +239,21 @@ def test_data_read_before_a_loop_overwrites_its_name_is_still_data():
     np.testing.assert_allclose(dH, np.quantile(X, 0.25) + w[0])
     assert _refusal(source.replace("np.quantile(X, 0.25)", "np.quantile(H, 0.25)")).startswith(
         "loss.py:6:14: no derivative rule for 'np.quantile' on the value of 'H' (a differentiated parameter)")
+
+
+def test_forward_mode_reads_data_before_a_loop_gives_it_a_tangent():
+    """The forward half of fuzz seed 2015 #1428: the hvp's tangent of X is zero until the
+    loop, so the quantile before it has no tangent to refuse; one after the loop does."""
+    source = ("import numpy as np\n\n\ndef f(w, H, *, X):\n    y = np.empty(np.shape(H))\n"
+              "    y[...] = np.quantile(X, 0.25)\n    for row in y:\n        X = H * w[0]\n"
+              "    return np.sum(y * H * w[0]) + np.sum(X * w[0])\n")
+    ns = {}
+    exec(compile_source(source, "f.py", emit_kinds=("grad", "hvp"), wrt=["w"]).text, ns)
+    w, H, X, v, h = np.array([2.0]), np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, 5.0, 9.0]), np.array([0.5]), 1e-6
+    numeric = (ns["f_grad"](w + h * v, H, X=X) - ns["f_grad"](w - h * v, H, X=X)) / (2 * h)
+    np.testing.assert_allclose(ns["f_hvp"](w, H, X=X, dw=v), numeric, rtol=1e-6)
+    assert float(ns["f_hvp"](w, H, X=X, dw=v)[0]) == pytest.approx(2 * np.sum(H) * 0.5)  # d2/dw2 of w q sum(H) + w**2 sum(H)
+    after = source.replace("    return", "    z = np.quantile(X, 0.25)\n    return").replace("np.sum(X * w[0])", "z")
+    with pytest.raises(CompileError) as caught:
+        compile_source(after, "f.py", emit_kinds=("hvp",), wrt=["w"])
+    assert caught.value.message.startswith("no derivative rule for 'np.quantile' on the value of 'X'")

@@ -55,6 +55,17 @@ def _writes_in_place(s):
             and s.expr.args[0] == Var(s.target))
 
 
+def _bound(stmts):
+    """The names statements assign (at any depth)."""
+    names = []
+    for s in walk(stmts):
+        if isinstance(s, (Assign, IndexAdd)):
+            names.append(s.target)
+        elif isinstance(s, (Init, Save, Restore)):
+            names.append(s.name)
+    return names
+
+
 def _reads(expr):
     return {v.name for v in variables(expr)}
 
@@ -73,6 +84,10 @@ class Forward:
         self.tangent_name = tangent_name
         self.lists = set(lists)
         self.where = where  # (line, col) -> CompileError, for a primitive with no tangent rule
+        # the names whose tangent may be nonzero where the statement being transformed runs
+        # (None: every active name): an expression kept as written may read data a later loop
+        # gives a tangent (fuzz seed 2015 #1428)
+        self.nonzero = None
 
     @property
     def tangent_lists(self):
@@ -82,8 +97,14 @@ class Forward:
         """Tangents of the parameters that are not differentiated but are reassigned from
         differentiated values (data `x` that a loop turns into `x = np.tanh(x @ W)`): zero
         until then."""
+        self.nonzero = set(chosen) & set(self.active)
         return [Assign(self.tangent_name(p.name), self.zero(Var(p.name), Var(p.name)))
                 for p in params if p.name in self.active and p.name not in chosen]
+
+    def _reached(self, names):
+        """`names` given a tangent by now (inside a loop: by any trip of it)."""
+        if self.nonzero is not None:
+            self.nonzero |= set(names) & set(self.active)
 
     def block(self, stmts):
         out = []
@@ -92,6 +113,12 @@ class Forward:
         return out
 
     def statement(self, s):
+        if isinstance(s, (For, While)):  # a later trip reads what an earlier one made
+            self._reached(_bound(s.body))
+        elif isinstance(s, (Init, Save, Restore)):
+            self._reached([s.name])
+        elif isinstance(s, (Assign, IndexAdd)):
+            self._reached([s.target])
         if isinstance(s, Assign):
             return self._assign(s)
         if isinstance(s, If):
@@ -162,7 +189,8 @@ class Forward:
             return None
         if e.prim == "verbatim":  # kept as written (gradgen.frontend.inactive): it has no rule
             measured = dict(e.params)["measured"]
-            reached = next((v.name for v in e.args if v.name in self.active and v.name not in measured), None)
+            tangents = self.active if self.nonzero is None else self.nonzero
+            reached = next((v.name for v in e.args if v.name in tangents and v.name not in measured), None)
             if reached is None:  # it reads only the shapes of values with tangents
                 return None
             return Call(REFUSED, (), params=(("message", no_rule_message(e, reached, None)), ("loc", e.loc)))
