@@ -171,6 +171,16 @@ def make_helper(rs):
     return loss
 
 
+def make_valued(rs):
+    def noise():
+        return rs.randn(2)
+
+    def loss(w):
+        draw = noise
+        return np.sum(w * draw())
+    return loss
+
+
 def make_table(table):
     def loss(w):
         return w * table["scale"]
@@ -180,6 +190,7 @@ def make_table(table):
 loss = make(np.random.RandomState(0))
 helped = make_helper(np.random.RandomState(0))
 tabled = make_table({"scale": 2.0})
+valued = make_valued(np.random.RandomState(0))
 """
 
 
@@ -200,11 +211,20 @@ def test_a_random_state_the_loss_draws_from_is_passed_as_a_parameter(tmp_path, m
     np.testing.assert_array_equal(g(np.ones(2)), np.random.RandomState(0).randn(2))  # the loss's own draws
 
 
+def test_a_random_state_a_helper_draws_from_is_passed_down_to_it(tmp_path, monkeypatch):
+    """mixture_variational_inference.py's shape: the loss calls a closure that draws."""
+    monkeypatch.setenv("GRADGEN_CACHE_DIR", "")
+    _, module = _load(tmp_path, "helper_states_program", STATES)
+    g = gradgen.grad(module.helped)
+    assert "def loss_grad(w, *, rs):" in g.source
+    np.testing.assert_array_equal(g(np.ones(2)), np.random.RandomState(0).randn(2))
+
+
 @pytest.mark.parametrize(("name", "line", "message"), [
-    ("helped", 11, "'noise' reads 'rs', a RandomState from the running program; gradgen.grad reads numbers, arrays, "
-                   "tuples and lists of them, and functions of Python files or of NumPy/SciPy there: draw in 'loss' "
-                   "itself, or pass 'rs' to it as a parameter\n        def noise():\n        ^"),
-    ("tabled", 20, "'loss' reads 'table', a dict from the running program; gradgen.grad reads numbers, arrays, "
+    ("valued", 24, "'noise' draws from the random state 'rs' and is used here as a value; gradgen.grad passes a "
+                   "random state only to functions it sees called: call it here, or pass the state as a parameter\n"
+                   "            draw = noise\n                   ^"),
+    ("tabled", 30, "'loss' reads 'table', a dict from the running program; gradgen.grad reads numbers, arrays, "
                    "tuples and lists of them, and functions of Python files or of NumPy/SciPy there: pass 'table' as "
                    "a parameter\n        def loss(w):\n        ^"),
 ])
@@ -214,7 +234,7 @@ def test_values_gradgen_cannot_pass_are_refused_at_the_function_that_reads_them(
     path, module = _load(tmp_path, "refused_program", STATES)
     with pytest.raises(CompileError) as info:
         gradgen.grad(getattr(module, name))
-    assert str(info.value) == f"{path}:{line}:5: {message}"
+    assert str(info.value) == f"{path}:{line}:{5 if name == 'tabled' else 16}: {message}"
 
 
 def test_a_closure_of_another_file_is_read_from_its_own_file(tmp_path, monkeypatch):

@@ -59,6 +59,7 @@ class Outside:
     places: dict = field(default_factory=dict)  # name -> ("cell", id) or ("global", id(namespace), name)
     fixed: list = field(default_factory=list)  # (reader, the function it gave): the same object on every call
     states: set = field(default_factory=set)  # names of random states, parameters of the compiled function
+    needs: dict = field(default_factory=dict)  # hoisted name -> the random states it draws from
     homes: dict = field(default_factory=dict)  # hoisted name -> the Module of its own file (another file's)
 
     def signature(self):
@@ -83,7 +84,46 @@ def gather(f, source, filename):
     walker = _Walker(parse.parse_module(source, filename), filename, parse)
     outside = walker.outside
     outside.target = walker.function(f)
+    _thread_states(outside, walker)
     return outside
+
+
+def _thread_states(outside, walker):
+    """A random state a function draws from is a keyword-only parameter of it and of every
+    function that calls it, down from the compiled one (`mixture_elbo(params, t)` becomes
+    `mixture_elbo(params, t, rs=rs)`): the generated function takes it, and
+    gradgen.live passes it on every call (a draw has no derivative)."""
+    needs = outside.needs
+    changed = True
+    while changed:
+        changed = False
+        for name, node in outside.functions.items():
+            for call in _calls_of(node, needs):
+                missing = needs[call.func.id] - needs.setdefault(name, set())
+                if missing:
+                    needs[name] |= missing
+                    changed = True
+    for name, node in outside.functions.items():
+        for use in ast.walk(node):
+            if isinstance(use, ast.Name) and needs.get(use.id) and not any(use is c.func for c in _calls_of(node, needs)):
+                f = outside.objects[name]
+                raise walker._error(f, use, f"'{use.id}' draws from the random state "
+                                            f"'{sorted(needs[use.id])[0]}' and is used here as a value; gradgen.grad "
+                                            "passes a random state only to functions it sees called: call it here, "
+                                            "or pass the state as a parameter")
+        for state in sorted(needs.get(name, ())):
+            node.args.kwonlyargs.append(ast.copy_location(ast.arg(arg=state), node))
+            node.args.kw_defaults.append(None)
+        for call in _calls_of(node, needs):
+            call.keywords += [ast.keyword(arg=state, value=ast.Name(id=state, ctx=ast.Load()))
+                              for state in sorted(needs[call.func.id])]
+    outside.states = set().union(*needs.values()) if needs else set()
+
+
+def _calls_of(node, needs):
+    """The calls in `node` of hoisted functions that draw from random states."""
+    return [c for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+            and needs.get(c.func.id)]
 
 
 class _Walker:
@@ -111,7 +151,7 @@ class _Walker:
             self.done[id(f)] = f.__name__  # a top-level function the compiler reads anyway
             renames, params = {}, []
             self._names_read(f, node, renames, params)
-            if not renames and not params:
+            if not renames and not params and not _calls_of(node, self.outside.needs):
                 return f.__name__
             del self.done[id(f)]  # (a name it reads means another value here: a renamed copy)
         name = self._free_name(_own_name(f, node, home), ("function", f))
@@ -132,9 +172,7 @@ class _Walker:
         self._names_read(f, node, renames, params)
         if renames:
             _Rename(renames).visit(node)
-        for param in params:  # a random state the function draws from: a keyword-only parameter
-            node.args.kwonlyargs.append(ast.copy_location(ast.arg(arg=param), node))
-            node.args.kw_defaults.append(None)
+        self.outside.needs[name] = set(params)  # random states it draws from (_thread_states)
         return name
 
     def _file_of(self, f):
@@ -171,7 +209,7 @@ class _Walker:
                 where, reader = ("global", id(f.__globals__), name), _reader_of_global(f.__globals__, name)
             else:
                 continue  # a builtin, or a name Python itself would not find (the compile says so)
-            if isinstance(value, (np.random.RandomState, np.random.Generator)) and f is self.target:
+            if isinstance(value, (np.random.RandomState, np.random.Generator)):
                 self._state(name, where, reader, renames, params)
                 continue
             self._bind(f, node, name, value, where, reader, renames)
@@ -182,7 +220,6 @@ class _Walker:
         bound = self._free_name(name, ("value", where))
         self.outside.read[bound] = reader
         self.outside.places[bound] = where
-        self.outside.states.add(bound)
         params.append(bound)
         if bound != name:
             renames[name] = bound
