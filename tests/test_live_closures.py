@@ -291,3 +291,22 @@ def test_a_cell_and_a_global_of_one_name_stay_two_values(tmp_path, monkeypatch):
     g = gradgen.grad(module.loss)
     w = np.array([1.0, -1.0])
     np.testing.assert_allclose(g(w), 10.0 + w, rtol=1e-12)
+
+
+def test_the_gradient_of_a_generated_gradient(tmp_path, monkeypatch):
+    """tanh.py's shape: grad(grad(f)), the inner function read from the generated text (and a
+    module constant of the user's file wraps it in the function that reads constants live)."""
+    monkeypatch.setenv("GRADGEN_CACHE_DIR", "")
+    _, module = _load(tmp_path, "higher_program", textwrap.dedent('''\
+        import numpy as np
+
+        AT = 0.3
+
+
+        def tanh(x):
+            y = np.exp(-2.0 * x)
+            return (1.0 - y) / (1.0 + y)
+        '''))
+    second = gradgen.grad(gradgen.grad(module.tanh))
+    t = np.tanh(0.3)
+    assert second(0.3) == pytest.approx(-2 * t * (1 - t ** 2), rel=1e-12)

@@ -136,7 +136,7 @@ _MEMORY: dict = {}
 
 def _derivative(f, wrt, kind, role, constants=None):
     origin = source_of(f, role)
-    origin.outside = _outside(f, origin)
+    origin.outside = _outside(origin.function, origin)
     key = _key(origin, wrt, kind, constants)
     entry = _MEMORY.get(key)
     if entry is None:
