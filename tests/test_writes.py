@@ -160,3 +160,43 @@ def test_a_fresh_array_each_iteration_is_written_without_refusal():
               "            u_new[i] = u[i] - 0.1 * (u[i + 1] - u[i - 1])\n        u = u_new\n    return np.sum(u ** 2)\n")
     [report] = check_source(source, "w.py", ["f"], at={"u0": np.array([0.3, 1.2, -0.5, 0.8, 0.1])})
     assert report.ok, report
+
+
+ZERO_D = '''import numpy as np
+
+
+def whole(w, Y):
+    z = np.empty(np.shape(np.median(Y, axis=0)))
+    z[...] = np.median(Y, axis=0) * w
+    return np.mean(z) * w
+
+
+def overwritten(w):
+    z = np.array(w * 2.0)
+    z[...] = 3.0
+    return float(z * w)
+'''
+
+
+@pytest.mark.parametrize("Y", [np.array([1.0, 4.0, 2.0]), np.array([[1.0, 4.0], [2.0, 0.5], [3.0, 3.0]])],
+                         ids=["0-d", "1-d"])
+def test_a_write_of_all_of_a_0d_array(Y):
+    """Fuzz soak seed 2016 #527: `z[...] = v` on a 0-d z. The gradient's (and the jvp's)
+    in-place zeroing met a NumPy scalar (`np.ones_like(z) / 1` is one), a TypeError; and the
+    helper that zeroes a copy took any 0-d adjoint for "no gradient yet". Checked against
+    central differences, with the jvp and hvp."""
+    from gradgen import load_module
+
+    module = load_module(compile_source(ZERO_D, "zero_d.py", functions=["whole"], wrt=["w"],
+                                        emit_kinds=("grad", "jvp", "hvp")).text)
+    w, h = 0.7, 1e-6
+
+    def f(v):
+        return float(np.mean(np.median(Y, axis=0) * v) * v)
+
+    numeric = (f(w + h) - f(w - h)) / (2 * h)
+    assert float(module.whole_grad(w, Y)) == pytest.approx(numeric, rel=1e-7)
+    assert float(module.whole_jvp(w, Y, dw=1.0)[1]) == pytest.approx(numeric, rel=1e-7)
+    assert float(module.whole_hvp(w, Y, dw=1.0)) == pytest.approx(2 * np.mean(np.median(Y, axis=0)), rel=1e-7)
+    overwritten = load_module(compile_source(ZERO_D, "zero_d.py", functions=["overwritten"]).text)
+    assert overwritten.overwritten_grad(0.7) == 3.0  # what the write overwrote has no gradient

@@ -357,6 +357,8 @@ HELPERS = {
 '''),
     "zero_at": ((), '''def zero_at(g, index):
     """A copy of g with zeros at `index`: the gradient of what `x[index] = v` overwrote."""
+    if index is Ellipsis or (isinstance(index, tuple) and not index):  # all of x (a 0-d x too): nothing of it is left
+        return np.zeros_like(g, dtype=float)
     if np.ndim(g) == 0:  # 0.0: no gradient has reached x yet, and zeros stay zeros
         return g
     g = np.array(g, dtype=float)

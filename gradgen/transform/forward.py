@@ -157,8 +157,12 @@ class Forward:
             # change too (soak seed 1224 #13760, a wrong hvp)
             tangent = [] if t is None else [Assign(target, simplify.add(Var(target), t), s.line, s.source)]
         elif _writes_in_place(s) and s.target not in self.params and t is not None:
-            # `x[i] = v` into x's own array: the tangent's own array too (never a caller's tangent)
-            tangent = [Assign(target, t, s.line, s.source, augmented=True)]
+            # `x[i] = v` into x's own array: the tangent's own array too (never a caller's tangent);
+            # `x[...] = v` may write a 0-d x, whose tangent `0.0 * x` is a NumPy scalar: an array first
+            # (fuzz soak seed 2016 #527)
+            whole = dict(s.expr.params).get("index") in (("e",), ())
+            tangent = [Assign(target, Call("array", (Var(target),), "numpy"), s.line, s.source)] if whole else []
+            tangent.append(Assign(target, t, s.line, s.source, augmented=True))
         elif t == Var(target):  # `x = x - c`: the tangent is unchanged
             tangent = []
         else:

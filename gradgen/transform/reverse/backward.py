@@ -450,4 +450,5 @@ def _zeroes_own(contribution, adj, owned):
     """Whether `contribution` is `adj` with zeros at an index (a write, `x[idx] = v`) and
     the backward pass owns adj's array: then it is zeroed in place."""
     return isinstance(contribution, Call) and contribution.prim == "zero_at" \
-        and contribution.args[0] == Var(adj) and adj in owned
+        and contribution.args[0] == Var(adj) and adj in owned \
+        and dict(contribution.params).get("index") not in (("e",), ())  # (a 0-d adjoint may be a NumPy scalar)
