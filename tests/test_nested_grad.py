@@ -274,8 +274,22 @@ def test_stated_shapes_and_a_helper_of_the_file_in_the_inner_function(tmp_path, 
     assert_gradient(getattr(gen, f"{function}_grad"), getattr(user, function), args)
 
 
-def test_an_inner_gradient_that_undoes_a_broadcast_is_refused(tmp_path):
-    assert refusal(tmp_path, SHAPES, "broadcast").split("\n")[0] == (
-        "33:12: the gradient gradgen writes for 'unstated' calls its helper 'unbroadcast', which gradgen does not "
-        "differentiate again: state the shapes of the parameters of 'unstated' (jaxtyping annotations) so that no "
-        "broadcast needs undoing, or write the derivative of 'unstated' out as a function")
+@pytest.mark.parametrize("w", [0.7, np.array([0.7, -0.4, 0.2]), np.array([[0.5], [1.5]])],
+                         ids=["number", "row", "column"])
+def test_an_inner_gradient_that_undoes_a_broadcast_is_differentiated_again(tmp_path, w):
+    """The inner gradient sums what broadcasting stretched (`unbroadcast(g, w)`, shapes
+    unknown when compiling); the outer pass differentiates that through its smooth twin
+    (`sum_to`), the adjoint of a broadcast. Once refused; checked here for a number, a row
+    and a column w against x, and the Hessian-vector product too."""
+    x = np.array([[0.3, -1.2, 0.8], [1.1, 0.4, -0.6]])
+    gen, user, text = compiled(tmp_path, SHAPES.replace("gradgen.grad(unstated, wrt=\"w\")(w, x) ** 2",
+                                                          "np.sum(gradgen.grad(unstated, wrt=\"w\")(w, x) ** 2)"),
+                               "broadcast")
+    assert "sum_to(" in text and "import gradgen" not in text
+    assert_gradient(gen.broadcast_grad, user.broadcast, (w, x))
+    hvp = load_module(compile_source(SHAPES, "broadcast.py", functions=["broadcast"], wrt=["w"],
+                                     emit_kinds=("grad", "hvp")).text)
+    v, h = np.ones_like(np.asarray(w, dtype=float)), 1e-6
+    if np.ndim(w) == 0:  # (the hvp of a result that is one number)
+        numeric = (hvp.broadcast_grad(w + h * v, x) - hvp.broadcast_grad(w - h * v, x)) / (2 * h)
+        np.testing.assert_allclose(hvp.broadcast_hvp(w, x, dw=v), numeric, rtol=1e-6, atol=1e-8)

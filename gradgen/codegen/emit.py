@@ -27,7 +27,7 @@ from gradgen.ir.nodes import (
 from gradgen.ir.simplify import is_zero, negative_part
 from gradgen.rules import records as record_helpers
 from gradgen.rules.records import RECORD_HELPERS
-from gradgen.rules.table import LIBRARY_HELPERS, TABLE
+from gradgen.rules.table import HELPER_NAMES, LIBRARY_HELPERS, TABLE
 
 _MODULE_ALIAS = {"math": "math", "numpy": "np"}
 
@@ -122,6 +122,9 @@ class Emitter:
         keywords = [ast.keyword(k, self._static(v)) for k, v in e.params]
         if e.ns == "op" or (prim.operator is not None and not prim.names):
             return _operator(prim, args)
+        if e.prim in HELPER_NAMES:  # a backward-pass helper differentiated again (gradgen.rules.numpy)
+            self.used_helpers.add(HELPER_NAMES[e.prim])
+            return ast.Call(ast.Name(HELPER_NAMES[e.prim]), args, keywords)
         if e.prim in self.helpers or prim.kind == "helper":
             if prim.kind == "helper":
                 self.used_helpers.add(e.prim)

@@ -21,7 +21,7 @@ import copy
 
 from gradgen.errors import CompileError
 from gradgen.frontend import inactive
-from gradgen.frontend.closures import FunctionValue
+from gradgen.frontend.closures import FunctionValue, LibraryFunction
 from gradgen.frontend.scopes import Scope, _lookup
 
 # the public function -> (the --emit kind that writes it, the generated function's role)
@@ -136,6 +136,9 @@ def _inlinable(m, node, text, name, fname, spelled, sigmoid_pattern):
     helpers = {}
     for helper, hnode in defs.items():
         if any(isinstance(n, ast.Name) and n.id == helper for n in ast.walk(fnode)):
+            if helper == "unbroadcast":  # its smooth twin (gradgen.rules.numpy: sum_to)
+                helpers[helper] = LibraryFunction("gradgen.unbroadcast", helper)
+                continue
             if sigmoid_pattern(hnode, m) is None:
                 raise _refuse(m, node, f"the {_role(name, fname)} gradgen writes for '{fname}' calls its helper "
                                        f"'{helper}', which gradgen does not differentiate again: state the shapes "

@@ -12,7 +12,7 @@ import operator
 
 from gradgen.errors import CompileError
 from gradgen.ir.nodes import Call, Cond, Const, Spelled, variables
-from gradgen.rules.table import ARRAY_RULES, F, helper, primitive, sympy, twin
+from gradgen.rules.table import ARRAY_RULES, HELPER_NAMES, LIBRARY_HELPERS, F, helper, primitive, sympy, twin
 
 
 def _maxlike(compare):
@@ -463,6 +463,22 @@ for _name, _tangent, _slots in (("unbroadcast", "linear_in_first", None), ("matm
                                 ("matmul_grad_b", "bilinear", (0, 1)), ("concatenate_grad", "linear_in_first", None),
                                 ("prod_grad", "explicit", None)):
     primitive(_name, None, sympy=None, kind="helper", tangent=_tangent, value_slots=_slots)
+# A gradient gradgen differentiates again (a nested gradgen.grad, gradgen.frontend.nested) calls
+# unbroadcast(g, like), the helper kind above that no derivative flows through. There the call is
+# its smooth twin: linear in g, whose adjoint spreads a cotangent shaped like `like` back over the
+# axes broadcasting summed: sum_to(v, a, b), v shaped like a, broadcast to the shape a and b make
+# together and summed back to b's; the adjoint of sum_to(., a, b) is sum_to(., b, a).
+LIBRARY_HELPERS["sum_to"] = (("unbroadcast",), '''def sum_to(v, a, b):
+    """v, shaped like a, broadcast to the shape a and b broadcast to, then summed back to the
+    shape of b: the adjoint of unbroadcast(., a) when a is shaped like b (and of itself, a and
+    b swapped)."""
+    return unbroadcast(np.broadcast_to(v, np.broadcast_shapes(np.shape(a), np.shape(b))), b)
+''')
+primitive("sum_to", 3, sympy=None, elementwise=False, tangent="linear_in_first",
+          vjp=(lambda g, out, v, a, b: Call("sum_to", (g, b, a)), None, None))
+primitive("unbroadcast_twin", 2, spellings=["gradgen.unbroadcast"], sympy=None, elementwise=False,
+          tangent="linear_in_first", vjp=(lambda g, out, v, like: Call("sum_to", (g, like, v)), None))
+HELPER_NAMES.update({"sum_to": "sum_to", "unbroadcast_twin": "unbroadcast"})
 helper("prod_grad_tangent", '''def prod_grad_tangent(g, x, dx, axis=None, keepdims=False):
     """How prod_grad(g, x, axis, keepdims) changes as x moves along dx, g fixed (a second
     derivative): the product of the others of element j moves by the sum over the others k

@@ -133,6 +133,9 @@ def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", 
 # Helpers the backward pass of a library rule calls (plain NumPy, written into the generated
 # module when used): name -> (helpers it calls, source). gradgen.codegen.emit adds them to its own.
 LIBRARY_HELPERS: dict[str, tuple] = {}
+# smooth primitives written as calls of generated helpers: primitive -> the helper's name
+# (the backward pass's own helpers, differentiated again: gradgen.rules.numpy's sum_to)
+HELPER_NAMES: dict[str, str] = {}
 
 
 def helper(name, source, needs=(), tangent=None, value_slots=None):
