@@ -155,3 +155,63 @@ def test_sympy_follows_a_scalar_program_beside_an_array_draw():
     [report] = check_source(source, "d.py", ["f"], at={"a": 1.5, "b": 0.3, "rs": np.random.RandomState(2)},
                             n_points=1)
     assert report.ok and all(row.sympy is not None for row in report.points[0].rows)
+
+
+HELPER_STATEMENTS = '''
+import numpy as np
+
+
+def show(ax, x, t, render=False):
+    if ax:
+        ax.imshow(x)
+        if render:
+            ax.savefig(f"step{t:03d}.png")
+
+
+def log_step(t, x):
+    print("step", t, round(float(np.sum(x)), 6))
+
+
+def energy(x):
+    return np.sum(x ** 2)
+
+
+def simulate(w, steps, ax=None):
+    x = w
+    for t in range(steps):
+        show(ax, x, t)
+        log_step(t, x)
+        energy(x)
+        x = np.tanh(x) * 0.9 + 0.1 * w
+    show(ax, x, steps)
+    return np.sum(x ** 2)
+'''
+
+
+class _Axes:
+    def __init__(self):
+        self.shown = []
+
+    def imshow(self, x):
+        self.shown.append(np.array(x))
+
+
+def test_a_helper_called_for_what_it_does_is_inlined_and_runs():
+    """autograd's wing.py: `plot_matrix(ax, ...)` in a simulation loop was "an expression
+    statement does nothing to the result". A helper called as a statement is inlined as any
+    call is: its prints and plots run as written, a result it returns is dropped, and one
+    without a `return` returns None."""
+    w = np.array([0.3, -0.5, 0.8])
+    [report] = check_source(HELPER_STATEMENTS, "helpers.py", ["simulate"], wrt=["w"], at={"w": w, "steps": 3})
+    assert report.ok and all(row.ok for row in report.points[0].rows)
+    module = load_module(compile_source(HELPER_STATEMENTS, "helpers.py", functions=["simulate"], wrt=["w"]).text)
+    namespace = {}
+    exec(HELPER_STATEMENTS, namespace)  # noqa: S102 - our own source
+    printed, axes, original_axes = io.StringIO(), _Axes(), _Axes()
+    with contextlib.redirect_stdout(printed):
+        module.simulate_grad(w, 3, ax=axes)
+    expected = io.StringIO()
+    with contextlib.redirect_stdout(expected):
+        namespace["simulate"](w, 3, ax=original_axes)
+    assert printed.getvalue() == expected.getvalue() and printed.getvalue().count("step") == 3
+    assert len(axes.shown) == 4 and all(np.array_equal(a, b) for a, b in zip(axes.shown, original_axes.shown))

@@ -306,6 +306,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             pass  # layers.append((W, b)) to a list kept while compiling
         elif isinstance(stmt, ast.Expr) and self._list_method(scope, stmt.value) is not None:
             self._append(scope, stmt)
+        elif isinstance(stmt, ast.Expr) and isinstance(self._helper_node(scope, stmt.value), FunctionValue):
+            self._helper_statement(scope, stmt)
         elif isinstance(stmt, ast.Expr) and inactive.keepable_statement(self.m, stmt.value):
             self._kept_statement(scope, stmt)
         elif isinstance(stmt, ast.Expr):
@@ -317,6 +319,21 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             raise self.m.error(stmt, message)
         else:
             raise self.m.error(stmt, _UNSUPPORTED_STMT.get(type(stmt), f"'{type(stmt).__name__}' is not supported"))
+
+    def _helper_statement(self, scope, stmt):
+        """`plot_state(ax, x)`, `log_step(t, loss)`: a helper called for what it does, inlined as
+        any call is (its prints and plots kept as written, its result dropped); one that ends
+        without a `return` returns None there, as in Python."""
+        callee = self._helper_node(scope, stmt.value)
+        node = callee.node
+        if not _always_returns(_skip_docstring(node.body)):
+            ended = ast.copy_location(ast.Return(ast.copy_location(ast.Constant(None), stmt)), stmt)
+            node = renamed(node, node.name)
+            node.body = [*node.body, ended]
+            homes = getattr(self.m, "homes", None)
+            if homes is not None and id(callee.node) in homes:  # (a helper of another file stays its file's)
+                homes[id(node)] = homes[id(callee.node)]
+        self._inline(scope, stmt.value, node, closure=callee.closure)
 
     def _kept_statement(self, scope, stmt):
         """`x.sort()`, `np.copyto(buf, X)`, `validate(X)`: a call run for what it does, kept as
