@@ -172,7 +172,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         imports.add("math")  # written math.inf / math.nan
     text = emit.module_text(
         functools.partial(freshness.header_lines, shown, str(filename), module.sha256,
-                          options=generated.options(emit_kinds, shapes_from, functions), imported=module.files_read,
+                          options=generated.options(emit_kinds, shapes_from, functions, wrt), imported=module.files_read,
                           extra=[generated.shapes_line(assumed, shapes_from), guards.constants_line(carried, shown) if guarded else None,
                                  guards.given_line(given),
                                  guards.folded_line(module, carried + [(c, None) for c in given], compiled_names),

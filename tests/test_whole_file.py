@@ -470,3 +470,28 @@ def test_a_local_variable_named_like_a_function_does_not_make_it_a_helper():
     compiled = compile_source(source, "local.py")
     assert [fn.name for fn in compiled.functions] == ["cell", "f"]
     assert compiled.skipped == {}
+
+
+def test_a_plain_recompile_keeps_every_option_the_module_was_made_with(tmp_path, monkeypatch, capsys):
+    """Issue 24 item 2: compiled with --function --wrt --emit, then the source edited and
+    compiled again as the header (and status, and the pre-commit hook) say: once the module
+    became every function with every parameter (the gradient a tuple, the Hessian 1003x1003)."""
+    from gradgen import load_module
+
+    monkeypatch.chdir(tmp_path)
+    source = ("import numpy as np\n\n\ndef fit(beta, X, y):\n    return np.sum((X @ beta - y) ** 2)\n\n\n"
+              "def other(v):\n    return np.sum(v ** 2)\n")
+    (tmp_path / "ridge.py").write_text(source)
+    assert run(capsys, "compile", "ridge.py", "--function", "fit", "--wrt", "beta", "--emit", "grad,hessian")[0] == 0
+    target = tmp_path / "generated" / "ridge_grad.py"
+    command = "# Do not edit: run `gradgen compile ridge.py --function fit --wrt beta --emit grad,hessian` again instead."
+    assert target.read_text().split("\n")[1] == command
+    (tmp_path / "ridge.py").write_text(source.replace("** 2)\n\n\ndef other", "** 2) + 0.5 * beta @ beta\n\n\ndef other"))
+    assert run(capsys, "compile", "ridge.py")[0] == 0
+    text = target.read_text()
+    assert text.split("\n")[1] == command
+    module = load_module(text)
+    X, y, beta = np.arange(12.0).reshape(4, 3) / 10, np.ones(4), np.array([0.1, -0.2, 0.3])
+    assert module.fit_grad(beta, X, y).shape == (3,)  # beta's gradient alone, not a tuple
+    np.testing.assert_allclose(module.fit_hessian(beta, X, y), 2 * X.T @ X + np.eye(3))
+    assert not hasattr(module, "other_grad")

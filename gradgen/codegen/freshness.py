@@ -284,7 +284,7 @@ def recorded_option(path, pattern, default):
             break
         found = pattern.match(line)
         if found:
-            return found["name"].decode("ascii")
+            return found["name"].decode("utf-8")
     return default
 
 

@@ -26,6 +26,7 @@ from gradgen.verify.usercode import load_inputs
 
 HEADER_MARK = freshness.HEADER_MARK
 _EMIT_RECORDED = re.compile(rb"# Do not edit: run `gradgen compile .* --emit (?P<name>[a-z,]+)[ `]")
+_WRT_RECORDED = re.compile(rb"# Do not edit: run `gradgen compile .* --wrt (?P<name>[^\s`]+)[ `]")
 _SHAPES_RECORDED = re.compile(rb"# Shapes assumed \(--shapes (?P<name>[^\s)]+)\):")
 
 
@@ -41,7 +42,8 @@ def compile_file(path, out_dir="generated", functions=None, wrt=None, force=Fals
     existing file that gradgen did not write is kept unless `force`. `backend` None keeps
     the backend of the module it replaces (numpy for a new one): compiling again, by hand
     or by the pre-commit hook, never changes it; nor does `jit` None (gradgen/codegen/numba_jit.py), nor
-    `shapes_from` None (the `--shapes FILE:FUNC` the module was written for), nor `functions` None:
+    `shapes_from` None (the `--shapes FILE:FUNC` the module was written for), nor `wrt` None (its
+    `--wrt`), nor `functions` None:
     the module's `--function` names again, or the whole file, where each function the module
     has must compile again (its header lists them: a refusal of one is an error, not a skip).
     """
@@ -56,6 +58,9 @@ def compile_file(path, out_dir="generated", functions=None, wrt=None, force=Fals
     if emit_kinds is None:
         kinds = freshness.recorded_option(target, _EMIT_RECORDED, None)
         emit_kinds = parse_kinds(kinds) if kinds else ("grad",)
+    if wrt is None:  # the parameters the module was written for (a plain recompile keeps its shape)
+        recorded = freshness.recorded_option(target, _WRT_RECORDED, None)
+        wrt = recorded.split(",") if recorded else None
     keep = ()
     if functions is None:
         functions, keep = freshness.recorded_functions(target)
