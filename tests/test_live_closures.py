@@ -310,3 +310,49 @@ def test_the_gradient_of_a_generated_gradient(tmp_path, monkeypatch):
     second = gradgen.grad(gradgen.grad(module.tanh))
     t = np.tanh(0.3)
     assert second(0.3) == pytest.approx(-2 * t * (1 - t ** 2), rel=1e-12)
+
+
+CAPTURED = '''\
+import numpy as np
+
+
+def optimize(X, y, passes):
+    found = []
+    for k in range(2):
+        scale = float(k + 1)
+
+        def predict(w, X=X, scale=scale):
+            return np.tanh(X @ w) * scale
+
+        def acquisition(w, y=y):
+            return np.sum((predict(w) - y) ** 2)
+
+        def twice(w):
+            return predict(w, X * 2.0) if passes else predict(w)
+
+        found.append((acquisition, twice))
+    return found
+'''
+
+
+def test_defaults_that_capture_values_of_the_running_program(tmp_path, monkeypatch):
+    """bayesian_optimization.py's shape: `def predict_func(xstar, model_params=model_params,
+    X=X, y=y)` made in a loop; the loss calls it without them, so they are the values they
+    captured. A call that passes one is refused (its value would be ignored)."""
+    monkeypatch.setenv("GRADGEN_CACHE_DIR", "")
+    _, module = _load(tmp_path, "captured_program", CAPTURED)
+    rng = np.random.RandomState(4)
+    X, y, w = rng.randn(5, 3), rng.randn(5), rng.randn(3)
+    for k, (acquisition, _) in enumerate(module.optimize(X, y, False)):
+        g = gradgen.grad(acquisition)
+        want = central(acquisition, w)
+        np.testing.assert_allclose(g(w), want, rtol=1e-6)
+        assert "def acquisition_grad(w, *, y, scale, X):" in g.source  # each passed on every call
+        np.testing.assert_allclose(g(w, y=2 * y), central(lambda v: acquisition(v, y=2 * y), w), rtol=1e-6)
+    twice = module.optimize(X, y, True)[0][1]
+    with pytest.raises(CompileError) as info:
+        gradgen.grad(twice)
+    assert str(info.value).split("\n")[0].endswith(
+        "this call passes 'a parameter with a default' to 'predict', whose default captured a value of the running "
+        "program that gradgen.grad reads as that value: pass it the same way everywhere, or give the default as a "
+        "constant")

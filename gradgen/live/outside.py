@@ -60,6 +60,7 @@ class Outside:
     fixed: list = field(default_factory=list)  # (reader, the function it gave): the same object on every call
     states: set = field(default_factory=set)  # names of random states, parameters of the compiled function
     needs: dict = field(default_factory=dict)  # hoisted name -> the random states it draws from
+    stripped: dict = field(default_factory=dict)  # hoisted name -> (positional kept, parameters read as defaults)
     homes: dict = field(default_factory=dict)  # hoisted name -> the Module of its own file (another file's)
 
     def signature(self):
@@ -118,6 +119,23 @@ def _thread_states(outside, walker):
             call.keywords += [ast.keyword(arg=state, value=ast.Name(id=state, ctx=ast.Load()))
                               for state in sorted(needs[call.func.id])]
     outside.states = set().union(*needs.values()) if needs else set()
+    _check_stripped(outside, walker)
+
+
+def _check_stripped(outside, walker):
+    """A call that passes a parameter _captured_defaults made a name read from the running
+    program is refused there (its value would be ignored)."""
+    for name, node in outside.functions.items():
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in outside.stripped:
+                kept, gone = outside.stripped[call.func.id]
+                passed = [k.arg for k in call.keywords if k.arg in gone]
+                if len(call.args) > kept or passed:
+                    which = passed[0] if passed else "a parameter with a default"
+                    raise walker._error(outside.objects[name], call,
+                                        f"this call passes {which!r} to '{call.func.id}', whose default captured a "
+                                        "value of the running program that gradgen.grad reads as that value: pass "
+                                        "it the same way everywhere, or give the default as a constant")
 
 
 def _calls_of(node, needs):
@@ -169,11 +187,43 @@ class _Walker:
         if home is not self.m:
             self.outside.homes[name] = home
         renames, params = {}, []
+        self._captured_defaults(f, node, name, renames)
         self._names_read(f, node, renames, params)
         if renames:
             _Rename(renames).visit(node)
         self.outside.needs[name] = set(params)  # random states it draws from (_thread_states)
         return name
+
+    def _captured_defaults(self, f, node, name, renames):
+        """`def predict(x, model=model, X=X)` inside a loop: defaults that capture values of the
+        enclosing function when the def ran. A helper the compiled code calls without them reads
+        them as the values they are (the parameter becomes a name read from the running
+        program); one the body assigns stays a parameter, and a call that passes one is
+        refused (_check_stripped). Of the compiled function itself, the generated function
+        takes them as keyword arguments that gradgen.live passes unless the caller does.
+        Trailing positional defaults and keyword-only ones only."""
+        args = node.args
+        assigned = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+
+        def capturable(arg, default):
+            return not isinstance(default, ast.Constant) and arg.arg not in assigned
+
+        stripped = []
+        while args.defaults and capturable(args.args[-1], args.defaults[-1]):
+            arg, k = args.args.pop(), len(args.defaults) - 1
+            args.defaults.pop()
+            self._bind(f, node, arg.arg, f.__defaults__[k], ("default", id(f), k),
+                       lambda k=k: f.__defaults__[k], renames)
+            stripped.append(arg.arg)
+        for arg, default in list(zip(args.kwonlyargs, args.kw_defaults)):
+            if default is not None and capturable(arg, default):
+                index = args.kwonlyargs.index(arg)
+                del args.kwonlyargs[index], args.kw_defaults[index]
+                self._bind(f, node, arg.arg, f.__kwdefaults__[arg.arg], ("default", id(f), arg.arg),
+                           lambda k=arg.arg: f.__kwdefaults__[k], renames)
+                stripped.append(arg.arg)
+        if stripped:
+            self.outside.stripped[name] = (len(args.args), set(stripped))
 
     def _file_of(self, f):
         """The parsed Module of the file `f` was written in (the compiled one, or another)."""
