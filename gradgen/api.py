@@ -299,6 +299,7 @@ def _take_outside(module, outside):
         module.not_constants.pop(name, None)
         module.redefined.pop(name, None)
     module.runtime = frozenset(outside.constants)
+    module.outside = outside
     for name, home in outside.homes.items():  # another file's function: its errors and lines are that file's
         place = copy.copy(module)
         place.filename, place.lines = home.filename, home.lines
@@ -517,7 +518,7 @@ def nested_derivative(module, fname, wrt, kind, role):
     the name of its `role` function, for a call `gradgen.grad(fname)` inside a function being
     compiled (gradgen.frontend.nested): unguarded, so its body reads the file's constants."""
     compiled = _compile_source(module.source, module.filename, [fname], wrt, (kind,), guarded=False,
-                               constants=dict(module.constants))
+                               constants=dict(module.constants), outside=module.outside)
     made = compiled.functions[0]
     names = {"grad": made.grad_name, "value_and_grad": made.value_and_grad_name, **{m.kind: m.name for m in made.made}}
     return compiled.text, names[role]

@@ -356,3 +356,29 @@ def test_defaults_that_capture_values_of_the_running_program(tmp_path, monkeypat
         "this call passes 'a parameter with a default' to 'predict', whose default captured a value of the running "
         "program that gradgen.grad reads as that value: pass it the same way everywhere, or give the default as a "
         "constant")
+
+
+NESTED = '''\
+import numpy as np
+import gradgen
+
+
+def fit(x):
+    loglike = lambda r: np.sum(np.log(r * x) - r * x)  # noqa: E731
+    score = lambda r: np.sum(gradgen.grad(loglike)(r) ** 2)  # noqa: E731
+    return score
+'''
+
+
+def test_a_nested_gradient_of_a_closure_of_the_running_program(tmp_path, monkeypatch):
+    """negative_binomial_maxlike.py's shape: `grad(loglike)` inside a lambda, loglike a closure
+    over the data: the inner derivative is compiled with what the outer one read."""
+    monkeypatch.setenv("GRADGEN_CACHE_DIR", "")
+    _, module = _load(tmp_path, "nested_program", NESTED)
+    x = np.array([0.5, 1.5, 2.0])
+    score = module.fit(x)
+    g = gradgen.grad(score)
+    r = 0.8
+    d = np.sum(1 / r - x)  # dloglike/dr; score = d ** 2, dscore/dr = 2 d * (-len(x) / r ** 2)
+    assert score(r) == pytest.approx(d ** 2, rel=1e-12)
+    assert g(r) == pytest.approx(2 * d * (-len(x) / r ** 2), rel=1e-9)

@@ -74,6 +74,7 @@ class Module:
     # module constants the running program gives (gradgen.live.outside): passed on every call,
     # never written into the generated text
     runtime: frozenset = frozenset()
+    outside: object = None  # the gradgen.live.outside.Outside they came with (a nested derivative compiles with it)
 
     def line_text(self, lineno):
         if lineno is None or not 1 <= lineno <= len(self.lines):
