@@ -260,6 +260,16 @@ class GrammarBuilder(ExprGrammar):
         """`hs = [e]`, or `hs = []` and an append: a list later statements append to and read."""
         name = self.fresh(("hs", "parts", "outs"))
         first = self.expr(1) if self.chance(0.5) else None
+        if first is None and self.chance(0.3):  # `hs, cs = [], []`: once a silent zero gradient (GradBench lstm)
+            other = self.fresh(("cs", "rows", "keep"))
+            made = f"{name}, {other} = [], []"
+            lines = self.commit([(made, made)])
+            if lines is None:
+                return None
+            self.bind(name, "list")
+            self.bind(other, "list")
+            appends = [self.stmt_append(name), self.stmt_append(other)]
+            return None if None in appends else lines + appends[0] + appends[1]
         lines = self.commit([(f"{name} = [{first.text}]", f"{name} = [{first.probe}]") if first
                              else (f"{name} = []", f"{name} = []")])
         if lines is None:

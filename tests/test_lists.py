@@ -434,3 +434,52 @@ def test_a_literal_list_zipped_with_a_list_of_arrays(name):
     [report] = check_source(ZIPPED, "zipped.py", [name], at=at)
     assert report.ok and report.points, report
     assert all(row.ok for row in report.points[0].rows)
+
+
+LISTS_IN_ONE_LINE = '''import numpy as np
+
+
+def stacked(w, *, cell):
+    total = 0.0
+    for t in range(2):
+        x = w * 1.0
+        hiddens, cells = [], []
+        for i in range(2):
+            c = cell[i] * x
+            x = x * w
+            hiddens.append(x)
+            cells.append(c)
+        cell = np.array(cells)
+        total = total + np.sum(x) + np.sum(cell) + np.sum(np.stack(hiddens))
+    return total
+
+
+def chained(w, *, cell):
+    a = b = []
+    for i in range(2):
+        a.append(cell[i] * w)
+    return np.sum(np.array(b))
+'''
+
+
+@pytest.mark.parametrize("name", ["stacked", "chained"])
+def test_lists_made_in_one_assignment_reach_their_appends(name):
+    """`hs, cs = [], []` kept each list under a temporary name, so the appends reached no
+    list the gradient knew: d/dw of np.sum(np.array(cs)) was silently 0 (found porting
+    GradBench's lstm; np.stack(cs) crashed instead). Against central differences."""
+    module = load_module(compile_source(LISTS_IN_ONE_LINE, "lists.py", functions=[name], wrt=["w"]).text)
+    namespace = {}
+    exec(LISTS_IN_ONE_LINE, namespace)  # noqa: S102 - our own source
+    w, cell, h = np.array([0.7, 1.3]), np.array([[1.0, 2.0], [3.0, 4.0]]), 1e-6
+    numeric = [(namespace[name](w + h * e, cell=cell) - namespace[name](w - h * e, cell=cell)) / (2 * h)
+               for e in np.eye(2)]
+    np.testing.assert_allclose(getattr(module, f"{name}_grad")(w, cell=cell), numeric, rtol=1e-6)
+
+
+def test_a_list_made_in_a_tuple_assignment_that_reads_its_targets_is_refused():
+    source = "import numpy as np\n\n\ndef f(w):\n    a = [w]\n    a, b = [], a\n    return np.sum(w)\n"
+    with pytest.raises(CompileError) as caught:
+        compile_source(source, "f.py")
+    assert caught.value.format().splitlines()[0] == (
+        "f.py:6:12: a list made in a tuple assignment: make each list in an assignment of its own (hs = [] then "
+        "cs = [])")

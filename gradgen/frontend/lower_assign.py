@@ -82,6 +82,17 @@ class AssignLowering:
         if len(value.elts) != len(targets) or any(isinstance(e, ast.Starred) for e in value.elts):
             raise self.m.error(value, f"tuple unpacking needs a tuple of {len(targets)} values on the right")
         targets, elts = _flattened(targets, value.elts)  # a, (b, c) = x, (y, z): a, b, c = x, y, z
+        if any(isinstance(e, (ast.List, ast.ListComp)) for e in elts):
+            # `hs, cs = [], []`: each list made under its own name, as `hs = []` makes it (one kept
+            # under a temporary name was no list its appends reached: a silent zero gradient,
+            # found porting GradBench's lstm)
+            read = {n.id for e in elts for n in ast.walk(e) if isinstance(n, ast.Name)}
+            if not all(isinstance(t, ast.Name) for t in targets) or read & {t.id for t in targets}:
+                raise self.m.error(value, "a list made in a tuple assignment: make each list in an assignment of "
+                                          "its own (hs = [] then cs = [])")
+            for t, e in zip(targets, elts):
+                self._assign(scope, t, e, stmt)
+            return
         values = [self.expr(scope, v) for v in elts]  # all evaluated before any is bound
         self._targets(scope, targets, self._before_clobbering(scope, targets, values, stmt), stmt)
 

@@ -96,8 +96,13 @@ class ListLowering:
                 target, value = node.target, node.value
             else:
                 continue
-            if isinstance(target, ast.Name) and target.id not in made and self._makes_list(scope, value):
-                made[target.id] = node
+            pairs = [(target, value)]
+            if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+                    and len(target.elts) == len(value.elts):
+                pairs = list(zip(target.elts, value.elts))  # `hs, cs = [], []` (gradgen.frontend.lower_assign)
+            for target, value in pairs:
+                if isinstance(target, ast.Name) and target.id not in made and self._makes_list(scope, value):
+                    made[target.id] = node
         return made
 
     def _makes_list(self, scope, value):
