@@ -28,7 +28,8 @@ from gradgen.ir.nodes import variables
 from gradgen.ir.simplify import names_read
 from gradgen.rules.records import runtime as record_runtime
 from gradgen.verify import custom as custom_check
-from gradgen.verify.finite import Difference, difference, finite_difference, is_kink, remembered, sample_points
+from gradgen.verify.finite import Difference, difference, finite_difference, is_kink, numbers_raise, remembered, \
+    sample_points
 from gradgen.verify.nonfinite import all_finite, locate_nonfinite
 from gradgen.verify.report import FD_TOL, SYMPY_TOL, FunctionReport, PointReport, Row, judge, rel_error
 from gradgen.verify.symbolic import _Symbolic, sympy_gradient
@@ -130,7 +131,33 @@ def _check_function(cf, compiled, f, value_and_grad, at, n_points, seed, filenam
         report.points.append(check_point(cf, compiled.module, f, value_and_grad, point, compiled.text))
     if progress is not None:
         progress.finished(cf.name, len(points))
+    if not points and at is None:
+        report.no_point = _why_no_point(cf, f, seed)
     return report
+
+
+# what a number raises where an array is meant: x @ w, X[0], len(x), x.shape, np.sum(x, axis=1), np.linalg.inv(x)
+_WANTS_ARRAYS = (TypeError, AttributeError, IndexError, np.linalg.LinAlgError)  # (NumPy's AxisError is an IndexError)
+
+
+def _why_no_point(cf, f, seed):
+    """Why no random point was usable, where the function raised at numbers: the
+    parameters it wants as arrays have to be given (random points are numbers)."""
+    raised = numbers_raise(cf, f, seed)
+    if raised is None:
+        return ""
+    point, exc = raised
+    if not isinstance(exc, _WANTS_ARRAYS):  # (a ValueError is a domain error: math.log(-1.0))
+        return ""
+    unknown = [p.name for p in cf.ir.params if not (p.function or p.has_default or p.number or p.shape)]
+    if not unknown:
+        return ""
+    said = (str(exc).strip().splitlines() or [""])[0]
+    said = f": {said[:100]}{'...' if len(said) > 100 else ''}" if said else ""
+    names = ", ".join(unknown)
+    return (f"called with numbers ({describe({n: point[n] for n in unknown if n in point})}) it raised "
+            f"{type(exc).__name__}{said}; check draws numbers only, so arrays need --inputs FILE:FUNC (a function "
+            f"returning the keyword arguments) to give {names}")
 
 
 def _expect_numbers_and_arrays(point, cf, module):
