@@ -277,16 +277,24 @@ class Respell(ast.NodeTransformer):
         return self._call(self._ns("asarray"), args, [ast.keyword("copy", ast.Constant(True))])
 
     def _np_expand_dims(self, node, args, kw):
+        """One xp.expand_dims per axis (the standard's takes one int): an integer axis as it
+        is (a reduction's gradient putting its axis back); a tuple's axes in an order that
+        puts each where NumPy would, non-negative ones ascending, negative ones from -1 down."""
         axis = args[1] if len(args) > 1 else kw.get("axis")
-        if not isinstance(axis, ast.Tuple):
-            return None
-        axes = [a.value if isinstance(a, ast.Constant) else None for a in axis.elts]
-        if any(not isinstance(a, int) or a < 0 for a in axes):
-            raise Refusal(f"{ast.unparse(node)}: xp.expand_dims adds one axis at a time; write one "
-                          "np.expand_dims per axis, or compile with --backend numpy", _calls("numpy.expand_dims"))
+        elements = axis.elts if isinstance(axis, ast.Tuple) else [axis]
+        axes = [_integer(a) for a in elements]
+        if None in axes or (min(axes) < 0 <= max(axes)):
+            what = "a mix of negative and non-negative axes" if None not in axes else "an axis not written as a number"
+            raise Refusal(f"{ast.unparse(node)}: xp.expand_dims adds one axis at a time, and {what} cannot be "
+                          "put back one by one without the array's ndim; write one np.expand_dims per axis, or "
+                          "compile with --backend numpy", _calls("numpy.expand_dims"),
+                          f"the gradient of this line puts the reduced axes {ast.unparse(axis)} back with "
+                          f"np.expand_dims, and the standard's xp.expand_dims adds one axis at a time: {what} cannot "
+                          "be put back one by one without the array's ndim; write the axes all non-negative (or all "
+                          "negative), or compile with --backend numpy")
         out = args[0]
-        for a in sorted(axes):
-            out = self._call(self._ns("expand_dims"), [out], [ast.keyword("axis", ast.Constant(a))])
+        for a in sorted(axes, reverse=axes[0] < 0):
+            out = self._call(self._ns("expand_dims"), [out], [ast.keyword("axis", _constant(a))])
         return out
 
     def _np_swapaxes(self, node, args, kw):
@@ -401,6 +409,11 @@ def _integer(node):
         inner = _integer(node.operand)
         return None if inner is None else -inner
     return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
+
+
+def _constant(value):
+    """The expression of an int (a negative one as the parser writes it: -(1))."""
+    return ast.UnaryOp(ast.USub(), ast.Constant(-value)) if value < 0 else ast.Constant(value)
 
 
 def _root(node):

@@ -30,6 +30,7 @@ from gradgen.codegen.numba_check import Checker, Refusal
 from gradgen.codegen.numba_spell import defaults, loops, placeholders, respellings
 from gradgen.codegen.rewrite import ModuleEdits
 from gradgen.errors import CompileError
+from gradgen.ir.nodes import Call
 
 JITS = ("none", "numba")
 NUMBA = "numba"
@@ -188,8 +189,46 @@ class _Module(ModuleEdits):
         if cited is not None:
             text = self.user.line_text(cited) or ""
             return self.user.error(ast.Pass(lineno=cited, col_offset=len(text) - len(text.lstrip())), message)
+        found = None if isinstance(refusal.node, ast.arg) else self._forward_source(refusal.node, fdef)
+        if found is not None:  # (a forward-pass statement: no `# line N` comment cites it)
+            return self.user.error(ast.Pass(lineno=found[0], col_offset=found[1] - 1),
+                                   self._as_written(message, refusal.node, found))
         return self.user.error(user_def, message) if user_def is not None else CompileError(message,
                                                                                            self.user.filename)
+
+    def _as_written(self, message, node, found):
+        """The message naming the call as the user wrote it there (`np.array`), where gradgen
+        spells it otherwise (`np.stack`)."""
+        call = next((n for n in ast.walk(self.user.tree) if isinstance(n, ast.Call)
+                     and (n.lineno, n.col_offset + 1) == tuple(found)), None)
+        if call is None or not isinstance(node, ast.Call):
+            return message
+        theirs, ours = ast.unparse(call.func), ast.unparse(node.func)
+        return message.replace(ours, f"{theirs} (written {ours} in the generated code)", 1) if theirs != ours \
+            else message
+
+    def _forward_source(self, node, fdef):
+        """(line, col) of the user's code behind `node` of a forward-pass statement, from the
+        lowered IR (whose calls know where the user wrote them): the call of the refused
+        function on the line that assigns the statement's target, else that line's first
+        call, else the line; for a name gradgen made (`stack_a = np.stack(...)`), the
+        function's first call of the refused function. None when nothing is found."""
+        user = next((f for f in self.compiled.functions if f.name == self.users.get(fdef.name)), None)
+        stmt = _innermost(fdef, node)
+        if user is None or stmt is None:
+            return None
+        targets = [t.id for t in (stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)])
+                   if isinstance(t, ast.Name)]
+        statements = [s for s in _ir_statements(user.ir.body) if getattr(s, "expr", None) is not None
+                      and getattr(s, "line", None) is not None]
+        refused = node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else None
+        assigned = next((s for s in statements if targets and getattr(s, "target", None) == targets[0]), None)
+        if assigned is not None:
+            calls = [c for c in _ir_calls(assigned.expr) if c.loc is not None and c.loc[0] == assigned.line]
+            chosen = next((c for c in calls if c.prim == refused), calls[0] if calls else None)
+            return chosen.loc if chosen is not None else (assigned.line, assigned.col)
+        same = (c for s in statements for c in _ir_calls(s.expr) if c.loc is not None and c.prim == refused)
+        return next((c.loc for c in same), None) if refused is not None else None
 
     # --- text positions -----------------------------------------------------------------
 
@@ -213,6 +252,36 @@ def _constants(tree):
             except ValueError:
                 found[stmt.targets[0].id] = None  # not a literal: an array, say
     return found
+
+
+def _innermost(fdef, node):
+    """The innermost statement of `fdef` that holds `node` (by position)."""
+    where = (node.lineno, node.col_offset)
+    found = None
+    for stmt in ast.walk(fdef):
+        if isinstance(stmt, ast.stmt) and stmt is not fdef and (stmt.lineno, stmt.col_offset) <= where \
+                <= (stmt.end_lineno, stmt.end_col_offset):
+            if found is None or (stmt.lineno, stmt.col_offset) >= (found.lineno, found.col_offset):
+                found = stmt
+    return found
+
+
+def _ir_statements(body):
+    """The IR statements of a body, those of loops and branches too, in order."""
+    for stmt in body:
+        yield stmt
+        for part in ("body", "orelse"):
+            yield from _ir_statements(getattr(stmt, part, None) or [])
+
+
+def _ir_calls(expr):
+    """The IR calls of an expression, outermost first."""
+    if isinstance(expr, Call):
+        yield expr
+    for child in getattr(expr, "args", ()) if isinstance(expr, Call) else \
+            (getattr(expr, part, None) for part in ("test", "body", "orelse")):
+        if child is not None and not isinstance(child, (str, int, float)):
+            yield from _ir_calls(child)
 
 
 def _position(node):

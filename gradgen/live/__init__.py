@@ -5,7 +5,8 @@ function, the one `gradgen compile --emit KIND` writes for it. The function is n
 its source is read (the whole file, so module constants, helpers and imports are seen; a
 notebook cell's text from linecache), compiled with `gradgen.api.compile_source`, and the
 generated module executed. The result carries the generated module as `.source`, and
-`help()` shows it.
+`help()` shows it, and a notebook cell whose value it is shows that module highlighted
+(gradgen/live/display.py).
 
 Compiled modules are cached in memory and on disk (GRADGEN_CACHE_DIR, else
 $XDG_CACHE_HOME/gradgen, else ~/.cache/gradgen; GRADGEN_CACHE_DIR= turns the disk cache
@@ -42,6 +43,7 @@ import numpy as np
 
 import gradgen
 from gradgen.errors import CompileError
+from gradgen.live import display
 from gradgen.live import outside as outside_values
 
 CACHE_FORMAT = 1
@@ -368,6 +370,7 @@ def _load(key, origin, kind, text, names):
         g = getattr(module, name)
         g.source = text
         g.__doc__ = _doc(g.__doc__, role, origin, text)
+        display.attach(g, text, f"gradgen.{role}({origin.name})")  # (a notebook cell shows it: gradgen/live/display.py)
         functions[role] = g
     return Entry(text, functions)
 

@@ -227,6 +227,9 @@ def _check(args):
     failed = [r for r in reports if not r.ok]
     failed_kinds = _check_kinds(data, args, at, kinds) if kinds != ("grad",) else []  # (each says why itself)
     for report in failed:
+        if not report.points and report.no_point:
+            print(f"NOT CHECKED {report.name}: {report.no_point}", file=sys.stderr)
+            continue
         if not report.points:
             print(f"NOT CHECKED {report.name}: no sample point where it is finite and smooth; give one "
                   f"with --at name=value,... or --inputs FILE:FUNC", file=sys.stderr)
@@ -312,7 +315,8 @@ def format_report(report):
     """A table per point: parameter | generated | sympy | finite difference | relative error | ok."""
     lines = [f"{report.name}: gradient with respect to {', '.join(report.wrt) or 'nothing'}"]
     if not report.points:
-        lines.append("  no sample point found where the function and its gradient are finite")
+        lines.append(f"  no sample point found: {report.no_point}" if report.no_point else
+                     "  no sample point found where the function and its gradient are finite")
     for point in report.points:
         at = ", ".join(f"{k}={_value(v)}" for k, v in point.point.items())
         lines.append(f"  at {at}: value {_num(point.value_generated)} (original {_num(point.value_original)})")

@@ -20,7 +20,7 @@ import numpy as np
 
 from gradgen.codegen.emit import HELPERS, Emitter
 from gradgen.errors import CompileError
-from gradgen.ir.nodes import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While
+from gradgen.ir.nodes import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, variables
 from gradgen.rules.table import SCIPY_MODULES, TABLE
 
 MAX_NODES = 400  # drawn (after nodes that cannot reach the result are dropped)
@@ -115,7 +115,9 @@ class Builder:
         self.values = dict(module.constants)
         self.values.update(point)
         self.where = {}  # variable -> the node holding its current value
-        self.loops = []  # (statement, iterations) of every loop followed
+        self.loops = []  # (statement, iterations, whether its count depends on an array) of every loop followed
+        # names whose values come from an array (a loop bound read from one is changed by --inputs, not --at)
+        self.from_arrays = {name for name, value in self.values.items() if isinstance(value, np.ndarray) and value.ndim}
         self.env = _environment(module)
         self.emitter = Emitter("numpy", {"sigmoid": "sigmoid"})
         self.code = {}
@@ -185,6 +187,7 @@ class Builder:
             # an Effect (print, assert, logging) draws nothing
 
     def assign(self, stmt):
+        self._track(stmt.target, stmt.expr)
         if stmt.counter:  # a loop's own iteration count: bookkeeping, not part of the function
             self.values[stmt.target] = self.evaluate(stmt.expr, {}, stmt)
             return
@@ -207,9 +210,20 @@ class Builder:
         raise self.error(stmt, f"gradgen graph follows loops over range(...) and tuples of numbers; this one runs "
                                f"over a {type(value).__name__}")
 
+    def _track(self, target, expr):
+        """`target` comes from an array when `expr` reads a name that does."""
+        if any(v.name in self.from_arrays for v in variables(expr)):
+            self.from_arrays.add(target)
+        else:
+            self.from_arrays.discard(target)
+
     def loop(self, stmt, items):
         """Unrolled at the point: every iteration's statements make nodes of their own."""
-        self.loops.append([stmt, 0])
+        header = stmt.iter if isinstance(stmt, For) else stmt.test
+        sized = any(v.name in self.from_arrays for v in variables(header))
+        if isinstance(stmt, For):
+            self._track(stmt.target, header)
+        self.loops.append([stmt, 0, sized])
         record = self.loops[-1]
         iterations = iter(items) if items is not None else None
         while True:
@@ -224,7 +238,7 @@ class Builder:
             record[1] += 1
             if record[1] > MAX_ITERATIONS:
                 raise self.error(stmt, f"this loop ran more than {MAX_ITERATIONS:,} times at the point; draw the "
-                                       "graph at a point where it runs fewer times")
+                                       f"graph at a point where it runs fewer times ({_where_fewer(sized)})")
             try:
                 self.run(stmt.body)
             except _Continue:
@@ -340,10 +354,11 @@ class Builder:
         size = (f"has {count} nodes, more than the {MAX_NODES} gradgen graph draws" if finished
                 else f"has more than {MAX_NODES} nodes")
         if self.loops:
-            stmt, times = max(self.loops, key=lambda r: r[1])
+            stmt, times, sized = max(self.loops, key=lambda r: r[1])
             runs = f"runs {times} times here" if finished else f"had run {times} times when gradgen stopped"
             return self.error(stmt, f"the graph of '{name}' at this point {size} (this loop {runs}); draw it at a "
-                                    "point where the loop runs fewer times (--at), or draw a function without the loop")
+                                    f"point where the loop runs fewer times ({_where_fewer(sized)}), or draw a "
+                                    "function without the loop")
         return self.module.error(self.module.functions[name], f"the graph of '{name}' {size}")
 
     def error(self, stmt, message, loc=None):
@@ -354,6 +369,12 @@ class Builder:
         if col is None:
             col = len(text) - len(text.lstrip()) + 1 if text else 1
         return CompileError(message, self.module.filename, line, col, text)
+
+
+def _where_fewer(sized):
+    """How to give a point where a loop runs fewer times: its count comes from an array
+    (`range(x.shape[0])`), which only --inputs gives, or from numbers, which --at gives."""
+    return "smaller arrays: --inputs FILE:FUNC, a function returning them" if sized else "--at"
 
 
 def rule_for(prim, i):

@@ -28,7 +28,8 @@ from gradgen.ir.nodes import variables
 from gradgen.ir.simplify import names_read
 from gradgen.rules.records import runtime as record_runtime
 from gradgen.verify import custom as custom_check
-from gradgen.verify.finite import Difference, difference, finite_difference, is_kink, remembered, sample_points
+from gradgen.verify.finite import Difference, difference, finite_difference, is_kink, numbers_raise, remembered, \
+    sample_points
 from gradgen.verify.nonfinite import all_finite, locate_nonfinite
 from gradgen.verify.report import FD_TOL, SYMPY_TOL, FunctionReport, PointReport, Row, judge, rel_error
 from gradgen.verify.symbolic import _Symbolic, sympy_gradient
@@ -51,9 +52,12 @@ def check_source(source, filename="<string>", functions=None, wrt=None, at=None,
     original = run_original(compiled.module.source, filename)
     progress = _Progress()
     with same_global_draws(), remembered(), contextlib.redirect_stdout(io.StringIO()):  # the function's prints, run ~100 times
-        return [_check_function(cf, compiled, getattr(original, cf.name),
-                                getattr(generated, cf.value_and_grad_name), at, n_points, seed, filename, progress)
-                for cf in compiled.functions]
+        try:
+            return [_check_function(cf, compiled, getattr(original, cf.name),
+                                    getattr(generated, cf.value_and_grad_name), at, n_points, seed, filename, progress)
+                    for cf in compiled.functions]
+        finally:
+            progress.close()
 
 
 PROGRESS_AFTER = 2.0  # seconds of processor time into a check, after which it says where it is
@@ -61,15 +65,58 @@ PROGRESS_AFTER = 2.0  # seconds of processor time into a check, after which it s
 
 class _Progress:
     """A long check says on stderr which point of which function it is at; a short one says
-    nothing (its output is the table alone). Processor time, so that a loaded machine does
-    not make a short check talk."""
+    nothing (its output is the table alone). On a terminal, a bar redrawn in place on one
+    line per function (`checking loss [######......] point 2/3  4.1 s`, as the fuzzer's
+    soak draws its own); elsewhere (a log, a CI job) a plain line per point. Processor time,
+    so that a loaded machine does not make a short check talk."""
 
-    def __init__(self):
-        self.start = time.process_time()
+    def __init__(self, clock=time.process_time, stream=None, width=20):
+        self.clock, self.stream, self.width = clock, stream, width
+        self.start = clock()
+        self.open = 0  # the length of the bar line drawn and not ended yet (0: none)
 
     def point(self, name, k, n):
-        if time.process_time() - self.start > PROGRESS_AFTER:
-            print(f"checking {name}: point {k}/{n} ...", file=sys.stderr, flush=True)
+        """Point k of n of function `name` is about to be checked."""
+        elapsed = self.clock() - self.start
+        if elapsed <= PROGRESS_AFTER:
+            return
+        out = self.stream or sys.stderr
+        if not _is_terminal(out):
+            print(f"checking {name}: point {k}/{n} ...", file=out, flush=True)
+            return
+        self._draw(out, f"checking {name} {self._bar(k - 1, n)} point {k}/{n}  {elapsed:.1f} s")
+
+    def finished(self, name, n):
+        """The function's last point is checked: its bar, if drawn, full and ended."""
+        if self.open:
+            out = self.stream or sys.stderr
+            self._draw(out, f"checked {name} {self._bar(n, n)} {n} point{'s' * (n != 1)} "
+                            f"in {self.clock() - self.start:.1f} s")
+            self.close()
+
+    def close(self):
+        """Ends a bar line left open (the check stopped with an error): what follows starts a line."""
+        if self.open:
+            out = self.stream or sys.stderr
+            out.write("\n")
+            out.flush()
+            self.open = 0
+
+    def _bar(self, done, total):
+        filled = self.width * done // max(total, 1)
+        return f"[{'#' * filled}{'.' * (self.width - filled)}]"
+
+    def _draw(self, out, line):
+        out.write("\r" + line.ljust(self.open))  # (spaces over the end of a longer line before)
+        out.flush()
+        self.open = max(len(line), self.open)
+
+
+def _is_terminal(stream):
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # (no isatty, or a closed stream)
+        return False
 
 
 def _check_function(cf, compiled, f, value_and_grad, at, n_points, seed, filename, progress=None):
@@ -82,7 +129,35 @@ def _check_function(cf, compiled, f, value_and_grad, at, n_points, seed, filenam
         where = f"{cf.name} at {describe(point)}"
         expect_number(call(f, point, filename, compiled.module.source, where), compiled.module, cf.name, where)
         report.points.append(check_point(cf, compiled.module, f, value_and_grad, point, compiled.text))
+    if progress is not None:
+        progress.finished(cf.name, len(points))
+    if not points and at is None:
+        report.no_point = _why_no_point(cf, f, seed)
     return report
+
+
+# what a number raises where an array is meant: x @ w, X[0], len(x), x.shape, np.sum(x, axis=1), np.linalg.inv(x)
+_WANTS_ARRAYS = (TypeError, AttributeError, IndexError, np.linalg.LinAlgError)  # (NumPy's AxisError is an IndexError)
+
+
+def _why_no_point(cf, f, seed):
+    """Why no random point was usable, where the function raised at numbers: the
+    parameters it wants as arrays have to be given (random points are numbers)."""
+    raised = numbers_raise(cf, f, seed)
+    if raised is None:
+        return ""
+    point, exc = raised
+    if not isinstance(exc, _WANTS_ARRAYS):  # (a ValueError is a domain error: math.log(-1.0))
+        return ""
+    unknown = [p.name for p in cf.ir.params if not (p.function or p.has_default or p.number or p.shape)]
+    if not unknown:
+        return ""
+    said = (str(exc).strip().splitlines() or [""])[0]
+    said = f": {said[:100]}{'...' if len(said) > 100 else ''}" if said else ""
+    names = ", ".join(unknown)
+    return (f"called with numbers ({describe({n: point[n] for n in unknown if n in point})}) it raised "
+            f"{type(exc).__name__}{said}; check draws numbers only, so arrays need --inputs FILE:FUNC (a function "
+            f"returning the keyword arguments) to give {names}")
 
 
 def _expect_numbers_and_arrays(point, cf, module):

@@ -205,6 +205,21 @@ def sample_points(cf, f, at, n_points, seed, filename="<string>"):
     return points
 
 
+def numbers_raise(cf, f, seed=0):
+    """(the point, the exception) when `f` raises at a point of numbers gradgen draws (what
+    happens when its parameters are arrays); None when it runs there."""
+    params = [p for p in cf.ir.params if not p.function]
+    point = _candidate(params, cf.wrt, random.Random(seed), effects.random_states(cf.ir))
+    try:
+        with time_limit(2.0, _Timeout, clock="cpu"), np.errstate(all="ignore"):
+            f(**fresh(point))
+    except _Timeout:
+        return None
+    except Exception as exc:  # noqa: BLE001 - the user's function raised: what it raised is reported
+        return point, exc
+    return None
+
+
 def _candidate(params, wrt, rng, random_states=()):
     """Near the defaults where there are some (the user's own scale), else in small ranges;
     a random state (`rs` of `rs.randn()`) is a fresh one, seeded from `rng`."""

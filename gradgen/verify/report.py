@@ -48,6 +48,7 @@ class FunctionReport:
     name: str
     wrt: list
     points: list = field(default_factory=list)
+    no_point: str = ""  # why no sample point was found, where gradgen can tell (numbers where arrays are meant)
 
     @property
     def ok(self):
