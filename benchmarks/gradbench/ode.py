@@ -49,8 +49,30 @@ def torch_objective(x, *, s):
     return y[-1]
 
 
+def jax_objective(jax):
+    """The same integration as GradBench's jax tool writes it: the steps as jax.lax.scan."""
+    jnp = jax.numpy
+
+    def objective(x, *, s):
+        h = 2.0 / s
+
+        def f(y):
+            return x * jnp.concatenate([jnp.ones(1), y[:-1]])
+
+        def step(y, _):
+            k1 = f(y)
+            k2 = f(y + h / 2 * k1)
+            k3 = f(y + h / 2 * k2)
+            k4 = f(y + h * k3)
+            return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4), None
+
+        y, _ = jax.lax.scan(step, jnp.zeros_like(x), None, length=s)
+        return y[-1]
+    return objective
+
+
 def jax_gradient(args):
-    return tools.jax_gradient(objective, args, PARAMETERS, static=("s",))
+    return tools.jax_gradient(objective, args, PARAMETERS, static=("s",), written=jax_objective)
 
 
 def torch_gradient(args):

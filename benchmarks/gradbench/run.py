@@ -125,6 +125,9 @@ def prepare(port, size):
                 notes[tool] = "its gradient differs from gradgen's"
             elif want is None and central_check(port, args, got) > 1e-4:
                 notes[tool] = "its gradient differs from central differences"
+            if getattr(run, "compile_seconds", 0) > 1:
+                notes.setdefault(tool, "")
+                notes[tool] += f"compiling took {run.compile_seconds:.0f} s (not timed)"
         runs[tool] = run
     return runs, notes
 

@@ -9,6 +9,7 @@ that what is timed is the gradient alone; a builder raises ImportError where its
 missing (the benchmark prints "-"). jax, torch and autograd are benchmark-only extras.
 """
 
+import time
 import types
 
 import numpy as np
@@ -35,9 +36,12 @@ def split(args, parameters):
     return tuple(args[k] for k in parameters), {k: v for k, v in args.items() if k not in parameters}
 
 
-def jax_gradient(objective, args, parameters, static=()):
+def jax_gradient(objective, args, parameters, static=(), written=None):
     """jax.jit(jax.grad(objective)) over the parameters, data as traced arguments (`static`:
-    the integer inputs that fix shapes or loop counts), warmed up (compiled) before return."""
+    the integer inputs that fix shapes or loop counts), warmed up (compiled) before return;
+    the callable's `compile_seconds` says how long that took. `written(jax)`: the objective
+    as a jax user writes it (a loop as jax.lax.scan), where the NumPy text's Python loop would
+    be unrolled into the traced program."""
     import jax  # start-up: a benchmark-only extra, imported only when jax is measured
     import jax.numpy as jnp  # start-up: as above
 
@@ -46,12 +50,14 @@ def jax_gradient(objective, args, parameters, static=()):
     params, data = split({k: v for k, v in args.items() if k not in static}, parameters)
     params = tuple(jnp.asarray(p, dtype=jnp.float64) for p in params)
     data = {k: jnp.asarray(v) for k, v in data.items()}
-    f = rebound(objective, jnp)
+    f = written(jax) if written else rebound(objective, jnp)
     gradient = jax.jit(jax.grad(lambda p, d: f(*p, **d, **fixed)))
+    start = time.perf_counter()
     jax.block_until_ready(gradient(params, data))  # compile once, outside the timing
 
     def run():
         return tuple(np.asarray(g) for g in jax.block_until_ready(gradient(params, data)))
+    run.compile_seconds = time.perf_counter() - start
     return run
 
 
