@@ -27,6 +27,18 @@ def rebound(function, numpy_module, **names):
     return _with_globals(function, scope)
 
 
+class NestedGrad:
+    """What `gradgen.grad(f, wrt="x")` inside a port means to another tool: its own grad of
+    `f` (rebound to that tool's NumPy) with respect to the argument named `wrt`."""
+
+    def __init__(self, grad):
+        self._grad = grad
+
+    def grad(self, f, wrt=None):
+        names = f.__code__.co_varnames[:f.__code__.co_argcount]
+        return self._grad(f, names.index(wrt) if wrt else 0)
+
+
 def _with_globals(function, scope):
     return types.FunctionType(function.__code__, scope, function.__name__, function.__defaults__,
                               function.__closure__)
@@ -50,7 +62,7 @@ def jax_gradient(objective, args, parameters, static=(), written=None):
     params, data = split({k: v for k, v in args.items() if k not in static}, parameters)
     params = tuple(jnp.asarray(p, dtype=jnp.float64) for p in params)
     data = {k: jnp.asarray(v) for k, v in data.items()}
-    f = written(jax) if written else rebound(objective, jnp)
+    f = written(jax) if written else rebound(objective, jnp, gradgen=NestedGrad(lambda g, i: jax.grad(g, argnums=i)))
     gradient = jax.jit(jax.grad(lambda p, d: f(*p, **d, **fixed)))
     start = time.perf_counter()
     jax.block_until_ready(gradient(params, data))  # compile once, outside the timing
@@ -67,7 +79,7 @@ def autograd_gradient(objective, args, parameters):
     import autograd.numpy as anp  # start-up: as above
 
     params, data = split(args, parameters)
-    f = rebound(objective, anp)
+    f = rebound(objective, anp, gradgen=NestedGrad(lambda g, i: autograd.grad(g, i)))
     gradient = autograd.grad(lambda p: f(*p, **data))
     params = tuple(_float(p) for p in params)
 
