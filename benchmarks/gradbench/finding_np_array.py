@@ -1,0 +1,79 @@
+"""A silent wrong gradient found while porting GradBench's lstm (not fixed here: gradgen is
+frozen during the soak). Run: `python benchmarks/gradbench/finding_np_array.py`.
+
+The LSTM's cells collected in a list and turned back into the state with np.array(new_cell)
+each step: gradgen compiles it without complaint and its gradient differs from central
+differences (the same loss written with new_cell[i] = c into np.zeros_like(cell) is right;
+with np.stack(new_cell) the gradient crashes, np.stack([new_cell]) emitted)."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from gradgen import compile_source, load_module  # noqa: E402
+
+SOURCE = '''import numpy as np
+
+
+def sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+def lstm_cell(weight, bias, hidden, cell, x):
+    b = hidden.shape[0]
+    gates = np.concatenate([x, hidden, x, hidden]) * weight + bias
+    forget = sigmoid(gates[:b])
+    ingate = sigmoid(gates[b:2 * b])
+    outgate = sigmoid(gates[2 * b:3 * b])
+    change = np.tanh(gates[3 * b:])
+    cell = cell * forget + ingate * change
+    hidden = outgate * np.tanh(cell)
+    return hidden, cell
+
+
+def loss(main_params, extra_params, *, state, sequence):
+    layers = state.shape[0] // 2
+    hidden = state[0::2]
+    cell = state[1::2]
+    total = 0.0
+    current = sequence[0]
+    for t in range(sequence.shape[0] - 1):
+        x = current * extra_params[0]
+        new_hidden, new_cell = [], []
+        for i in range(layers):
+            x, c = lstm_cell(main_params[2 * i], main_params[2 * i + 1], hidden[i], cell[i], x)
+            new_hidden.append(x)
+            new_cell.append(c)
+        cell = np.array(new_cell)
+        prediction = x * extra_params[1] + extra_params[2]
+        normalised = prediction - np.log(np.sum(np.exp(prediction)) + 2)
+        total = total + np.sum(sequence[t + 1] * normalised)
+        current = sequence[t + 1]
+    return -total / ((sequence.shape[0] - 1) * sequence.shape[1])
+
+
+'''
+
+
+def main():
+    rng = np.random.default_rng(0)
+    args = dict(main_params=rng.uniform(size=(4, 12)), extra_params=rng.uniform(size=(3, 3)),
+                state=rng.uniform(size=(4, 3)), sequence=rng.integers(0, 2, (4, 3)).astype(float))
+    user = {}
+    exec(SOURCE, user)
+    got = load_module(compile_source(SOURCE, "finding.py", functions=["loss"]).text).loss_grad(**args)[0]
+    want = np.zeros_like(args["main_params"])
+    for i in np.ndindex(want.shape):
+        e = np.zeros_like(want)
+        e[i] = 1e-6
+        want[i] = (user["loss"](**dict(args, main_params=args["main_params"] + e))
+                   - user["loss"](**dict(args, main_params=args["main_params"] - e))) / 2e-6
+    print(f"largest |gradgen - central differences| = {np.max(np.abs(got - want)):.2e} "
+          f"(largest |gradient| {np.max(np.abs(want)):.2e}), d loss / d main_params")
+
+
+if __name__ == "__main__":
+    main()
