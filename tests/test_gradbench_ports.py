@@ -34,6 +34,7 @@ def test_every_gradbench_eval_has_a_port():
     assert set(ports.EVALS) == {"gmm", "ba", "ht", "lstm", "kmeans", "llsq", "lse", "ode", "particle", "saddle",
                                 "det", "kalman"}
     assert [p.name for p in ports.PORTS][:len(ports.EVALS)] == list(ports.EVALS)
+    assert len(ports.PORTS) == len(ports.EVALS) + len(ports.VARIANTS) + 5  # and the five references
 
 
 @pytest.mark.parametrize("port", ports.PORTS, ids=lambda p: p.name)

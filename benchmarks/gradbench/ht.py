@@ -126,6 +126,58 @@ def torch_gradient(args):
     return tools.torch_gradient(torch_objective, args, PARAMETERS)
 
 
+def jax_gradient(args):
+    return tools.jax_gradient(objective, args, PARAMETERS, written=jax_objective)
+
+
+def jax_objective(jax):
+    """The same model as a jax user writes it: matrices built whole (jnp.array of entries) and
+    the pose filled by .at[].set, as jax arrays cannot be written into."""
+    jnp = jax.numpy
+
+    def euler(tx, ty, tz):
+        c, s = jnp.cos, jnp.sin
+        Rx = jnp.array([[1.0, 0.0, 0.0], [0.0, c(tx), -s(tx)], [0.0, s(tx), c(tx)]])
+        Ry = jnp.array([[c(ty), 0.0, -s(ty)], [0.0, 1.0, 0.0], [s(ty), 0.0, c(ty)]])
+        Rz = jnp.array([[c(tz), -s(tz), 0.0], [s(tz), c(tz), 0.0], [0.0, 0.0, 1.0]])
+        return Rz @ Ry @ Rx
+
+    def angle_axis(v):  # (the branch as jnp.where: a traced norm cannot choose a Python branch)
+        n = jnp.sqrt(jnp.sum(v**2))
+        safe = jnp.where(n < 0.0001, 1.0, n)
+        x, y, z = v[0] / safe, v[1] / safe, v[2] / safe
+        s, c = jnp.sin(safe), jnp.cos(safe)
+        R = jnp.array([[x * x + (1 - x * x) * c, x * y * (1 - c) - z * s, x * z * (1 - c) + y * s],
+                       [x * y * (1 - c) + z * s, y * y + (1 - y * y) * c, y * z * (1 - c) - x * s],
+                       [x * z * (1 - c) - y * s, z * y * (1 - c) + x * s, z * z + (1 - z * z) * c]])
+        return jnp.where(n < 0.0001, jnp.eye(3), R)
+
+    def objective(theta, *, base_relatives, inverse_base_absolutes, base_positions, weights, points,
+                  correspondences):
+        pose = jnp.zeros((25, 3)).at[0].set(theta[0:3]).at[1].set(1.0).at[2].set(theta[3:6])
+        k, row = 6, 5
+        for finger in range(5):
+            for joint in range(3):
+                pose = pose.at[row, 0].set(theta[k])
+                k += 1
+                if joint == 0:
+                    pose = pose.at[row, 1].set(theta[k])
+                    k += 1
+                row += 1
+            row += 1
+        absolutes = []
+        for i, parent in enumerate(PARENTS):
+            posed = jnp.eye(4).at[:3, :3].set(euler(pose[3 + i, 0], pose[3 + i, 2], pose[3 + i, 1]))
+            relative = base_relatives[i] @ posed
+            absolutes.append(relative if parent == -1 else absolutes[parent] @ relative)
+        transforms = jnp.stack(absolutes) @ inverse_base_absolutes
+        positions = jnp.einsum("bij,vj->vbi", transforms, base_positions)
+        skinned = jnp.sum(positions * weights[:, :, None], axis=1)[:, :3]
+        vertices = skinned @ (angle_axis(pose[0]) * pose[1]).T + pose[2]
+        return jnp.sum((points - vertices[correspondences]) ** 2)
+    return objective
+
+
 def torch_objective(theta, *, base_relatives, inverse_base_absolutes, base_positions, weights, points,
                     correspondences):
     import torch  # start-up: benchmark-only extra

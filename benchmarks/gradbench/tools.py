@@ -16,11 +16,11 @@ import numpy as np
 
 
 def rebound(function, numpy_module, **names):
-    """`function` with the module-level name `np` (and any of `names`) bound to another
-    array library, and so each helper of its module that it calls: the same source text, run
-    under jax.numpy or autograd.numpy."""
+    """`function` with the module-level names `np` and `math` (and any of `names`) bound to
+    another array library, and so each helper of its module that it calls: the same source
+    text, run under jax.numpy or autograd.numpy (math.exp is their exp)."""
     home = function.__globals__
-    scope = dict(home, np=numpy_module, **names)
+    scope = dict(home, np=numpy_module, **({"math": numpy_module} if "math" in home else {}), **names)
     for name, value in home.items():
         if isinstance(value, types.FunctionType) and value.__globals__ is home:
             scope[name] = _with_globals(value, scope)
