@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 sys.path.insert(0, str(HERE))
 
+import tools  # noqa: E402
 from ports import PORTS  # noqa: E402
 
 from gradgen import compile_source, load_module  # noqa: E402
@@ -65,6 +66,8 @@ def tool_gradient(port, args, tool):
         return run
     except ImportError:
         return "-"
+    except tools.Skipped as exc:
+        return f"skipped: {exc}"
     except Exception as exc:  # the tool cannot run this port as written: say so
         return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
 
@@ -170,6 +173,8 @@ def row(name, size, runs, to_forward, to_jax, forward):
 def _word(value, target):
     if value == "-" or value == "wrong" or (isinstance(value, str) and value.startswith(">")):
         return value
+    if isinstance(value, str) and value.startswith("skipped"):
+        return "skipped"
     return ("refused" if target in TARGETS else "fails") if isinstance(value, str) else "-"
 
 

@@ -44,6 +44,10 @@ def _with_globals(function, scope):
                               function.__closure__)
 
 
+class Skipped(Exception):
+    """A tool not measured on these inputs, and why (the table says "skipped")."""
+
+
 def split(args, parameters):
     return tuple(args[k] for k in parameters), {k: v for k, v in args.items() if k not in parameters}
 
