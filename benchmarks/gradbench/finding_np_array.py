@@ -58,7 +58,8 @@ def loss(main_params, extra_params, *, state, sequence):
 '''
 
 
-def main():
+def gradients():
+    """(gradgen's d loss / d main_params, central differences of the loss)."""
     rng = np.random.default_rng(0)
     args = dict(main_params=rng.uniform(size=(4, 12)), extra_params=rng.uniform(size=(3, 3)),
                 state=rng.uniform(size=(4, 3)), sequence=rng.integers(0, 2, (4, 3)).astype(float))
@@ -71,6 +72,11 @@ def main():
         e[i] = 1e-6
         want[i] = (user["loss"](**dict(args, main_params=args["main_params"] + e))
                    - user["loss"](**dict(args, main_params=args["main_params"] - e))) / 2e-6
+    return got, want
+
+
+def main():
+    got, want = gradients()
     print(f"largest |gradgen - central differences| = {np.max(np.abs(got - want)):.2e} "
           f"(largest |gradient| {np.max(np.abs(want)):.2e}), d loss / d main_params")
 
