@@ -17,8 +17,9 @@ sys.path.insert(0, str(HERE.parent))
 import tools  # noqa: E402
 
 EVALS = ("gmm", "ba", "ht", "lstm", "kmeans", "llsq", "lse", "ode", "particle", "saddle", "det", "kalman")
-# the same eval written another way (where gradgen refuses the first: its message says how)
-VARIANTS = ("det_permutations",)
+# the same eval written another way (where gradgen refuses the first: its message says how), or
+# computing all GradBench asks for (kmeans' Newton direction, not the gradient alone)
+VARIANTS = ("det_permutations", "kmeans_dir")
 
 
 @dataclass
@@ -33,14 +34,18 @@ class Port:
     jax_gradient: Optional[Callable] = None
     torch_gradient: Optional[Callable] = None
     autograd_gradient: Optional[Callable] = None
+    emit: tuple = ("grad",)  # what gradgen compiles (--emit)
+    gradgen_result: Optional[Callable] = None  # (generated module, inputs) -> the result, where not the gradient
+    reference: Optional[Callable] = None  # inputs -> the right result, where not checked by central differences
 
 
 def gradbench_port(name):
     module = importlib.import_module(name)
-    path = HERE / f"{name}.py"
+    path = HERE / getattr(module, "SOURCE", f"{name}.py")
     return Port(name, path.read_text(), str(path), "objective", module.PARAMETERS, module.objective, module.inputs,
                 getattr(module, "jax_gradient", None), getattr(module, "torch_gradient", None),
-                getattr(module, "autograd_gradient", None))
+                getattr(module, "autograd_gradient", None), getattr(module, "EMIT", ("grad",)),
+                getattr(module, "gradgen_result", None), getattr(module, "reference", None))
 
 
 def reference_port(reference):
