@@ -54,10 +54,11 @@ def test_some_objectives_have_the_values_they_had_when_measured(name, size, valu
     assert module.objective(**module.inputs(size)) == pytest.approx(value, abs=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="gradgen's gradient of an LSTM whose loop carries np.array(list) is "
-                                       "wrong (benchmarks/gradbench/finding_np_array.py); this passes once fixed")
-def test_the_lstm_carrying_np_array_of_a_list_has_the_right_gradient():
-    import finding_np_array
+@pytest.mark.xfail(strict=True, reason="two lists made as `a, b = [], []` lose their gradient in gradgen "
+                                       "(benchmarks/gradbench/finding_tuple_lists.py); this passes once fixed")
+@pytest.mark.parametrize("case", ["minimal", "gradients"])
+def test_lists_made_in_one_tuple_assignment_keep_their_gradient(case):
+    import finding_tuple_lists
 
-    got, want = finding_np_array.gradients()
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-8)
+    got, want = getattr(finding_tuple_lists, case)()
+    np.testing.assert_allclose(np.asarray(got, dtype=float), want, rtol=1e-5, atol=1e-8)

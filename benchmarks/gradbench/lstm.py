@@ -40,35 +40,11 @@ def objective(main_params, extra_params, *, state, sequence):
     current = sequence[0]
     for t in range(sequence.shape[0] - 1):
         x = current * extra_params[0]
-        # (new arrays written row by row: what gradgen compiles right; see objective_lists)
-        new_hidden = np.zeros_like(hidden)
-        new_cell = np.zeros_like(cell)
-        for i in range(layers):
-            x, c = lstm_cell(main_params[2 * i], main_params[2 * i + 1], hidden[i], cell[i], x)
-            new_hidden[i] = x
-            new_cell[i] = c
-        hidden = new_hidden
-        cell = new_cell
-        prediction = x * extra_params[1] + extra_params[2]
-        normalised = prediction - np.log(np.sum(np.exp(prediction)) + 2)
-        total = total + np.sum(sequence[t + 1] * normalised)
-        current = sequence[t + 1]
-    return -total / ((sequence.shape[0] - 1) * sequence.shape[1])
-
-
-def objective_lists(main_params, extra_params, *, state, sequence):
-    """The same loss with each step's layers collected in lists (what autograd, which cannot
-    write into arrays, runs). gradgen refuses `hidden[i], cell[i] = ...` on lists and a list
-    rebound in the loop; with np.stack(new_hidden) its gradient crashes (np.stack([new_hidden])
-    emitted); with np.array(new_hidden) it is silently wrong: README.md, findings."""
-    layers = state.shape[0] // 2
-    hidden = state[0::2]
-    cell = state[1::2]
-    total = 0.0
-    current = sequence[0]
-    for t in range(sequence.shape[0] - 1):
-        x = current * extra_params[0]
-        new_hidden, new_cell = [], []
+        # (each step's layers in new lists, stacked into the state: gradgen refuses writing into
+        # a list, `hidden[i], cell[i] = ...`, and a list rebound in the loop, `hidden = new_hidden`;
+        # and two lists made as `new_hidden, new_cell = [], []` lose their gradient: README.md)
+        new_hidden = []
+        new_cell = []
         for i in range(layers):
             x, c = lstm_cell(main_params[2 * i], main_params[2 * i + 1], hidden[i], cell[i], x)
             new_hidden.append(x)
@@ -152,4 +128,4 @@ def torch_gradient(args):
 
 
 def autograd_gradient(args):
-    return tools.autograd_gradient(objective_lists, args, PARAMETERS)
+    return tools.autograd_gradient(objective, args, PARAMETERS)

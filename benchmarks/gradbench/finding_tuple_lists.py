@@ -1,10 +1,13 @@
 """A silent wrong gradient found while porting GradBench's lstm (not fixed here: gradgen is
-frozen during the soak). Run: `python benchmarks/gradbench/finding_np_array.py`.
+frozen during the soak). Run: `python benchmarks/gradbench/finding_tuple_lists.py`.
 
-The LSTM's cells collected in a list and turned back into the state with np.array(new_cell)
-each step: gradgen compiles it without complaint and its gradient differs from central
-differences (the same loss written with new_cell[i] = c into np.zeros_like(cell) is right;
-with np.stack(new_cell) the gradient crashes, np.stack([new_cell]) emitted)."""
+Two lists made in one tuple assignment, `a, b = [], []`: gradgen loses what is appended to
+them. In the smallest case (MINIMAL) it finds that the loss depends on no parameter and
+`loss_grad` returns (); in the LSTM (SOURCE: each step's hidden states and cells collected
+with `new_hidden, new_cell = [], []`, the cells carried as np.array(new_cell)) the gradient
+misses the paths through the list and differs from central differences. Written as two
+statements, `a = []` and `b = []`, both are right. (Separately, with np.stack(new_cell) the
+LSTM's generated gradient crashes: it replays the forward as np.stack([new_cell]).)"""
 
 import sys
 from pathlib import Path
@@ -14,6 +17,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gradgen import compile_source, load_module  # noqa: E402
+
+MINIMAL = '''import numpy as np
+
+
+def loss(w):
+    a, b = [], []
+    b.append(w[0] ** 2)
+    return b[0]
+'''
 
 SOURCE = '''import numpy as np
 
@@ -75,7 +87,15 @@ def gradients():
     return got, want
 
 
+def minimal():
+    """(gradgen's gradient of MINIMAL at w = (1, 2, 3), the right one)."""
+    w = np.array([1.0, 2.0, 3.0])
+    return load_module(compile_source(MINIMAL, "minimal.py", functions=["loss"]).text).loss_grad(w), 2 * w[0] * np.eye(3)[0]
+
+
 def main():
+    got, want = minimal()
+    print(f"a, b = [], []; b.append(w[0] ** 2); return b[0]: gradgen {got!r}, the gradient {want!r}")
     got, want = gradients()
     print(f"largest |gradgen - central differences| = {np.max(np.abs(got - want)):.2e} "
           f"(largest |gradient| {np.max(np.abs(want)):.2e}), d loss / d main_params")
