@@ -90,7 +90,8 @@ def gradients():
 def minimal():
     """(gradgen's gradient of MINIMAL at w = (1, 2, 3), the right one)."""
     w = np.array([1.0, 2.0, 3.0])
-    return load_module(compile_source(MINIMAL, "minimal.py", functions=["loss"]).text).loss_grad(w), 2 * w[0] * np.eye(3)[0]
+    got = load_module(compile_source(MINIMAL, "minimal.py", functions=["loss"]).text).loss_grad(w)
+    return got, 2 * w[0] * np.eye(3)[0]
 
 
 def main():

@@ -29,8 +29,7 @@ def logsumexp(v):
 
 
 def objective(alpha, mu, q, l, *, x, lower, gamma, m, constant):
-    n, d = x.shape
-    k = alpha.shape[0]
+    n = x.shape[0]
     diagonal = np.exp(q)
     sum_q = np.sum(q, axis=1)
     Ls = np.einsum("kp,pij->kij", l, lower)  # the strictly lower parts, placed (lower: one-hot)
