@@ -54,8 +54,7 @@ def test_some_objectives_have_the_values_they_had_when_measured(name, size, valu
     assert module.objective(**module.inputs(size)) == pytest.approx(value, abs=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="two lists made as `a, b = [], []` lose their gradient in gradgen "
-                                       "(benchmarks/gradbench/finding_tuple_lists.py); this passes once fixed")
+# (found porting the lstm: `a, b = [], []` once lost its gradient; fixed, tests/test_lists.py too)
 @pytest.mark.parametrize("case", ["minimal", "gradients"])
 def test_lists_made_in_one_tuple_assignment_keep_their_gradient(case):
     import finding_tuple_lists

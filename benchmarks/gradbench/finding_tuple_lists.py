@@ -1,5 +1,7 @@
-"""A silent wrong gradient found while porting GradBench's lstm (not fixed here: gradgen is
-frozen during the soak). Run: `python benchmarks/gradbench/finding_tuple_lists.py`.
+"""A silent wrong gradient found while porting GradBench's lstm, fixed since (gradgen's
+lower_assign makes each list of `a, b = [], []` as `a = []` does; tests/test_lists.py).
+Kept as the record of the finding: `python benchmarks/gradbench/finding_tuple_lists.py`
+prints gradgen's gradient beside central differences (they agree now).
 
 Two lists made in one tuple assignment, `a, b = [], []`: gradgen loses what is appended to
 them. In the smallest case (MINIMAL) it finds that the loss depends on no parameter and
