@@ -257,3 +257,14 @@ def test_forward_mode_reads_data_before_a_loop_gives_it_a_tangent():
     with pytest.raises(CompileError) as caught:
         compile_source(after, "f.py", emit_kinds=("hvp",), wrt=["w"])
     assert caught.value.message.startswith("no derivative rule for 'np.quantile' on the value of 'X'")
+
+
+def test_a_kept_expression_reading_a_name_gradgen_cannot_read_there_says_why():
+    """Fuzz soak seed 2017 #1578: the refusal of `S` (parts of a structured parameter bound in
+    a loop) was replaced by "no derivative rule for 'np.empty'", which said nothing true."""
+    source = ("import numpy as np\n\n\ndef f(s, *, data):\n    acc = sum(s for xi in data)\n"
+              "    for t in range(3):\n        S = data[::-1]\n    y = np.empty(np.shape(S))\n"
+              "    return np.mean(acc) + 0.0 * np.sum(y)\n")
+    assert _refusal(source).splitlines()[0] == (
+        "loss.py:8:27: 'S' was bound to parts of 'data' inside a loop or branch, and which parts it names after it "
+        "depends on the path taken: write the index into 'data' where it is used")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import copy
 
+from gradgen.errors import Final
 from gradgen.frontend.closures import FUNCTION_VALUES
 from gradgen.frontend.structured import TreeRef
 from gradgen.ir import nodes
@@ -114,8 +115,10 @@ def rename(module, node, lookup, refuse, what):
                                        "supported: name the parts you print")
                 reads.extend([value.root] + [step for step in value.path if isinstance(step, Var)])
                 return ast.parse(value.text(), mode="eval").body
+            if hasattr(value, "message"):  # parts of a structured parameter whose path no longer holds
+                raise _about_a_name(refuse(node, value.message()))
             if value is not None and not isinstance(value, FUNCTION_VALUES):  # a loop variable after its loop
-                raise refuse(node, f"'{name}' is read after its loop; gradgen does not support that")
+                raise _about_a_name(refuse(node, f"'{name}' is read after its loop; gradgen does not support that"))
             if name in module.constants and not isinstance(module.constants[name], (tuple, dict)):
                 reads.append(Var(name))
                 return node
@@ -153,3 +156,11 @@ def _library_name(qualified, modules):
 _BUILTINS = {"print", "len", "float", "int", "str", "repr", "round", "abs", "min", "max", "sum", "range", "format",
              "isinstance", "bool", "tuple", "list", "True", "False", "None", "ValueError", "AssertionError",
              "RuntimeError", "enumerate", "zip", "all", "any"}
+
+
+def _about_a_name(error):
+    """A refusal of what a name holds where it is read: said as it is, never replaced by what
+    the lowering said of the whole expression (gradgen.frontend.inactive keeps Final ones)."""
+    out = Final(*error.args)
+    out.__dict__.update(error.__dict__)
+    return out

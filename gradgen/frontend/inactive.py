@@ -85,7 +85,9 @@ def as_written(lowerer, scope, node, refusal):
     m = lowerer.m
     try:
         renamed = effects.rename(m, node, lambda n: _lookup(scope, n), m.error, "an expression kept as written")
-    except Exception:  # noqa: BLE001 - whatever the renaming says, the lowering's own error says it better
+    except Final:  # what a name holds there (fuzz soak seed 2017 #1578: "'S' was bound to parts of 'data' ...")
+        raise
+    except Exception:  # noqa: BLE001 - whatever else the renaming says, the lowering's own error says it better
         raise refusal from None
     params = (("text", renamed.text), ("modules", tuple(sorted(renamed.modules))),
               ("names", tuple(v.name for v in renamed.reads)), ("what", _what(m, node)),
