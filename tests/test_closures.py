@@ -408,3 +408,28 @@ def test_what_cannot_be_folded_is_refused_with_what_to_write():
             compile_source(source, "bad.py", functions=["f"])
         line, col, text = message.split(":", 2)
         assert (caught.value.line, caught.value.col, caught.value.message) == (int(line), int(col), text.strip())
+
+
+AXIS_HELPER = textwrap.dedent('''
+    import numpy as np
+
+
+    def logsumexp(x, axis=None, keepdims=False):
+        m = np.max(x, axis=axis, keepdims=True)
+        return np.squeeze(m, axis=axis) + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=keepdims))
+
+
+    def loss(w, X):
+        z = X * w
+        return np.sum(logsumexp(z, 1)) + np.sum(logsumexp(z, axis=0, keepdims=True)) + logsumexp(np.ravel(z))
+''')
+
+
+def test_a_helper_passes_its_axis_parameter_on_to_numpy():
+    """GradBench's gmm and autograd's convnet write `def logsumexp(x, axis)` and call
+    `np.max(x, axis=axis)`: once "'axis=' must be a constant here" though every call passes a
+    constant. Checked against sympy and central differences."""
+    rng = np.random.RandomState(7)
+    [report] = check_source(AXIS_HELPER, "axis_helper.py", ["loss"], at={"w": rng.randn(3), "X": rng.randn(4, 3)},
+                            n_points=1)
+    assert report.ok and report.points[0].rows and all(row.ok for row in report.points[0].rows)

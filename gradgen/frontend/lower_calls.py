@@ -234,16 +234,25 @@ class CallLowering:
         text = self.m.segment(node)
         raise self.m.error(node, f"'{text}' is a list: pass np.array({text}) (an array) instead")
 
-    def _static_parameters(self, node, prim, spelled, extra):
+    def _static_parameters(self, node, prim, spelled, extra, scope=None):
         """Keyword arguments such as axis= and keepdims=: constants, passed to the rule."""
         params = dict(zip(prim.keywords, extra))
         for kw in node.keywords:
             if kw.arg not in prim.keywords:
                 raise self.m.error(kw, f"keyword argument '{kw.arg}' to '{spelled}' is not supported")
-            params[kw.arg] = self._static(kw.value, kw.arg)
+            params[kw.arg] = self._static(kw.value, kw.arg, scope)
         return tuple(params.items())
 
-    def _static(self, value, name):
+    def _static(self, value, name, scope=None):
+        """The constant `value` denotes: written out, a module constant, or (in `scope`) a
+        helper's parameter bound to one where it is called (`def logsumexp(x, axis=None)`,
+        `np.max(x, axis=axis)` inlined from `logsumexp(z, 1)`)."""
+        if scope is not None and isinstance(value, ast.Name):
+            bound = _lookup(scope, value.id)
+            if isinstance(bound, Const) and (bound.value is None or type(bound.value) in (int, float, bool)):
+                return bound.value
+            if isinstance(bound, ConstList) and isinstance(bound.value, tuple):
+                return bound.value
         if isinstance(value, ast.Constant) and value.value is None:
             return None
         if name == "subscripts" and isinstance(value, ast.Constant) and isinstance(value.value, str):
@@ -270,9 +279,9 @@ class CallLowering:
         params = ()
         if prim.keywords:
             arity = prim.arity if prim.arity is not None else len(args)
-            extra = [self._static(a, k) for a, k in zip(node.args[arity:], prim.keywords)] if prim.arity else []
+            extra = [self._static(a, k, scope) for a, k in zip(node.args[arity:], prim.keywords)] if prim.arity else []
             args = args[:arity]
-            params = self._static_parameters(node, prim, spelled, extra)
+            params = self._static_parameters(node, prim, spelled, extra, scope)
         elif node.keywords:
             raise self.m.error(node.keywords[0], f"keyword arguments to '{spelled}' are not supported")
         args = tuple(args)
