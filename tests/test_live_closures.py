@@ -382,3 +382,22 @@ def test_a_nested_gradient_of_a_closure_of_the_running_program(tmp_path, monkeyp
     d = np.sum(1 / r - x)  # dloglike/dr; score = d ** 2, dscore/dr = 2 d * (-len(x) / r ** 2)
     assert score(r) == pytest.approx(d ** 2, rel=1e-12)
     assert g(r) == pytest.approx(2 * d * (-len(x) / r ** 2), rel=1e-9)
+
+
+def test_asking_again_for_the_same_function_does_not_read_its_file_again(tmp_path, monkeypatch):
+    """GradBench's particle asks gradgen.grad(f) inside its loop: the same function object,
+    its file unchanged, gets the function handed out before (which reads the running
+    program's values itself); an edited file is compiled again."""
+    from gradgen import live
+
+    monkeypatch.setenv("GRADGEN_CACHE_DIR", "")
+    path, module = _load(tmp_path, "again_program", "def f(x):\n    return x * x\n")
+    first = gradgen.grad(module.f)
+    monkeypatch.setattr(live, "source_of", lambda *a: (_ for _ in ()).throw(AssertionError("read again")))
+    assert gradgen.grad(module.f) is first
+    monkeypatch.undo()
+    monkeypatch.setenv("GRADGEN_CACHE_DIR", "")
+    path.write_text("def f(x):\n    return x * x * x\n")  # (the same object, its file edited)
+    import os
+    os.utime(path, ns=(1, 1))
+    assert gradgen.grad(module.f)(2.0) == 12.0
