@@ -412,7 +412,9 @@ HELPERS = {
     """The piece of g that part i of np.concatenate(parts, axis) became."""
     sizes = [np.shape(part)[axis] for part in parts]
     start = sum(sizes[:i])
-    return np.take(g, range(start, start + sizes[i]), axis=axis)
+    piece = [slice(None)] * np.ndim(g)
+    piece[axis] = slice(start, start + sizes[i])
+    return g[tuple(piece)].copy()  # (a copy: the backward pass may add into it in place)
 '''),
 }
 
