@@ -629,3 +629,39 @@ def test_loops_over_a_field_of_a_parameter_not_annotated(function):
     net = ns["Net"]([_layer(ns, "Layer", 3, 3), _layer(ns, "Layer", 3, 2)])
     grad, _ = assert_gradient(UNANNOTATED_LOOPS, {"p": net, "x": X}, function=function)
     assert all(type(layer) is ns["Layer"] for layer in grad.layers)
+
+
+REDUCED_NUMBER = '''import numpy as np
+from collections import namedtuple
+
+Pair = namedtuple("Pair", "a b")
+
+
+def over_record(lin: Pair, offset=0.0):
+    for item in lin:
+        offset = np.sum(item, axis=-1)
+    return np.sum(offset * 2.0)
+
+
+def over_list(parts: list):
+    total = 0.0
+    for item in parts:
+        total = total + np.sum(np.sum(item, axis=-1) * 3.0)
+    return total
+'''
+
+
+def test_a_number_reduced_along_an_axis_keeps_a_numbers_gradient():
+    """NumPy reduces a number along axis 0 or -1 (np.sum(-0.7, axis=-1) is -0.7); the
+    gradient came back with that axis, shape (1,), for a number of a NamedTuple or a list
+    (fuzz soak seed 2017 #3633)."""
+    module = load_module(compile_source(REDUCED_NUMBER, "reduced.py").text)
+    namespace = {}
+    exec(REDUCED_NUMBER, namespace)  # noqa: S102 - our own source
+    lin = namespace["Pair"](a=np.array([0.3, -0.4]), b=-0.7)
+    grad, _ = module.over_record_grad(lin)
+    assert np.shape(grad.b) == () and float(grad.b) == 2.0
+    np.testing.assert_array_equal(grad.a, [0.0, 0.0])
+    parts = module.over_list_grad([np.array([0.3, -0.4]), -0.7])
+    assert np.shape(parts[1]) == () and float(parts[1]) == 3.0
+    np.testing.assert_array_equal(parts[0], [3.0, 3.0])

@@ -83,6 +83,8 @@ helper("shaped_like", '''def shaped_like(x, g):
     if isinstance(x, (list, tuple)):
         parts = [shaped_like(value, part) for value, part in zip(x, g)]
         return tuple(parts) if isinstance(x, tuple) else parts
+    if np.ndim(x) == 0 and np.ndim(g) and np.size(g) == 1:  # NumPy reduces a number along axis 0 or -1:
+        return np.reshape(g, ())  # its gradient came back with that axis (np.sum(b, axis=-1), b a number)
     return g
 ''', tangent="linear", value_slots=(1,))  # the gradient carries the tangent; x gives the containers
 
