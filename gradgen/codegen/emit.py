@@ -27,7 +27,7 @@ from gradgen.ir.nodes import (
 from gradgen.ir.simplify import is_zero, negative_part
 from gradgen.rules import records as record_helpers
 from gradgen.rules.records import RECORD_HELPERS
-from gradgen.rules.table import HELPER_NAMES, LIBRARY_HELPERS, TABLE
+from gradgen.rules.table import HELPER_NAMES, LIBRARY_HELPERS, SMOOTH_HELPER_SOURCES, TABLE
 
 _MODULE_ALIAS = {"math": "math", "numpy": "np"}
 
@@ -420,6 +420,7 @@ HELPERS = {
 
 HELPERS[guards.CHECK] = ((), guards.HELPER)
 HELPERS.update(LIBRARY_HELPERS)  # those of the library rules (gradgen.rules_*)
+HELPERS.update(SMOOTH_HELPER_SOURCES)  # the backward pass's helpers differentiated again (sum_to)
 HELPERS.update({name: h for name, h in RECORD_HELPERS.items() if name not in HELPERS})  # Fields, fields_of, is_data
 
 

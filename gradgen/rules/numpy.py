@@ -12,7 +12,7 @@ import operator
 
 from gradgen.errors import CompileError
 from gradgen.ir.nodes import Call, Cond, Const, Spelled, variables
-from gradgen.rules.table import ARRAY_RULES, HELPER_NAMES, LIBRARY_HELPERS, F, helper, primitive, sympy, twin
+from gradgen.rules.table import ARRAY_RULES, HELPER_NAMES, SMOOTH_HELPER_SOURCES, F, helper, primitive, sympy, twin
 
 
 def _maxlike(compare):
@@ -468,7 +468,7 @@ for _name, _tangent, _slots in (("unbroadcast", "linear_in_first", None), ("matm
 # its smooth twin: linear in g, whose adjoint spreads a cotangent shaped like `like` back over the
 # axes broadcasting summed: sum_to(v, a, b), v shaped like a, broadcast to the shape a and b make
 # together and summed back to b's; the adjoint of sum_to(., a, b) is sum_to(., b, a).
-LIBRARY_HELPERS["sum_to"] = (("unbroadcast",), '''def sum_to(v, a, b):
+SMOOTH_HELPER_SOURCES["sum_to"] = (("unbroadcast",), '''def sum_to(v, a, b):
     """v, shaped like a, broadcast to the shape a and b broadcast to, then summed back to the
     shape of b: the adjoint of unbroadcast(., a) when a is shaped like b (and of itself, a and
     b swapped)."""

@@ -136,6 +136,7 @@ LIBRARY_HELPERS: dict[str, tuple] = {}
 # smooth primitives written as calls of generated helpers: primitive -> the helper's name
 # (the backward pass's own helpers, differentiated again: gradgen.rules.numpy's sum_to)
 HELPER_NAMES: dict[str, str] = {}
+SMOOTH_HELPER_SOURCES: dict[str, tuple] = {}  # their sources, as LIBRARY_HELPERS holds the others'
 
 
 def helper(name, source, needs=(), tangent=None, value_slots=None):
