@@ -17,6 +17,7 @@ import copy
 
 from gradgen.errors import Final
 from gradgen.frontend.closures import FUNCTION_VALUES
+from gradgen.frontend.scopes import PartsOfAPath, _LoopVariable
 from gradgen.frontend.structured import TreeRef
 from gradgen.ir import nodes
 from gradgen.ir.nodes import Const, Var
@@ -115,10 +116,12 @@ def rename(module, node, lookup, refuse, what):
                                        "supported: name the parts you print")
                 reads.extend([value.root] + [step for step in value.path if isinstance(step, Var)])
                 return ast.parse(value.text(), mode="eval").body
-            if hasattr(value, "message"):  # parts of a structured parameter whose path no longer holds
+            if isinstance(value, PartsOfAPath):  # parts of a structured parameter whose path no longer holds
                 raise _about_a_name(refuse(node, value.message()))
-            if value is not None and not isinstance(value, FUNCTION_VALUES):  # a loop variable after its loop
+            if isinstance(value, _LoopVariable):
                 raise _about_a_name(refuse(node, f"'{name}' is read after its loop; gradgen does not support that"))
+            if value is not None and not isinstance(value, FUNCTION_VALUES):  # a list kept while compiling, ...
+                raise refuse(node, f"'{name}' holds a value gradgen keeps while compiling, which {what} cannot read")
             if name in module.constants and not isinstance(module.constants[name], (tuple, dict)):
                 reads.append(Var(name))
                 return node
