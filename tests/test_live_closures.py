@@ -353,7 +353,7 @@ def test_defaults_that_capture_values_of_the_running_program(tmp_path, monkeypat
     with pytest.raises(CompileError) as info:
         gradgen.grad(twice)
     assert str(info.value).split("\n")[0].endswith(
-        "this call passes 'a parameter with a default' to 'predict', whose default captured a value of the running "
+        "this call passes a value for a parameter to 'predict', whose default captured a value of the running "
         "program that gradgen.grad reads as that value: pass it the same way everywhere, or give the default as a "
         "constant")
 

@@ -72,10 +72,6 @@ class Outside:
         parts += [(name, _origin(fn)) for name, fn in sorted(self.objects.items())]
         return repr(parts)
 
-    def current(self):
-        """{name: its value now} of every name read from the running program."""
-        return {name: reader() for name, reader in self.read.items()}
-
 
 def gather(f, source, filename):
     """The Outside of live function `f`, whose file's text is `source`, read as the compiler
@@ -131,9 +127,9 @@ def _check_stripped(outside, walker):
                 kept, gone = outside.stripped[call.func.id]
                 passed = [k.arg for k in call.keywords if k.arg in gone]
                 if len(call.args) > kept or passed:
-                    which = passed[0] if passed else "a parameter with a default"
+                    which = f"'{passed[0]}'" if passed else "a value for a parameter"
                     raise walker._error(outside.objects[name], call,
-                                        f"this call passes {which!r} to '{call.func.id}', whose default captured a "
+                                        f"this call passes {which} to '{call.func.id}', whose default captured a "
                                         "value of the running program that gradgen.grad reads as that value: pass "
                                         "it the same way everywhere, or give the default as a constant")
 
