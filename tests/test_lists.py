@@ -98,7 +98,7 @@ def test_an_append_whose_value_nobody_reads_still_pops():
     """items[-1] is read before the append: backward, the gradient list is made as long as
     the list ends (2), the append pops, and then items[-1] is entry 0, as it was forward."""
     grad = _grad_text("unused_append")
-    assert "dunused_append_ditems = [0.0] * len(items)" in grad
+    assert "dunused_append_ditems = zeros_like_tree(items)" in grad
     assert "dunused_append_ditems_popped = dunused_append_ditems.pop()" in grad
     module = load_module(compile_source(SOURCE, "lists.py", functions=["unused_append"]).text, "lists_grad")
     value, (da, db) = module.unused_append_value_and_grad(0.8, -1.7)
@@ -483,3 +483,43 @@ def test_a_list_made_in_a_tuple_assignment_that_reads_its_targets_is_refused():
     assert caught.value.format().splitlines()[0] == (
         "f.py:6:12: a list made in a tuple assignment: make each list in an assignment of its own (hs = [] then "
         "cs = [])")
+
+
+LIST_ZEROS = '''import numpy as np
+
+
+def branchy(H, offset):
+    hs = [offset]
+    S = [H, H, H]
+    if np.sum(H) > 1.681:
+        return np.sum(S)
+    return sum(np.sum(item) for item in hs)
+
+
+def rows(params, theta):
+    outs = [np.array([el for el in params])]
+    outs.append(0.25)
+    if np.sum(theta) > 0.0:
+        return np.sum(theta)
+    return sum(np.sum(item) for item in outs)
+'''
+
+
+@pytest.mark.parametrize(("name", "point"), [
+    ("branchy", {"H": np.ones((2, 3)) * 0.1, "offset": np.array([0.2, -0.5])}),
+    ("rows", {"params": [np.array([0.1, 0.2]), np.array([0.3, 0.4])], "theta": np.array([0.5, 0.1])}),
+])
+def test_a_list_whose_gradient_starts_as_zeros_gives_each_item_zeros_of_its_shape(name, point):
+    """A list's gradient started as `[0.0] * len(S)`: where no derivative reached the list, a
+    parameter read through it got 0.0 instead of zeros of its shape (soak seed 2019 #1062),
+    and the rows of np.array(list) became list(0.0), a TypeError (seed 2018 #3483)."""
+    module = load_module(compile_source(LIST_ZEROS, "zeros.py", functions=[name]).text)
+    grads = getattr(module, f"{name}_grad")(**point)
+    for (param, value), grad in zip(point.items(), grads):
+        if isinstance(value, list):
+            assert [np.shape(g) for g in grad] == [np.shape(v) for v in value], param
+        else:
+            assert np.shape(grad) == np.shape(value), param
+    if name == "branchy":
+        np.testing.assert_array_equal(grads[0], np.zeros((2, 3)))
+        np.testing.assert_array_equal(grads[1], np.ones(2))

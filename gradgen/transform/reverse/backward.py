@@ -396,8 +396,8 @@ class _Reverser(Merging, ListGradients, ControlFlow):
         list; 0.0 elsewhere, which broadcasts, and never reads a value that may be unbound."""
         if v in self.trees:
             return Call("zeros_like_tree", (Var(v),))
-        if v in self.lists:
-            return Call("list_zeros", (Var(v),))
+        if v in self.lists:  # zeros shaped as each item: a bare 0.0 item reached a parameter's gradient
+            return Call("zeros_like_tree", (Var(v),))  # as 0.0 and np.array's rows as list(0.0) (soak 2019 #1062, 2018 #3483)
         if v in self.params or v in self.written:
             return zero_like(v, self.arrays)
         return Const(0.0)  # (a bare zero: every caller notes it in `zeroed`)
