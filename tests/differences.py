@@ -1,5 +1,6 @@
 """Central differences of a function of one array, element by element: the reference the
-issue-20 regression tests compare gradients with."""
+issue-20 regression tests compare gradients with; and of a structured argument (lists,
+dicts, NamedTuples), leaf by leaf."""
 
 import numpy as np
 
@@ -12,4 +13,23 @@ def central(f, x, h=1e-6):
         e = np.zeros_like(x)
         e[i] = h
         out[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return out
+
+
+def central_leaves(f, kwargs, name, leaves_of, replaced, h=1e-6):
+    """d f / d each element of each leaf of kwargs[name] (its arrays and numbers, as
+    `leaves_of` lists them; `replaced(value, leaves)` puts new ones in their places)."""
+    leaves = [np.array(leaf, dtype=float) for leaf in leaves_of(kwargs[name])]
+    out = []
+    for k, leaf in enumerate(leaves):
+        grad = np.zeros_like(leaf)
+        for index in np.ndindex(leaf.shape):
+            values = []
+            for sign in (1, -1):
+                moved = [x.copy() for x in leaves]
+                moved[k][index] += sign * h
+                parts = [m if np.ndim(m) else float(m) for m in moved]
+                values.append(f(**{**kwargs, name: replaced(kwargs[name], parts)}))
+            grad[index] = (values[0] - values[1]) / (2 * h)
+        out.append(grad)
     return out

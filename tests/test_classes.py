@@ -15,6 +15,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from differences import central_leaves
 from gradgen import CompileError, compile_source, load_module
 from gradgen.verify.check import check_source
 from gradgen.verify.derivatives import check_kinds
@@ -91,24 +92,6 @@ def _assert_same_kind(grad, param):
         assert np.shape(grad) == np.shape(param) and not isinstance(grad, (list, tuple, dict))
 
 
-def _central(f, kwargs, name, h=1e-6):
-    """d f / d each element of each leaf of kwargs[name], by central differences."""
-    leaves = [np.array(leaf, dtype=float) for leaf in _leaves(kwargs[name])]
-    out = []
-    for k, leaf in enumerate(leaves):
-        grad = np.zeros_like(leaf)
-        for index in np.ndindex(leaf.shape):
-            values = []
-            for sign in (1, -1):
-                moved = [x.copy() for x in leaves]
-                moved[k][index] += sign * h
-                parts = [m if np.ndim(m) else float(m) for m in moved]
-                values.append(f(**{**kwargs, name: _replace(kwargs[name], parts)}))
-            grad[index] = (values[0] - values[1]) / (2 * h)
-        out.append(grad)
-    return out
-
-
 def program(source, future=True):
     """The user's module run here (its classes are the ones the points are made of), with
     `from __future__ import annotations` (its annotations are text then) or without."""
@@ -129,7 +112,7 @@ def assert_gradient(source, kwargs, name="p", function="loss"):
     grad = grads[cf.wrt.index(name)] if len(cf.wrt) > 1 else grads
     assert value == pytest.approx(f(**kwargs), rel=1e-12, abs=1e-12)
     _assert_same_kind(grad, kwargs[name])
-    for got, want in zip(_leaves(grad), _central(f, kwargs, name)):
+    for got, want in zip(_leaves(grad), central_leaves(f, kwargs, name, _leaves, _replace)):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     [report] = check_source(text, functions=[function], at=kwargs)
     assert report.ok, report

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import sympy
 
+from differences import central_leaves
 from gradgen import CompileError, compile_source, load_module
 from gradgen.verify.check import check_source
 
@@ -45,24 +46,6 @@ def _structure(value):
     return ("leaf", np.shape(value))
 
 
-def _central(f, kwargs, name, h=1e-6):
-    """d f / d each element of each leaf of kwargs[name], by central differences."""
-    leaves = [np.array(leaf, dtype=float) for leaf in _leaves(kwargs[name])]
-    out = []
-    for k, leaf in enumerate(leaves):
-        grad = np.zeros_like(leaf)
-        for index in np.ndindex(leaf.shape):
-            values = []
-            for sign in (1, -1):
-                moved = [x.copy() for x in leaves]
-                moved[k][index] += sign * h
-                parts = [m if np.ndim(m) else float(m) for m in moved]
-                values.append(f(**{**kwargs, name: _replace(kwargs[name], parts)}))
-            grad[index] = (values[0] - values[1]) / (2 * h)
-        out.append(grad)
-    return out
-
-
 def compiled(source, function="f"):
     text = HEADER + source
     module = load_module(compile_source(text, functions=[function]).text, "structured_generated")
@@ -78,7 +61,7 @@ def assert_gradient(source, kwargs, name="params", function="f"):
     grad = grads[0]  # (every program here differentiates `params`, first, and one more parameter)
     assert value == pytest.approx(f(**kwargs), rel=1e-12, abs=1e-12)
     assert _structure(grad) == _structure(kwargs[name])
-    for got, want in zip(_leaves(grad), _central(f, kwargs, name)):
+    for got, want in zip(_leaves(grad), central_leaves(f, kwargs, name, _leaves, _replace)):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     assert all(np.asarray(leaf).dtype == np.float64 for leaf in _leaves(grad))
     [report] = check_source(HEADER + source, functions=[function], at=kwargs)
