@@ -43,7 +43,7 @@ def inputs(n=256, d=784, hidden=256, k=10, seed=0):
 
 def main(repeat=20):
     source = (ROOT / "examples" / "mlp.py").read_text()
-    generated = load_module(compile_source(source, "examples/mlp.py").text, "mlp_grad")
+    generated = load_module(compile_source(source, "examples/mlp.py", wrt="all").text, "mlp_grad")
     args = inputs()
     value, grads = generated.loss_value_and_grad(**args)
     hand_value, hand_grads = hand_value_and_grad(**args)

@@ -35,8 +35,8 @@ EULER = next(r for r in BENCHMARKS if r.name == "euler")
 def gradients():
     """(hand-written, generated pure Python, generated njit'd, seconds numba took to compile)."""
     text = source(EULER)
-    plain = load_module(compile_source(text, "euler.py").text, "euler_grad")
-    jitted = load_module(compile_source(text, "euler.py", jit="numba").text, "euler_grad_numba")
+    plain = load_module(compile_source(text, "euler.py", wrt="all").text, "euler_grad")
+    jitted = load_module(compile_source(text, "euler.py", jit="numba", wrt="all").text, "euler_grad_numba")
     args = EULER.inputs()
     start = time.perf_counter()
     jitted.loss_grad(**args)  # numba compiles on the first call

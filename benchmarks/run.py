@@ -46,7 +46,7 @@ def compiled(reference, shapes=None):
     text = source(reference)
     forward = types.ModuleType(reference.name)
     exec(compile(text, str(REFERENCES / f"{reference.name}.py"), "exec"), forward.__dict__)
-    generated = load_module(compile_source(text, f"{reference.name}.py", shapes=shapes).text, f"{reference.name}_grad")
+    generated = load_module(compile_source(text, f"{reference.name}.py", shapes=shapes, wrt="all").text, f"{reference.name}_grad")
     return getattr(forward, reference.function), getattr(generated, f"{reference.function}_grad")
 
 

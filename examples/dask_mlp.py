@@ -28,7 +28,7 @@ MLP = Path(__file__).resolve().parent / "mlp.py"
 
 def generated(backend):
     """examples/mlp.py compiled by gradgen for `backend` ("numpy" or "array-api")."""
-    return load_module(compile_source(MLP.read_bytes(), "examples/mlp.py", backend=backend).text,
+    return load_module(compile_source(MLP.read_bytes(), "examples/mlp.py", backend=backend, wrt="all").text,
                        f"mlp_grad_{backend.replace('-', '_')}")
 
 

@@ -22,7 +22,9 @@ import gradgen
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from decay_model import loss  # noqa: E402 - the source gradgen compiles
 
-loss_grad, loss_hessian, loss_value_and_grad = gradgen.grad(loss), gradgen.hessian(loss), gradgen.value_and_grad(loss)
+# (a, k, c: all three parameters; by default gradgen differentiates the first)
+loss_grad, loss_hessian = gradgen.grad(loss, wrt="all"), gradgen.hessian(loss, wrt="all")
+loss_value_and_grad = gradgen.value_and_grad(loss, wrt="all")
 
 TRUE = (2.0, 0.7, 0.5)  # a, k, c
 

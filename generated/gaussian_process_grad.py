@@ -3,6 +3,7 @@
 # Source "examples/gaussian_process.py"; body sha256 ae9df39e6dc9f2f6a17a6828af9d8994566f31b7fc2cf3507f102c3d67f1c9e8.
 # Constants copied from gaussian_process.py: LOG_2PI; each function that reads one takes it as a keyword argument defaulting to the copy (LOG_2PI=...).
 # Compiled: neg_log_marginal_likelihood. Skipped (gradgen compile says why): rbf_kernel (line 16).
+# Differentiated (the default, the first parameter, or all of them when every parameter has a number default): neg_log_marginal_likelihood with respect to log_params.
 """Reverse-mode gradients of neg_log_marginal_likelihood, compiled from
 gaussian_process.py by gradgen."""
 

@@ -3,6 +3,7 @@
 # Source "examples/ode_fit.py"; body sha256 059b53d44a2aff9cfdf8c60acf1779957f58a51503bb2bff992cc8187aadbb8b.
 # Constants copied from ode_fit.py: N_STEPS, DT, TARGET; each function that reads one takes it as a keyword argument defaulting to the copy (N_STEPS=...).
 # Compiled: loss.
+# Differentiated (the default, the first parameter, or all of them when every parameter has a number default): loss with respect to a, b, x0.
 """Reverse-mode gradients of loss, compiled from ode_fit.py by gradgen."""
 
 N_STEPS = 200

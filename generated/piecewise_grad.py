@@ -2,6 +2,7 @@
 # Do not edit: run `gradgen compile examples/piecewise.py` again instead.
 # Source "examples/piecewise.py"; body sha256 25991ab101db12199355dacd540d45e973e986c9215a45c6f78a92f707c7cef8.
 # Compiled: huber, doubling, settle.
+# Differentiated (the default, the first parameter, or all of them when every parameter has a number default): huber with respect to prediction, target, delta; doubling with respect to rate, principal; settle with respect to k, x0.
 """Reverse-mode gradients of huber, doubling, settle, compiled from piecewise.py by
 gradgen."""
 

@@ -2,6 +2,7 @@
 # Do not edit: run `gradgen compile examples/rosenbrock.py` again instead.
 # Source "examples/rosenbrock.py"; body sha256 821fc5e80d65d01e61dd3f6d044750bdc2bca50aa3e5d83b5aa5dfc457ebc7c1.
 # Compiled: rosenbrock.
+# Differentiated (the default, the first parameter, or all of them when every parameter has a number default): rosenbrock with respect to x.
 """Reverse-mode gradients of rosenbrock, compiled from rosenbrock.py by gradgen."""
 
 import numpy as np

@@ -3,6 +3,7 @@
 # Source "examples/seed_net.py"; body sha256 3a752ec0ecfec3f74c3d6164d32407b3d75d42f1bd83827df18071be0e2a5bdb.
 # Constants copied from seed_net.py: x1, x2, y; each function that reads one takes it as a keyword argument defaulting to the copy (x1=...).
 # Compiled: loss. Skipped (gradgen compile says why): sigmoid (line 13).
+# Differentiated (the default, the first parameter, or all of them when every parameter has a number default): loss with respect to w1, w2, b1, w3, b2.
 """Reverse-mode gradients of loss, compiled from seed_net.py by gradgen."""
 
 import numpy as np

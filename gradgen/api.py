@@ -16,6 +16,7 @@ import functools
 import types
 from dataclasses import dataclass, field
 
+from gradgen.analysis import activity
 from gradgen.analysis import arrays as array_facts
 from gradgen.codegen import array_api as backends
 from gradgen.codegen import derivatives, emit, freshness, guards
@@ -76,7 +77,11 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
     each of the others is skipped (`skipped` says why; gradgen/codegen/selection.py). `keep`
     names functions that must compile again (the module this one replaces has them): a
     refusal of one is an error, as with `functions`. `outside` (gradgen.live.outside.Outside):
-    what the running program gives a live function beyond the file's text."""
+    what the running program gives a live function beyond the file's text. `wrt`: the
+    parameters to differentiate (names, or "a,b"; "all" for every one that can be), None for
+    the default (gradgen.analysis.activity.DEFAULT_WRT)."""
+    if isinstance(wrt, str):  # "a,b" or "all", as the command line and gradgen.grad take it
+        wrt = [name.strip() for name in wrt.split(",") if name.strip()] or None
     try:
         compiled = _compile_source(source, filename, functions, wrt, tuple(emit_kinds), shapes or {}, shapes_from,
                                    guarded=jit == "none", constants=constants, keep=frozenset(keep or ()),
@@ -176,7 +181,8 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
                           extra=[generated.shapes_line(assumed, shapes_from), guards.constants_line(carried, shown) if guarded else None,
                                  guards.given_line(given),
                                  guards.folded_line(module, carried + [(c, None) for c in given], compiled_names),
-                                 generated.functions_line(module, compiled_names, skipped)]),
+                                 generated.functions_line(module, compiled_names, skipped),
+                                 generated.differentiated_line(results, wrt)]),
         generated.module_docstring(compiled_names, shown, emit_kinds),
         carried, helpers, texts, imports)
     generated.check_generated(text, module, results, carried)
@@ -342,7 +348,7 @@ def _select(module, functions):
 def _check_wrt(module, selected, wrt):
     """Every --wrt name must be a parameter of some selected function."""
     params = {name for f in selected for name in lower.parameter_names(module.functions[f])}
-    for w in wrt or ():
+    for w in () if tuple(wrt or ()) == activity.ALL else wrt or ():
         if w not in params:
             owners = " or ".join(f"'{f}'" for f in selected)
             listed = ", ".join(sorted(params)) or "none"

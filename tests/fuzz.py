@@ -232,15 +232,15 @@ def scalar_problems(case: Case, undecided: list | None = None) -> list[str]:
     Where finite differences disagree with themselves at two small steps (a function that
     swings faster than any step resolves: six nested sin((1 + a²)^5) has f' ~ 1e6) while
     sympy agrees, the row is undecided (if `undecided` is given), never a mismatch."""
-    wrt = list(case.wrt) if case.wrt is not None else None
-    compile_source(case.source, filename="fuzz.py")  # every top-level function compiles
+    wrt = list(case.wrt) if case.wrt is not None else EVERY
+    by_default = compile_source(case.source, filename="fuzz.py")  # every top-level function compiles
     [report] = check_source(case.source, functions=["f"], wrt=wrt, at=case.point, n_points=1)
     [point] = report.points
-    problems = []
+    problems = default_problems(case.source, by_default, report.wrt) if case.wrt is None else []
     if not _close(point.value_generated, point.value_original, 1e-12, 1e-12):
         problems.append(f"value: generated {point.value_generated!r} != original {point.value_original!r}")
     rows = [r.param for r in point.rows]
-    if wrt is not None and rows != wrt:
+    if case.wrt is not None and rows != wrt:
         problems.append(f"wrt: rows {rows} != {wrt}")
     if any(not isinstance(case.point.get(r), float) for r in rows):
         problems.append(f"differentiated a parameter that is not a float: {rows}")
@@ -280,7 +280,7 @@ def array_problems(case: Case, undecided: list | None = None) -> list[str]:
     """Every row ok against sympy (small instances) and finite differences; the gradient has
     each parameter's shape and dtype float64; the value is the original's; inputs unchanged.
     A row neither oracle decides goes to `undecided` (if given), never to the problems."""
-    [report] = check_source(case.source, functions=["f"], at=case.point, n_points=1)
+    [report] = check_source(case.source, functions=["f"], wrt=EVERY, at=case.point, n_points=1)
     [point] = report.points
     problems = []
     expected = ["params"] if case.kind.endswith("structured") else ["a", "b"]
@@ -296,7 +296,7 @@ def array_problems(case: Case, undecided: list | None = None) -> list[str]:
     inputs = fresh(case.point)
     original = {}
     exec(case.source, original)  # noqa: S102 - generated test input
-    generated, _ = _with_kinds(case, None)
+    generated, _ = _with_kinds(case, EVERY)
     want, printed = _call(original["f"], case.point)
     (value, grads), printed_generated = _call(generated.f_value_and_grad, inputs, copy_point=False)
     again, printed_grad = _call(generated.f_grad, case.point)
@@ -315,7 +315,31 @@ def array_problems(case: Case, undecided: list | None = None) -> list[str]:
                 np.array_equal(u, v) for u, v in zip(_leaves(inputs[name]), _leaves(x))):
             problems.append(f"the gradient modified its input {name}")
     problems += shape_problems(case, grads if len(report.wrt) > 1 else grads[0])
-    return problems + kind_problems(case, None, report.wrt, generated.f_grad, undecided)
+    return problems + kind_problems(case, EVERY, report.wrt, generated.f_grad, undecided)
+
+
+EVERY = ["all"]  # `--wrt all`: the fuzzer checks every parameter that can be differentiated
+
+
+def default_problems(source, compiled, every) -> list[str]:
+    """The default parameters of f (compiled without `wrt`) are default_wrt's."""
+    want = default_wrt(source, every)
+    [fn] = [f for f in compiled.functions if f.name == "f"]
+    return [] if list(fn.wrt) == want else [f"default wrt {list(fn.wrt)} != {want} (of {list(every)})"]
+
+
+def default_wrt(source, every) -> list[str]:
+    """The parameters f is differentiated with respect to by default: the first of `every`
+    (those `--wrt all` takes), or all of them when each has a number default (read here)."""
+    [node] = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "f"]
+    positional = node.args.posonlyargs + node.args.args
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(node.args.defaults):], node.args.defaults))
+
+    def number(e):
+        e = e.operand if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)) else e
+        return isinstance(e, ast.Constant) and type(e.value) in (int, float)
+
+    return list(every) if all(n in defaults and number(defaults[n]) for n in every) else list(every[:1])
 
 
 def shape_problems(case: Case, want) -> list[str]:
@@ -325,7 +349,7 @@ def shape_problems(case: Case, want) -> list[str]:
     counts never change a number."""
     shapes = (shapes_of_point if case.index % 2 == 0 else symbolic_shapes)(case.point)
     with unformatted():
-        text = compile_source(case.source, functions=["f"], shapes=shapes).text
+        text = compile_source(case.source, functions=["f"], shapes=shapes, wrt=EVERY).text
     got, _ = _call(load_module(text, "fuzz_shapes").f_grad, case.point)
     a, b = _leaves(got), _leaves(want)
     if len(a) != len(b) or not all(np.shape(x) == np.shape(y) and np.allclose(x, y, rtol=1e-9, atol=1e-12, equal_nan=True)

@@ -52,7 +52,7 @@ def grammar_problems(case, undecided: list | None = None) -> list[str]:
     the compile and check, the first call, the second call, the shapes compile, the Python
     API, the module constants, forward mode."""
     undecided = [] if undecided is None else undecided
-    compiled = compile_source(case.source, filename="fuzz.py")  # every top-level function compiles
+    compiled = compile_source(case.source, filename="fuzz.py", wrt=fuzz.EVERY)  # every top-level function compiles
     [fn] = [fn for fn in compiled.functions if fn.name == "f"]
     wrt, problems = list(fn.wrt), []
     if not set(wrt) <= set(positional(case.source)):
@@ -62,7 +62,7 @@ def grammar_problems(case, undecided: list | None = None) -> list[str]:
     original = {}
     exec(case.source, original)  # noqa: S102 - generated test input
     problems += left_out_problems(case, original, wrt, undecided)
-    generated, _ = fuzz._with_kinds(case, None)
+    generated, _ = fuzz._with_kinds(case, fuzz.EVERY)
     generated = named(generated, problems)
     inputs = fuzz.fresh(case.point)
     (value, grads), _ = fuzz._call(generated.f_value_and_grad, inputs, copy_point=False)
@@ -79,7 +79,7 @@ def grammar_problems(case, undecided: list | None = None) -> list[str]:
     problems += api_problems(case, wrt, undecided)
     problems += file_constant_problems(case, generated, original, wrt, undecided)
     if not problems:
-        problems += [f"[forward] {p}" for p in fuzz.kind_problems(case, None, wrt, generated.f_grad, undecided)]
+        problems += [f"[forward] {p}" for p in fuzz.kind_problems(case, fuzz.EVERY, wrt, generated.f_grad, undecided)]
     return problems
 
 
@@ -121,7 +121,7 @@ def check_problems(case, undecided) -> list[str]:
     """`gradgen check` at the first point: its rows (sympy, differences along directions), or
     its refusal (`check` refuses what `compile` accepted: a problem, not the end)."""
     try:
-        [report] = check_source(case.source, functions=["f"], at=case.point, n_points=1)
+        [report] = check_source(case.source, functions=["f"], wrt=fuzz.EVERY, at=case.point, n_points=1)
     except CompileError as exc:
         return [f"[check] refused: {exc.format().splitlines()[0]}"]
     [point] = report.points
@@ -253,7 +253,7 @@ def shapes_problems(case, want_first, original, names, undecided) -> list[str]:
     names a parameter."""
     shapes = (shapes_of_point if case.index % 2 == 0 else symbolic_shapes)(case.point)
     with unformatted():
-        text = compile_source(case.source, functions=["f"], shapes=shapes).text
+        text = compile_source(case.source, functions=["f"], shapes=shapes, wrt=fuzz.EVERY).text
     problems = []
     module = named(load_module(text, "fuzz_shapes"), problems)
     got = as_tuple(fuzz._call(module.f_grad, case.point)[0], names)
@@ -299,10 +299,12 @@ def imported(case):
 
 def api_problems(case, names, undecided) -> list[str]:
     """`gradgen.grad(module.f)`: right at the first point, at the second (other shapes), and
-    after the test sets each module constant to another value."""
+    after the test sets each module constant to another value; with respect to the default
+    parameters (fuzz.default_wrt of all of them, `names`)."""
     import gradgen
 
     problems = []
+    names = fuzz.default_wrt(case.source, names)
     with imported(case) as module:
         grad = gradgen.grad(module.f)
         for label, at in (("API", case.point), ("API: second call", case.second)):

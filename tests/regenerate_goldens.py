@@ -14,6 +14,9 @@ from gradgen.tools.files import compile_file
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = {"decay_model": ("grad", "hessian"), "rosenbrock": ("grad", "jvp", "hvp", "hessian")}
+# The examples compiled with `--wrt all` (recorded in their headers): every weight of a network is
+# trained, where the default would differentiate the first parameter only.
+WRT = {name: "all" for name in ("decay_model", "logistic_regression", "mlp", "mlp_typed", "rnn", "vae")}
 
 
 def main():
@@ -21,17 +24,18 @@ def main():
 
     os.chdir(ROOT)
     for module in sorted((ROOT / "generated").glob("*_grad.py")):
-        compile_file(f"examples/{module.name[:-len('_grad.py')]}.py", "generated", force=True)
+        name = module.name[:-len('_grad.py')]
+        compile_file(f"examples/{name}.py", "generated", wrt=WRT.get(name), force=True)
     for folder, option in (("golden_kinds", None), ("golden_array_api", "array-api"), ("golden_jit", "numba")):
         for golden in sorted((ROOT / "tests" / folder).glob("*_grad.py")):
             name = golden.name[:-len("_grad.py")]
             source = (ROOT / "examples" / f"{name}.py").read_bytes()
             if folder == "golden_kinds":
-                text = compile_source(source, f"examples/{name}.py", emit_kinds=KINDS[name]).text
+                text = compile_source(source, f"examples/{name}.py", emit_kinds=KINDS[name], wrt=WRT.get(name)).text
             elif folder == "golden_array_api":
-                text = compile_source(source, f"examples/{name}.py", backend=option).text
+                text = compile_source(source, f"examples/{name}.py", backend=option, wrt=WRT.get(name)).text
             else:
-                text = compile_source(source, f"examples/{name}.py", jit=option).text
+                text = compile_source(source, f"examples/{name}.py", jit=option, wrt=WRT.get(name)).text
             golden.write_text(text, encoding="utf-8")
 
 

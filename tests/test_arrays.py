@@ -189,7 +189,7 @@ def test_array_corpus_function(file_name, function_name):
     source = source_of(file_name)
     inputs = inputs_for(file_name, function_name)
     reports = check_source(
-        source, str(CORPUS / file_name), functions=[function_name], at=inputs
+        source, str(CORPUS / file_name), functions=[function_name], at=inputs, wrt="all"
     )
     assert [r.name for r in reports] == [function_name]
     report = reports[0]
@@ -222,7 +222,7 @@ def test_gradient_shapes_and_dtypes(file_name, function_name):
     # of exactly its parameter's shape and dtype float64; `<f>_value_and_grad` agrees.
     inputs = inputs_for(file_name, function_name)
     compiled = compile_source(
-        source_of(file_name), file_name, functions=[function_name]
+        source_of(file_name), file_name, functions=[function_name], wrt="all"
     )
     module = load_module(compiled.text, "shapes_" + file_name[:-3])
     wrt = differentiated(file_name, function_name)
@@ -255,8 +255,8 @@ def test_gradient_shapes_and_dtypes(file_name, function_name):
 def test_compile_is_deterministic(file_name):
     names = [n for f, n in CASES if f == file_name]
     source = source_of(file_name)
-    first = compile_source(source, str(CORPUS / file_name), functions=names).text
-    second = compile_source(source, str(CORPUS / file_name), functions=names).text
+    first = compile_source(source, str(CORPUS / file_name), functions=names, wrt="all").text
+    second = compile_source(source, str(CORPUS / file_name), functions=names, wrt="all").text
     assert first.encode("utf-8") == second.encode("utf-8")
     module = load_module(first, "arrays_det_" + file_name[:-3])
     for name in names:
@@ -273,11 +273,11 @@ def test_scalar_function_without_numpy_has_no_array_plumbing():
         "    z = math.sin(x) * y + x**2\n"
         "    return math.exp(z) / (1.0 + y * y)\n"
     )
-    text = compile_source(source, "scalar_only.py").text
+    text = compile_source(source, "scalar_only.py", wrt="all").text
     assert "unbroadcast" not in text
     assert "np." not in text
     assert "numpy" not in text
-    assert compile_source(source, "scalar_only.py").text == text
+    assert compile_source(source, "scalar_only.py", wrt="all").text == text
     module = load_module(text, "arrays_scalar_only")
     gx, gy = module.f_grad(0.3, 0.7)
     assert isinstance(gx, float) and isinstance(gy, float)
@@ -288,7 +288,7 @@ def test_scalar_function_without_numpy_has_no_array_plumbing():
 
 def grad_of(source, name, *args, **kwargs):
     module = load_module(
-        compile_source(source, "hand.py", functions=[name]).text, "arrays_hand"
+        compile_source(source, "hand.py", functions=[name], wrt="all").text, "arrays_hand"
     )
     return getattr(module, name + "_grad")(*args, **kwargs)
 

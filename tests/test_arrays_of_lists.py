@@ -74,7 +74,7 @@ def _as_tuple(g):
 
 def _compiled(body, shapes=None, kinds=("grad", "jvp", "hvp")):
     source = "import numpy as np\n\n\n" + textwrap.dedent(body)
-    text = compile_source(source, "program.py", functions=["f"], emit_kinds=kinds, shapes=shapes).text
+    text = compile_source(source, "program.py", functions=["f"], emit_kinds=kinds, shapes=shapes, wrt="all").text
     return _namespace(source)["f"], load_module(text, "program_grad")
 
 
@@ -168,7 +168,7 @@ def test_an_array_cast_to_whole_numbers_has_no_derivative(cast):
 def test_the_oracle_reads_a_cast_to_whole_numbers_as_a_constant():
     source = ("import numpy as np\n\n\ndef g(c):\n    k = np.array([c * 2.5, c])\n"
               "    return np.sum(np.array(k, dtype=int) * c) + np.sum(np.array([c, 1.0]).astype(int)) * c\n")
-    [report] = check_source(source, "cast.py", at={"c": 1.3})
+    [report] = check_source(source, "cast.py", at={"c": 1.3}, wrt="all")
     [row] = report.points[0].rows
     assert report.ok and row.generated == row.sympy == 6.0
 
@@ -179,7 +179,7 @@ def test_an_array_of_numbers_has_its_stated_shape():
     body = "def f(c, s):\n    k = np.array([c * 2.0, c * 0.0, s])\n    return np.sum(k * s) + np.sum(np.array(k) * k)\n"
     point = {"c": 0.7, "s": 1.5}
     source = "import numpy as np\n\n\n" + body
-    text = compile_source(source, "program.py", shapes=shapes_of_point(point)).text
+    text = compile_source(source, "program.py", shapes=shapes_of_point(point), wrt="all").text
     assert "unbroadcast" not in text
     _assert_every_mode_right(body, (0.7, 1.5), shapes_of_point(point))
 
@@ -266,7 +266,7 @@ def test_a_list_on_one_path_only_is_located():
     source = ("import numpy as np\n\n\ndef f(a, s):\n"
               "    return np.sum([x * 2.0 for x in a] if s > 0 else np.array([x * 3.0 for x in a])) * s\n")
     with pytest.raises(CompileError) as caught:
-        compile_source(source, "bad.py")
+        compile_source(source, "bad.py", wrt="all")
     assert str(caught.value).splitlines()[0] == (
         "bad.py:5:54: the conditional expression gives a list on one path and not on another: make it a list on "
         "each, or np.array(...) of the list on each")
@@ -293,7 +293,7 @@ def test_gradgen_check_passes_comprehensions_with_sympy(name):
     body, args = COMPREHENSIONS[name]
     source = "import numpy as np\n\n\n" + body
     names = _namespace(source)["f"].__code__.co_varnames[:len(args)]
-    [report] = check_source(source, "program.py", functions=["f"], at=dict(zip(names, args)))
+    [report] = check_source(source, "program.py", functions=["f"], at=dict(zip(names, args)), wrt="all")
     rows = report.points[0].rows
     assert report.ok and all(row.sympy is not None for row in rows)
 
@@ -318,7 +318,7 @@ def test_np_prod_of_a_comprehension():
 def test_a_list_used_as_a_number_is_located(body, message):
     source = f"import math\nimport numpy as np\n\n\ndef f(a):\n{body}"
     with pytest.raises(CompileError) as caught:
-        compile_source(source, "bad.py")
+        compile_source(source, "bad.py", wrt="all")
     assert str(caught.value).splitlines()[0] == f"bad.py:{message}"
 
 
@@ -349,7 +349,7 @@ AT_REST = {
 @pytest.mark.parametrize("name", AT_REST)
 def test_the_oracle_differentiates_arrays_whose_elements_fold(name):
     body, at, known = AT_REST[name]
-    [report] = check_source("import numpy as np\n\n\n" + body, "rest.py", at=at)
+    [report] = check_source("import numpy as np\n\n\n" + body, "rest.py", at=at, wrt="all")
     assert report.ok
     for row in report.points[0].rows:
         assert row.sympy is not None, row.param
@@ -361,7 +361,7 @@ def test_the_oracle_differentiates_arrays_whose_elements_fold(name):
 
 def test_the_oracle_agrees_with_itself_at_30_digits_on_arrays():
     body = AT_REST["an ODE from rest"][0]
-    compiled = compile_source("import numpy as np\n\n\n" + body, "rest.py")
+    compiled = compile_source("import numpy as np\n\n\n" + body, "rest.py", wrt="all")
     [cf] = compiled.functions
     point = {"k": 0.5, "dt": 0.1}
     fast = sympy_gradient(cf.ir, compiled.module, point, cf.wrt)

@@ -48,7 +48,7 @@ def scalar(a=0.5, b=1.5):
 @pytest.mark.parametrize("b", [0.5, np.array([0.0, 1.0]), np.array([[1.0], [2.0]])])
 def test_a_number_default_may_be_called_with_an_array(b):
     """Case 1: `b=0.0` compiled as a number gave np.sum of b's gradient for an array b."""
-    m = load_module(compile_source(NUMBER_DEFAULTS, "defaults.py").text)
+    m = load_module(compile_source(NUMBER_DEFAULTS, "defaults.py", wrt="all").text)
     w = np.array([0.3, -1.2])
     f = load_module(NUMBER_DEFAULTS)
     dw, db = m.loss_grad(w, b)
@@ -62,7 +62,7 @@ def test_a_number_default_may_be_called_with_an_array(b):
 def test_a_default_of_a_number_the_code_proves_stays_a_number():
     """The result is one number and a, b reach it elementwise: they are numbers, and the
     generated code has no sum back."""
-    text = compile_source(NUMBER_DEFAULTS, "defaults.py", functions=["scalar"]).text
+    text = compile_source(NUMBER_DEFAULTS, "defaults.py", functions=["scalar"], wrt="all").text
     assert "unbroadcast" not in text and "np.sum" not in text
     assert "def scalar_grad(a=0.5, b=1.5):" in text
 
@@ -103,7 +103,7 @@ def test_the_api_reads_module_constants_when_called(tmp_path):
 
 
 def test_a_file_module_takes_its_constants_as_keyword_arguments(tmp_path):
-    text = compile_source(CONSTANTS, "constants.py").text
+    text = compile_source(CONSTANTS, "constants.py", wrt="all").text
     assert ("# Constants copied from constants.py: WEIGHT_DECAY, STEPS, OFFSET; each function that reads one "
             "takes it as a keyword argument defaulting to the copy (WEIGHT_DECAY=...).") in text.splitlines()
     assert "def loss_grad(w, *, X, y, WEIGHT_DECAY=WEIGHT_DECAY, STEPS=STEPS, OFFSET=OFFSET):" in text
@@ -123,7 +123,7 @@ def test_a_file_module_takes_its_constants_as_keyword_arguments(tmp_path):
 
 def test_a_number_constant_an_array_would_break_is_checked():
     source = CONSTANTS.replace("WEIGHT_DECAY * np.sum((w - OFFSET) ** 2)", "np.sum(WEIGHT_DECAY * (w - OFFSET) ** 2)")
-    m = load_module(compile_source(source, "constants.py").text)
+    m = load_module(compile_source(source, "constants.py", wrt="all").text)
     w, X, y = _data()
     with pytest.raises(ValueError, match=r"^loss_grad: WEIGHT_DECAY has shape \(2,\), but it was written for "
                                          r"WEIGHT_DECAY \(\): compile it again"):
@@ -148,7 +148,7 @@ def descend(x0, f_grad):
 
 def test_the_documented_grad_name_is_kept_when_a_parameter_takes_it():
     """Case 8: `from module_grad import f_grad` must work."""
-    compiled = compile_source(DESCEND, "descend.py")
+    compiled = compile_source(DESCEND, "descend.py", wrt="all")
     m = load_module(compiled.text)
     np.testing.assert_allclose(m.f_grad(np.array([1.0, 2.0])), [2.0, 4.0])
     assert [f.grad_name for f in compiled.functions] == ["f_grad"]
@@ -169,7 +169,7 @@ def test_an_in_place_update_a_number_default_allows_is_compiled_and_its_numbers_
     """Soak seed 2001 #253: `b, z = c, a; c += ...` is right for the numbers the defaults say
     (a float is never shared); were c an array, `c +=` would change b too. It compiles, and
     the generated function checks on entry that c is a number."""
-    m, f = load_module(compile_source(IN_PLACE, "in_place.py").text), load_module(IN_PLACE)
+    m, f = load_module(compile_source(IN_PLACE, "in_place.py", wrt="all").text), load_module(IN_PLACE)
     da, dc = m.f_grad(-0.8, 1.4)
     assert da == pytest.approx(central(lambda x: f.f(float(x), 1.4), -0.8), rel=1e-7)
     assert dc == pytest.approx(central(lambda x: f.f(-0.8, float(x)), 1.4), rel=1e-7)
@@ -183,7 +183,7 @@ def test_a_parameter_shadows_the_module_constant_of_its_name(constant):
     constant is no keyword argument (`f_grad(w=0.5, *, w=w)` was a SyntaxError) and an array
     constant does not make the parameter an array (f was refused as returning one)."""
     source = f"import numpy as np\n\nw = {constant}\n\n\ndef f(w=0.5):\n    return w * 2.0\n"
-    compiled = compile_source(source, "shadow.py")
+    compiled = compile_source(source, "shadow.py", wrt="all")
     assert "def f_grad(w=0.5):" in compiled.text and "Constants copied" not in compiled.text
     generated = load_module(compiled.text)
     assert generated.f_grad(1.5) == 2.0

@@ -21,6 +21,7 @@ from gradgen.tools import cli
 from gradgen.codegen import freshness
 from gradgen.codegen.array_api import recorded
 from gradgen.errors import CompileError
+from regenerate_goldens import WRT
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden_array_api"
@@ -32,7 +33,7 @@ def source(name):
 
 
 def compiled(name, backend):
-    return compile_source(source(name), f"examples/{name}.py", backend=backend)
+    return compile_source(source(name), f"examples/{name}.py", backend=backend, wrt=WRT.get(name))
 
 
 def modules(name):
@@ -87,11 +88,12 @@ def test_the_mlp_module_reads_as_array_api_code():
 def test_header_records_the_backend_and_the_body_hash():
     text = compiled("mlp", "array-api").text
     lines = text.split("\n")
-    body = text.split("\n", 5)[5]
-    assert lines[1] == "# Do not edit: run `gradgen compile --backend array-api examples/mlp.py` again instead."
+    body = text.split("\n", 6)[6]
+    assert lines[1] == "# Do not edit: run `gradgen compile --backend array-api examples/mlp.py --wrt all` again instead."
     assert lines[2] == f'# Source "examples/mlp.py"; body sha256 {hashlib.sha256(body.encode()).hexdigest()}.'
     assert lines[3] == "# Compiled: loss."
-    assert lines[4] == ("# Backend: array-api (the array library is taken from the arguments; needs "
+    assert lines[4] == "# Differentiated (--wrt all): loss with respect to W1, b1, W2, b2."
+    assert lines[5] == ("# Backend: array-api (the array library is taken from the arguments; needs "
                         "array-api-compat).")
     header = freshness.read_header(text.encode("utf-8"))
     assert (header.source, header.body_ok) == ("examples/mlp.py", True)
@@ -170,7 +172,7 @@ def test_array_api_strict_runs_it_so_only_the_standard_is_called(name):
 
 
 def test_a_function_of_numbers_keeps_numpys_spelling():
-    text = compile_source(source("seed_net"), "examples/seed_net.py", backend="array-api").text
+    text = compile_source(source("seed_net"), "examples/seed_net.py", backend="array-api", wrt="all").text
     assert "import numpy as np" in text and "array_namespace" not in text
     assert "def sigmoid(xp, x):" in text and "    h = sigmoid(np, z1)\n" in text
     module = load_module(text, "seed_xp")
@@ -217,9 +219,9 @@ REFUSALS = [
 
 @pytest.mark.parametrize("text, message", [r[1:] for r in REFUSALS], ids=[r[0] for r in REFUSALS])
 def test_refusals_name_the_call_and_the_backend(text, message):
-    compile_source(text, "loss.py")  # the NumPy backend writes it
+    compile_source(text, "loss.py", wrt="all")  # the NumPy backend writes it
     with pytest.raises(CompileError) as caught:
-        compile_source(text, "loss.py", backend="array-api")
+        compile_source(text, "loss.py", backend="array-api", wrt="all")
     assert caught.value.format() == message
 
 
@@ -227,7 +229,7 @@ def test_the_users_call_is_named_before_its_derivatives():
     """gammaln's derivative calls scipy.special.digamma; the refusal names what the user wrote."""
     text = "import numpy as np\nimport scipy.special\n\n\ndef loss(w, *, x):\n    return np.sum(scipy.special.gammaln(w) * x)\n"
     with pytest.raises(CompileError) as caught:
-        compile_source(text, "loss.py", backend="array-api")
+        compile_source(text, "loss.py", backend="array-api", wrt="all")
     assert caught.value.message == ("--backend array-api: scipy.special.gammaln is SciPy's, and the Array API "
                                     "standard has no equivalent; compile with --backend numpy")
     assert (caught.value.line, caught.value.col) == (6, 19)
@@ -235,7 +237,7 @@ def test_the_users_call_is_named_before_its_derivatives():
 
 def test_an_unknown_backend_is_refused():
     with pytest.raises(CompileError, match="unknown backend 'cupy'; the backends are: numpy, array-api"):
-        compile_source(source("mlp"), "examples/mlp.py", backend="cupy")
+        compile_source(source("mlp"), "examples/mlp.py", backend="cupy", wrt="all")
 
 
 # --- the command --------------------------------------------------------------------------------
@@ -245,7 +247,7 @@ def test_compile_writes_keeps_and_switches_the_backend(tmp_path, monkeypatch, ca
     (tmp_path / "mlp.py").write_bytes(source("mlp"))
     module = tmp_path / "generated" / "mlp_grad.py"
 
-    assert cli.main(["compile", "--backend", "array-api", "mlp.py"]) == 0
+    assert cli.main(["compile", "--backend", "array-api", "mlp.py", "--wrt", "all"]) == 0
     assert capsys.readouterr().out.splitlines()[:2] == [
         "wrote generated/mlp_grad.py (loss_grad, loss_value_and_grad)", "  backend: array-api"]
     first = module.read_bytes()
@@ -261,7 +263,7 @@ def test_compile_writes_keeps_and_switches_the_backend(tmp_path, monkeypatch, ca
     assert cli.main(["compile", "--backend", "numpy", "mlp.py"]) == 0
     assert capsys.readouterr().out.splitlines()[1].startswith("  loss: d/d(W1, b1, W2, b2)")
     assert recorded(module) == "numpy"
-    assert module.read_text() == compile_source(source("mlp"), "mlp.py").text
+    assert module.read_text() == compile_source(source("mlp"), "mlp.py", wrt="all").text
 
 
 def test_compile_refusal_is_located_and_writes_nothing(tmp_path, monkeypatch, capsys):

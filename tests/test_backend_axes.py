@@ -51,8 +51,8 @@ def central(f, point, name, h=1e-6):
 def test_an_axis_reductions_gradient_runs_on_the_standard(which):
     xs = pytest.importorskip("array_api_strict", reason="array-api-strict is not installed (the test extra)")
     pytest.importorskip("array_api_compat", reason="the array-api extra (array-api-compat) is not installed")
-    text = compile_source(SOURCES[which], "loss.py", backend="array-api").text
-    reference = load_module(compile_source(SOURCES[which], "loss.py").text, f"axes_{which}_numpy")
+    text = compile_source(SOURCES[which], "loss.py", backend="array-api", wrt="all").text
+    reference = load_module(compile_source(SOURCES[which], "loss.py", wrt="all").text, f"axes_{which}_numpy")
     module = load_module(text, f"axes_{which}_xp")
     point = POINTS[which]
     want = reference.loss_grad(**point)
@@ -67,18 +67,18 @@ def test_an_axis_reductions_gradient_runs_on_the_standard(which):
 
 
 def test_the_axes_are_put_back_one_at_a_time():
-    text = compile_source(CUBE, "loss.py", backend="array-api").text
+    text = compile_source(CUBE, "loss.py", backend="array-api", wrt="all").text
     assert "xp.expand_dims(xp.expand_dims(top, axis=0), axis=2)" in text  # (non-negative: ascending)
     assert "xp.expand_dims(xp.expand_dims(low, axis=-1), axis=-3)" in text  # (negative: from -1 down)
-    text = compile_source(LOSS, "loss.py", backend="array-api").text
+    text = compile_source(LOSS, "loss.py", backend="array-api", wrt="all").text
     assert "xp.expand_dims(m, axis=1)" in text and "xp.expand_dims(dloss_ds, axis=0)" in text
 
 
 def test_a_mix_of_negative_and_non_negative_axes_is_refused_at_the_reduction():
     text = "import numpy as np\n\n\ndef loss(t):\n    top = np.max(t, axis=(0, -1))\n    return np.sum(top ** 2)\n"
-    compile_source(text, "loss.py")  # the NumPy backend writes it
+    compile_source(text, "loss.py", wrt="all")  # the NumPy backend writes it
     with pytest.raises(CompileError) as caught:
-        compile_source(text, "loss.py", backend="array-api")
+        compile_source(text, "loss.py", backend="array-api", wrt="all")
     assert caught.value.format() == (
         "loss.py:5:5: --backend array-api: the gradient of this line puts the reduced axes (0, -1) back with "
         "np.expand_dims, and the standard's xp.expand_dims adds one axis at a time: a mix of negative and "

@@ -23,7 +23,7 @@ def _modules(reference):
     text = source(reference)
     forward = types.ModuleType(reference.name)
     exec(compile(text, f"{reference.name}.py", "exec"), forward.__dict__)
-    generated = load_module(compile_source(text, f"{reference.name}.py").text, f"{reference.name}_grad")
+    generated = load_module(compile_source(text, f"{reference.name}.py", wrt="all").text, f"{reference.name}_grad")
     return getattr(forward, reference.function), generated
 
 

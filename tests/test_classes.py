@@ -104,7 +104,7 @@ def program(source, future=True):
 def assert_gradient(source, kwargs, name="p", function="loss"):
     """Value, class and every element of the gradient of `name`; then `gradgen check`."""
     text = HEADER + source
-    compiled = compile_source(text, functions=[function])
+    compiled = compile_source(text, functions=[function], wrt="all")
     module = load_module(compiled.text, "classes_generated")
     f = program(source)[function]
     value, grads = getattr(module, f"{function}_value_and_grad")(**kwargs)
@@ -114,7 +114,7 @@ def assert_gradient(source, kwargs, name="p", function="loss"):
     _assert_same_kind(grad, kwargs[name])
     for got, want in zip(_leaves(grad), central_leaves(f, kwargs, name, _leaves, _replace)):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
-    [report] = check_source(text, functions=[function], at=kwargs)
+    [report] = check_source(text, functions=[function], at=kwargs, wrt="all")
     assert report.ok, report
     return grad, compiled.text
 
@@ -416,15 +416,15 @@ def test_forward_mode_and_hvp_on_a_dataclass_of_layers():
                           ("grad", "jvp", "hvp", "vjp"))
     assert {r.kind for r in reports} == {"jvp", "hvp", "vjp"}
     assert all(r.ok for r in reports), reports
-    text = compile_source(HEADER + FROZEN, functions=["loss"], emit_kinds=("jvp",)).text
+    text = compile_source(HEADER + FROZEN, functions=["loss"], emit_kinds=("jvp",), wrt="all").text
     assert "h @ dmodel.layers[i].W + dmodel.layers[i].b" in text
 
 
 def test_the_gradient_helpers_appear_only_where_the_file_declares_classes():
-    with_classes = compile_source(HEADER + FORMS["unpacked"]).text
+    with_classes = compile_source(HEADER + FORMS["unpacked"], wrt="all").text
     assert "import dataclasses\n" in with_classes and "class Fields:" in with_classes
     assert "x._replace(**parts)" in with_classes and "dataclasses.replace(x, **parts)" in with_classes
-    plain = compile_source("import numpy as np\n\ndef loss(p: list, x):\n    W, b = p\n    return np.sum(x @ W + b)\n")
+    plain = compile_source("import numpy as np\n\ndef loss(p: list, x):\n    W, b = p\n    return np.sum(x @ W + b)\n", wrt="all")
     assert "dataclasses" not in plain.text and "Fields" not in plain.text
 
 
@@ -522,20 +522,20 @@ REFUSED = [
 @pytest.mark.parametrize("source, message", REFUSED, ids=[m.split(": ", 1)[1][:40] for _, m in REFUSED])
 def test_refused_forms_say_what_and_where(source, message):
     with pytest.raises(CompileError) as info:
-        compile_source(HEADER + DECLARED + source, functions=["f"])
+        compile_source(HEADER + DECLARED + source, functions=["f"], wrt="all")
     assert info.value.format().splitlines()[0] == message
 
 
 def test_check_needs_the_value_of_a_class_parameter():
     with pytest.raises(CompileError) as info:
-        check_source(HEADER + FORMS["unpacked"], functions=["loss"])
+        check_source(HEADER + FORMS["unpacked"], functions=["loss"], wrt="all")
     assert info.value.format() == ("<string>: 'p' of 'loss' is a Params (a NamedTuple or dataclass): give its "
                                    "value with --inputs FILE:FUNC (a function returning the keyword arguments)")
 
 
 def test_a_hessian_of_a_class_parameter_is_refused_as_for_a_list():
     with pytest.raises(CompileError) as info:
-        compile_source(HEADER + FORMS["unpacked"], emit_kinds=("hessian",))
+        compile_source(HEADER + FORMS["unpacked"], emit_kinds=("hessian",), wrt="all")
     assert "a Hessian for a NamedTuple or dataclass parameter is not written yet" in info.value.format()
 
 
@@ -638,7 +638,7 @@ def test_a_number_reduced_along_an_axis_keeps_a_numbers_gradient():
     """NumPy reduces a number along axis 0 or -1 (np.sum(-0.7, axis=-1) is -0.7); the
     gradient came back with that axis, shape (1,), for a number of a NamedTuple or a list
     (fuzz soak seed 2017 #3633)."""
-    module = load_module(compile_source(REDUCED_NUMBER, "reduced.py").text)
+    module = load_module(compile_source(REDUCED_NUMBER, "reduced.py", wrt="all").text)
     namespace = {}
     exec(REDUCED_NUMBER, namespace)  # noqa: S102 - our own source
     lin = namespace["Pair"](a=np.array([0.3, -0.4]), b=-0.7)

@@ -160,26 +160,26 @@ def _loss_name(source):
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_gradient_matches_sympy_and_finite_differences(name):
     source, point = _source(name), PROGRAMS[name][1]
-    [report] = check_source(source, f"{name}.py", [_loss_name(source)], at=point, n_points=1)
+    [report] = check_source(source, f"{name}.py", [_loss_name(source)], at=point, n_points=1, wrt="all")
     assert report.ok, report
     assert report.points[0].value_generated == pytest.approx(report.points[0].value_original, rel=1e-12)
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_no_function_value_reaches_the_generated_code(name):
-    text = compile_source(_source(name), filename="p.py").text
+    text = compile_source(_source(name), filename="p.py", wrt="all").text
     code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))  # comments cite the source
     assert "lambda" not in code and "def step" not in code and "objective(" not in code
 
 
 def test_a_closure_sees_the_value_its_variable_has_when_called():
-    generated = load_module(compile_source(_source("closure_late_binding"), filename="c.py").text, "c_grad")
+    generated = load_module(compile_source(_source("closure_late_binding"), filename="c.py", wrt="all").text, "c_grad")
     value, grad = generated.f_value_and_grad(0.9)
     assert value == pytest.approx(0.9 * 3.0 * 0.9) and grad == pytest.approx(6.0 * 0.9)
 
 
 def test_a_function_default_is_written_in_the_signature_and_guarded():
-    text = compile_source(_source("function_default_and_argument"), filename="n.py").text
+    text = compile_source(_source("function_default_and_argument"), filename="n.py", wrt="all").text
     assert "def loss_grad(W, b, *, x, nonlinearity=np.tanh):" in text
     generated = load_module(text, "n_grad")
     point = PROGRAMS["function_default_and_argument"][1]
@@ -191,18 +191,18 @@ def test_a_function_default_is_written_in_the_signature_and_guarded():
 def test_a_same_file_function_default_is_none_in_the_generated_signature():
     source = "import numpy as np\n\ndef relu(z):\n    return np.maximum(z, 0.0)\n\n" \
              "def loss(w, act=relu):\n    return np.sum(act(w))\n"
-    generated = load_module(compile_source(source, filename="r.py", functions=["loss"]).text, "r_grad")
+    generated = load_module(compile_source(source, filename="r.py", functions=["loss"], wrt="all").text, "r_grad")
     np.testing.assert_array_equal(generated.loss_grad(np.array([-1.0, 2.0])), [0.0, 1.0])
     with pytest.raises(ValueError, match=r"compiled for act=relu \(its default\)"):
         generated.loss_grad(np.array([1.0]), act=np.tanh)
 
 
 def test_factories_and_higher_order_helpers_get_no_gradient_of_their_own():
-    compiled = compile_source(_source("factory"), filename="fa.py")
+    compiled = compile_source(_source("factory"), filename="fa.py", wrt="all")
     assert [f.name for f in compiled.functions] == ["loss"]
     assert compiled.skipped == {
         "make_objective": "returns a function (its closure is inlined where a loss calls it)"}
-    compiled = compile_source(_source("lambda_as_argument"), filename="la.py")
+    compiled = compile_source(_source("lambda_as_argument"), filename="la.py", wrt="all")
     assert compiled.skipped == {
         "apply_twice": "calls its parameter 'g' (it is inlined where a loss passes a function)"}
 
@@ -210,14 +210,14 @@ def test_factories_and_higher_order_helpers_get_no_gradient_of_their_own():
 def test_recursion_through_a_closure_is_refused():
     source = "def f(x):\n    def g(t):\n        return g(t)\n    return g(x)\n"
     with pytest.raises(CompileError, match="recursive call to 'g'"):
-        compile_source(source, filename="rec.py")
+        compile_source(source, filename="rec.py", wrt="all")
 
 
 def test_check_proves_a_keyword_only_function_default():
     """(fuzz: the sympy trace looked for a value of the function parameter and crashed)"""
     source = "import math\n\ndef _h(t):\n    return t * t\n\ndef f(a, b, *, g=_h, act=math.sin):\n" \
              "    return g(a) + act(b)\n"
-    [report] = check_source(source, "kw.py", ["f"], at={"a": 0.4, "b": 1.1}, n_points=1)
+    [report] = check_source(source, "kw.py", ["f"], at={"a": 0.4, "b": 1.1}, n_points=1, wrt="all")
     assert report.ok and report.wrt == ["a", "b"]
     assert all(row.sympy is not None for row in report.points[0].rows)
 
@@ -226,7 +226,7 @@ def test_a_function_default_imports_its_module():
     """(fuzz, seed 1203 program 280: `*, act=math.tanh` unused; the generated signature named
     math, which the generated module did not import)"""
     source = "import math\n\ndef f(a, b, *, act=math.tanh):\n    return a * b\n"
-    text = compile_source(source, filename="m.py").text
+    text = compile_source(source, filename="m.py", wrt="all").text
     assert "import math\n" in text and "def f_grad(a, b, *, act=math.tanh):" in text
     assert load_module(text, "m_grad").f_grad(2.0, 3.0) == (3.0, 2.0)
 
@@ -235,7 +235,7 @@ def test_a_tuple_of_values_assigned_in_a_loop_is_refused_with_what_to_write():
     source = ("def f(x):\n    pair = (x, 1.0)\n    for i in range(3):\n        a, b = pair\n"
               "        pair = (a * b, b)\n    return pair[0]\n")
     with pytest.raises(CompileError) as caught:
-        compile_source(source, filename="t.py")
+        compile_source(source, filename="t.py", wrt="all")
     assert caught.value.format().splitlines()[0] == (
         "t.py:3:5: 'pair' holds a tuple of values and is assigned inside a loop or branch: unpack it into names "
         "before (a, b = pair) and assign those")
@@ -317,7 +317,7 @@ CONSTANT_POINTS = {
 
 @pytest.mark.parametrize("name", sorted(CONSTANT_POINTS))
 def test_lists_of_constants_fold_and_their_loops_unroll(name):
-    [report] = check_source(CONSTANT_LISTS, "constant_lists.py", [name], at=CONSTANT_POINTS[name], n_points=1)
+    [report] = check_source(CONSTANT_LISTS, "constant_lists.py", [name], at=CONSTANT_POINTS[name], n_points=1, wrt="all")
     rows = report.points[0].rows
     assert report.ok and rows and all(row.ok for row in rows), name
     assert report.points[0].value_generated == pytest.approx(report.points[0].value_original, rel=1e-12)
@@ -326,7 +326,7 @@ def test_lists_of_constants_fold_and_their_loops_unroll(name):
 def test_a_factory_layout_is_numbers_in_the_generated_code():
     """shapes and num_weights are gone: each layer's slice and reshape read constants, the
     offset is an integer expression of them, and no list is left in the forward pass."""
-    text = compile_source(CONSTANT_LISTS, "constant_lists.py", functions=["net_loss"]).text
+    text = compile_source(CONSTANT_LISTS, "constant_lists.py", functions=["net_loss"], wrt="all").text
     forward = text.split("def net_loss_grad(", 1)[1].split("# backward pass", 1)[0]
     assert "np.reshape(weights_1[start : start + 2 * 3], (2, 3))" in forward
     assert "start_1 = start + (2 + 1) * 3\n" in forward
@@ -354,9 +354,9 @@ def test_a_module_list_of_sizes_folds_as_a_factorys_does():
     """`zip(SIZES[:-1], SIZES[1:])` over a module constant was refused ("'SIZES' is a sequence:
     only a loop may run over it"); it unrolls as the same list given to a factory does."""
     point = {"weights": 0.5 * _RS.randn(9), "inputs": _RS.randn(4, 2)}
-    [report] = check_source(MODULE_SIZES, "module_sizes.py", ["mlp"], at=point, n_points=1)
+    [report] = check_source(MODULE_SIZES, "module_sizes.py", ["mlp"], at=point, n_points=1, wrt="all")
     assert report.ok and report.points[0].rows and all(row.ok for row in report.points[0].rows)
-    text = compile_source(MODULE_SIZES, "module_sizes.py").text
+    text = compile_source(MODULE_SIZES, "module_sizes.py", wrt="all").text
     assert "np.reshape(weights[: 2 * 3], (2, 3))" in text and "zip(" not in text
 
 
@@ -405,7 +405,7 @@ def test_what_cannot_be_folded_is_refused_with_what_to_write():
     for body, call, message in cases:
         source = head + body + f"\n\ndef f(w, xs, n):\n    total = make([1, 2, 3])\n    return total{call}\n"
         with pytest.raises(CompileError) as caught:
-            compile_source(source, "bad.py", functions=["f"])
+            compile_source(source, "bad.py", functions=["f"], wrt="all")
         line, col, text = message.split(":", 2)
         assert (caught.value.line, caught.value.col, caught.value.message) == (int(line), int(col), text.strip())
 
@@ -431,5 +431,5 @@ def test_a_helper_passes_its_axis_parameter_on_to_numpy():
     constant. Checked against sympy and central differences."""
     rng = np.random.RandomState(7)
     [report] = check_source(AXIS_HELPER, "axis_helper.py", ["loss"], at={"w": rng.randn(3), "X": rng.randn(4, 3)},
-                            n_points=1)
+                            n_points=1, wrt="all")
     assert report.ok and report.points[0].rows and all(row.ok for row in report.points[0].rows)

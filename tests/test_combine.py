@@ -38,7 +38,7 @@ def loss(w, b, *, X, y):
 
 
 def test_one_statements_contributions_are_one_sum_over_the_mean_count():
-    text = compile_source(LOGISTIC, "logistic.py").text
+    text = compile_source(LOGISTIC, "logistic.py", wrt="all").text
     grad = " ".join(_code(text, "loss_grad"))
     assert "per_sample =" not in grad  # only measured: through np.broadcast(z, y)
     assert "dloss_dz = unbroadcast( ( np.where(z == 0.0, 0.5, z > 0.0) - y - exp_neg_abs_z * np.sign(z) / " \
@@ -48,7 +48,7 @@ def test_one_statements_contributions_are_one_sum_over_the_mean_count():
 
 
 def test_a_mean_of_a_parameter_gives_a_fresh_writable_array():
-    m = load_module(compile_source("import numpy as np\n\n\ndef f(x):\n    return np.mean(x)\n").text, "mean_grad")
+    m = load_module(compile_source("import numpy as np\n\n\ndef f(x):\n    return np.mean(x)\n", wrt="all").text, "mean_grad")
     x = np.arange(6.0).reshape(2, 3)
     g = m.f_grad(x)
     g += 1.0  # (an optimiser updates in place)
@@ -57,7 +57,7 @@ def test_a_mean_of_a_parameter_gives_a_fresh_writable_array():
 
 def test_scatters_into_one_slice_are_one_write_and_the_first_assigns():
     text = compile_source("import numpy as np\n\n\ndef f(x):\n"
-                          "    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)\n").text
+                          "    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)\n", wrt="all").text
     code = _code(text, "f_grad")
     assert code[-3:] == ["df_dx[1:] = df_ddiff", "df_dx[:-1] -= 2 * (df_ddiff * x[:-1] + (1.0 - x[:-1]))",
                          "return df_dx"]
@@ -105,7 +105,7 @@ def test_gradients_of_programs_built_to_break_the_rules(name):
     source = "import numpy as np\n\n" + textwrap.dedent(body)
     rng = np.random.default_rng(5)
     point = {k: float(rng.uniform(0.3, 1.7)) if s == () else rng.uniform(-1.5, 1.5, s) for k, s in shapes.items()}
-    [report] = check_source(source, "rules.py", ["f"], at=point, n_points=1)
+    [report] = check_source(source, "rules.py", ["f"], at=point, n_points=1, wrt="all")
     assert report.ok, [row for p in report.points for row in p.rows if not row.ok]
 
 
@@ -113,11 +113,11 @@ def test_terms_that_cancel_or_differ_by_one_keep_float_gradients():
     """Soak seed 1223 #3918: `b - (b - a)` sent b the terms ones - ones, which added as
     numbers to an integer 0; and `2 * M * s - M * s` must not become an integer `M * s`."""
     cancel = load_module(compile_source("import numpy as np\n\n\ndef f(a, b):\n    y = b - (b - a)\n"
-                                        "    return np.sum(y)\n").text, "cancel_grad")
+                                        "    return np.sum(y)\n", wrt="all").text, "cancel_grad")
     da, db = cancel.f_grad(np.array([[-1.0, 0.75]]), 0.8)
     assert np.asarray(db).dtype == np.float64 and db == 0.0
     np.testing.assert_array_equal(da, [[1.0, 1.0]])
-    one = load_module(compile_source("import numpy as np\n\n\ndef f(M, s):\n    return np.sum(2 * M * s - M * s)\n"
+    one = load_module(compile_source("import numpy as np\n\n\ndef f(M, s):\n    return np.sum(2 * M * s - M * s)\n", wrt="all"
                                      ).text, "one_grad")
     dM, ds = one.f_grad(np.arange(4).reshape(2, 2), 3)
     assert np.asarray(dM).dtype == np.asarray(ds).dtype == np.float64

@@ -510,8 +510,8 @@ def compiled(file_name, functions=None, wrt=None):
 @pytest.mark.parametrize("file_name", FILES)
 def test_compile_is_deterministic_and_standalone(file_name):
     source = source_of(file_name)
-    first = compile_source(source, str(CORPUS / file_name)).text
-    second = compile_source(source, str(CORPUS / file_name)).text
+    first = compile_source(source, str(CORPUS / file_name), wrt="all").text
+    second = compile_source(source, str(CORPUS / file_name), wrt="all").text
     assert first == second
     assert first.encode() == second.encode()
     # no runtime dependency on gradgen: the only imports are math and numpy
@@ -562,7 +562,7 @@ def test_integer_bounds_are_not_differentiated_by_default(function_name):
     # an integer parameter that only reaches range() (also through `m = 2 * n + 1`) is
     # data: the default gradient is with respect to the float parameters only
     (cf,) = compile_source(
-        source_of("for_range.py"), "for_range.py", functions=[function_name]
+        source_of("for_range.py"), "for_range.py", functions=[function_name], wrt="all"
     ).functions
     assert list(cf.wrt) == [
         name
@@ -609,7 +609,7 @@ def test_a_while_test_that_runs_statements_runs_them_before_every_test():
     source = ("def step(y):\n    r = 0.1 * y\n    return y + r\n\n\n"
               "def f(a, b):\n    y = a\n    k = 0\n    while step(y) < 3.0 and k < 10:\n"
               "        y = y * b + 0.5\n        k += 1\n    return y * a\n")
-    grad = function_text(compile_source(source, "w.py", functions=["f"]).text, "f_grad")
+    grad = function_text(compile_source(source, "w.py", functions=["f"], wrt="all").text, "f_grad")
     assert "    while True:\n        iterations += 1\n        r_1 = 0.1 * y\n" in grad
     assert "        branch = not (y + r_1 < 3.0 and k < 10)\n        if branch:\n            break\n" in grad
     namespace = {}
@@ -617,11 +617,11 @@ def test_a_while_test_that_runs_statements_runs_them_before_every_test():
     y, k = 0.7, 0
     while 1.1 * y < 3.0 and k < 10:
         y, k = y * 1.2 + 0.5, k + 1
-    value, (da, db) = load_module(compile_source(source, "w.py", functions=["f"]).text, "w_grad").f_value_and_grad(
+    value, (da, db) = load_module(compile_source(source, "w.py", functions=["f"], wrt="all").text, "w_grad").f_value_and_grad(
         0.7, 1.2)
     assert value == namespace["f"](0.7, 1.2) == y * 0.7 and k == 3
     assert (da, db) == (pytest.approx(4.2392, rel=1e-12), pytest.approx(3.3068, rel=1e-12))
-    [report] = check_source(source, "w.py", ["f"], at={"a": 0.7, "b": 1.2})
+    [report] = check_source(source, "w.py", ["f"], at={"a": 0.7, "b": 1.2}, wrt="all")
     assert report.ok
 
 
@@ -636,11 +636,11 @@ def test_and_or_run_a_later_operand_only_when_python_evaluates_it():
               "    return s + b * a\n")
     namespace = {}
     exec(source, namespace)  # noqa: S102 - the test's own source
-    module = load_module(compile_source(source, "sc.py", functions=["f"]).text, "sc_grad")
+    module = load_module(compile_source(source, "sc.py", functions=["f"], wrt="all").text, "sc_grad")
     for a, b in ((-0.5, -1.5), (2.5, 0.5)):
         value, _ = module.f_value_and_grad(a, b)
         assert value == namespace["f"](a, b)
-        [report] = check_source(source, "sc.py", ["f"], at={"a": a, "b": b})
+        [report] = check_source(source, "sc.py", ["f"], at={"a": a, "b": b}, wrt="all")
         assert report.ok and all(row.sympy is not None for row in report.points[0].rows)
 
 

@@ -27,7 +27,7 @@ from hand_written import BENCHMARKS, source  # noqa: E402
 
 
 def _compiled(src, name="f"):
-    text = compile_source(textwrap.dedent(src), filename="prog.py").text
+    text = compile_source(textwrap.dedent(src), filename="prog.py", wrt="all").text
     return text, load_module(text, "prog_grad")
 
 
@@ -69,7 +69,7 @@ def _agrees(src, args, wrt):
 # ---- what the text says -------------------------------------------------------------------
 
 def test_the_mlp_computes_each_exp_and_max_once_and_names_them_from_the_source():
-    text = compile_source((ROOT / "examples" / "mlp.py").read_bytes(), "examples/mlp.py").text
+    text = compile_source((ROOT / "examples" / "mlp.py").read_bytes(), "examples/mlp.py", wrt="all").text
     for name in ("loss_grad", "loss_value_and_grad"):
         code = "\n".join(_code(text, name))
         assert code.count("np.exp(") == 1 and "exp_shifted = np.exp(shifted)" in code
@@ -79,7 +79,7 @@ def test_the_mlp_computes_each_exp_and_max_once_and_names_them_from_the_source()
 
 
 def test_the_value_is_not_computed_by_the_gradient_alone():
-    text = compile_source((ROOT / "examples" / "logistic_regression.py").read_bytes(), "lr.py").text
+    text = compile_source((ROOT / "examples" / "logistic_regression.py").read_bytes(), "lr.py", wrt="all").text
     assert "loss = np.mean(per_sample)" not in "\n".join(_code(text, "loss_grad"))
     assert "loss = np.mean(per_sample)" in "\n".join(_code(text, "loss_value_and_grad"))
     assert "\n".join(_code(text, "loss_grad")).count("np.exp(") == 1
@@ -102,7 +102,7 @@ def _calls_made_twice(text):
                                   "examples/vae.py"] + [f"benchmarks/references/{r.name}.py" for r in BENCHMARKS
                                                         if r.name != "euler"])
 def test_no_call_is_made_twice_in_straight_line_code(path):
-    text = compile_source((ROOT / path).read_bytes(), path).text
+    text = compile_source((ROOT / path).read_bytes(), path, wrt="all").text
     assert _calls_made_twice(text) == []
 
 
@@ -110,7 +110,7 @@ def test_the_seed_network_unannotated_in_a_numpy_file_is_the_hand_written_pass()
     """Nothing says the eight parameters are numbers but `math.exp` and the result: no
     unbroadcast, and the inline sigmoid's derivative is h * (1 - h)."""
     [seed] = [r for r in BENCHMARKS if r.name == "seed_net"]
-    code = _code(compile_source(source(seed), "seed_net.py").text, "loss_grad")
+    code = _code(compile_source(source(seed), "seed_net.py", wrt="all").text, "loss_grad")
     assert code[:14] == [
         "z1 = w1 * x1 + w2 * x2 + b1",
         "h = 1.0 / (1.0 + math.exp(-z1))",
@@ -131,7 +131,7 @@ def test_the_seed_network_unannotated_in_a_numpy_file_is_the_hand_written_pass()
 
 def test_rosenbrock_reads_shapes_from_slices_and_multiplies_by_no_ones():
     [rosen] = [r for r in BENCHMARKS if r.name == "rosenbrock"]
-    code = _code(compile_source(source(rosen), "rosenbrock.py").text, "rosenbrock_grad")
+    code = _code(compile_source(source(rosen), "rosenbrock.py", wrt="all").text, "rosenbrock_grad")
     assert code == [
         "diff = x[1:] - x[:-1] ** 2",
         "drosenbrock_ddiff = 200.0 * diff",
@@ -144,7 +144,7 @@ def test_rosenbrock_reads_shapes_from_slices_and_multiplies_by_no_ones():
 
 def test_an_accumulator_keeps_its_constant_gradient_through_the_loop():
     [euler] = [r for r in BENCHMARKS if r.name == "euler"]
-    code = _code(compile_source(source(euler), "euler.py").text, "loss_grad")
+    code = _code(compile_source(source(euler), "euler.py", wrt="all").text, "loss_grad")
     assert "dtotal_dx += DT * 2 * (x - TARGET)" in code
     assert not any("dtotal_dtotal" in line for line in code)
 
@@ -369,7 +369,7 @@ def f(b):
 """
     from gradgen import compile_source, load_module
 
-    m = load_module(compile_source(source).text, "reductions")
+    m = load_module(compile_source(source, wrt="all").text, "reductions")
     np.testing.assert_allclose(m.f_grad(np.array([[0.3], [0.9]])), [[0.0], [0.0]], atol=1e-15)
     b = np.array([[0.3, 0.5], [0.9, -0.2]])  # two columns: f = sum(mean(b, 1)) / sum(b) = 1/2
     np.testing.assert_allclose(m.f_grad(b), np.zeros((2, 2)), atol=1e-15)

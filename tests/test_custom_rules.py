@@ -38,7 +38,7 @@ def loss(w=2.0, b=0.5):
 
 def _compiled(source, filename="custom.py", **kw):
     """(generated module, the user's own module) of `source`."""
-    compiled = compile_source(source, filename, **kw)
+    compiled = compile_source(source, filename, **{"wrt": "all", **kw})
     return load_module(compiled.text), run_module(source, filename, "custom_rules_original"), compiled
 
 
@@ -62,11 +62,11 @@ def test_safe_log_gradient_against_finite_differences():
     assert compiled.skipped == {
         "safe_log": "a custom_vjp function, differentiated by its rule where a loss calls it",
         "safe_log_vjp": "it is the custom rule of 'safe_log', written where 'safe_log' is called"}
-    assert all(report.ok for report in check_source(SAFE_LOG, "custom.py"))
+    assert all(report.ok for report in check_source(SAFE_LOG, "custom.py", wrt="all"))
 
 
 def test_the_rule_is_written_where_the_function_is_called():
-    text = compile_source(SAFE_LOG, "custom.py").text
+    text = compile_source(SAFE_LOG, "custom.py", wrt="all").text
     grad = text[text.index("def loss_grad"):text.index("def loss_value_and_grad")]
     # each call's backward block: the statement, the rule cited, the rule with g the adjoint
     # of the call's value (3 for y, 1 for the returned one), its contribution to the input's
@@ -86,7 +86,7 @@ def test_a_returned_custom_call_is_the_result_itself():
 
 def test_generated_module_never_imports_or_names_gradgen():
     source = SAFE_LOG + "\n\ndef chase(w=1.5):\n    return (w - gradgen.stop_gradient(2 * w)) ** 2\n"
-    text = compile_source(source, "custom.py").text
+    text = compile_source(source, "custom.py", wrt="all").text
     tree = ast.parse(text)
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
                 for alias in node.names} | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
@@ -230,7 +230,7 @@ def test_straight_through_estimator_is_accepted_when_marked(mark, rule_mark):
     dw, ds = generated.quant_grad(0.4, 1.3)
     assert dw == pytest.approx(2 * (1.0 * 1.3 - 2.0) * 1.3 * 3, rel=1e-14)  # round(1.2) = 1, passed straight through
     assert ds == pytest.approx(2 * (1.3 - 2.0) * 1.0, rel=1e-14)
-    [report] = check_source(source, "quant.py")
+    [report] = check_source(source, "quant.py", wrt="all")
     assert report.ok
     rows = {row.param: row for row in report.points[0].rows}
     assert rows["w"].ok and rows["w"].fd == pytest.approx(dw, rel=1e-9)  # the estimator, linearised
@@ -248,7 +248,7 @@ def test_an_estimator_on_an_array_is_linearised_by_its_rule_for_finite_differenc
     q = np.round(3 * w)
     dw, ds = generated.quant_array_grad(w)
     assert dw == pytest.approx((q * 1.3 - 2.0) ** 2 + 2 * (q * 1.3 - 2.0) * 1.3 * 3 * w, rel=1e-14)
-    [report] = check_source(source, "quant.py", functions=["quant_array"], at={"w": w})
+    [report] = check_source(source, "quant.py", functions=["quant_array"], at={"w": w}, wrt="all")
     assert report.ok
     rows = {row.param: row for row in report.points[0].rows}
     assert rows["w.v1"].fd == pytest.approx(rows["w.v1"].generated, rel=1e-9)
@@ -277,7 +277,7 @@ def test_wrong_rule_of_a_smooth_function_is_reported_by_name(capsys, tmp_path):
 
 
 def test_a_right_rule_gets_a_row_of_its_own():
-    [report] = check_source(SAFE_LOG, "custom.py", at={"w": 2.0, "b": 0.5})
+    [report] = check_source(SAFE_LOG, "custom.py", at={"w": 2.0, "b": 0.5}, wrt="all")
     [point] = report.points
     assert [row.param for row in point.rows] == ["w", "b", "rule safe_log_vjp: x"]
     rule = point.rows[2]
@@ -314,7 +314,7 @@ def test_stop_gradient_in_a_softmax_max_shift_changes_nothing():
     assert plain == pytest.approx(with_stop, abs=1e-15)
     body = compiled.text[compiled.text.index("def nll_grad"):compiled.text.index("def nll_value_and_grad")]
     assert "    m = np.max(z)\n" in body and "dnll_dm" not in body  # the value, and no gradient through it
-    reports = check_source(SOFTMAX, "softmax.py", at={"z": z})
+    reports = check_source(SOFTMAX, "softmax.py", at={"z": z}, wrt="all")
     assert all(r.ok for r in reports)
 
 
@@ -338,7 +338,7 @@ def test_stop_gradient_of_a_target_computed_from_the_parameter():
     assert generated.chase_grad(1.5) == -3.0  # 2 (w - target), target held: 2 (1.5 - 3)
     assert generated.chase_plain_grad(1.5) == 3.0  # 2 (w - 2w) (1 - 2)
     assert generated.chase_grad(-0.25) == 0.5
-    [report, plain] = check_source(CHASE, "chase.py")
+    [report, plain] = check_source(CHASE, "chase.py", wrt="all")
     assert report.ok and plain.ok
     first = report.points[0].rows[0]
     # sympy and finite differences both hold stop_gradient's value constant
@@ -379,7 +379,7 @@ def test_arrays_and_loops():
     for w in (0.8, 1.7):
         assert generated.looped_grad(w, 4) == pytest.approx(_central(original.looped, {"w": w, "n": 4}, "w"),
                                                              rel=1e-7)
-    assert all(r.ok for r in check_source(ARRAYS_AND_LOOPS, "loops.py", at={"v": v, "w": 0.8, "n": 4}))
+    assert all(r.ok for r in check_source(ARRAYS_AND_LOOPS, "loops.py", at={"v": v, "w": 0.8, "n": 4}, wrt="all"))
 
 
 BRANCHES = '''\
@@ -438,13 +438,13 @@ def test_calls_in_branches_conditional_expressions_and_helpers():
     dv, dc = generated.arr_grad(v, 0.5)
     assert dv == pytest.approx(2 * v * 0.5, rel=1e-14)
     assert dc == pytest.approx(np.sum(v * v) + 2 * np.exp(2.0), rel=1e-14)
-    reports = check_source(BRANCHES, "branches.py", functions=["loss", "arr"], at={"v": v, "w": 0.3, "b": 0.1})
+    reports = check_source(BRANCHES, "branches.py", functions=["loss", "arr"], at={"v": v, "w": 0.3, "b": 0.1}, wrt="all")
     assert all(r.ok for r in reports)
 
 
 def test_a_contribution_of_the_wrong_shape_is_said_so():
     source = BRANCHES.replace("return g * c * np.ones_like(x), np.sum(g * x)", "return g * c * np.ones_like(x), g * x")
-    [report] = check_source(source, "branches.py", functions=["arr"], at={"v": np.array([0.5, 1.0, -2.0])})
+    [report] = check_source(source, "branches.py", functions=["arr"], at={"v": np.array([0.5, 1.0, -2.0])}, wrt="all")
     rows = {row.param: row for row in report.points[0].rows}
     assert (rows["c"].ok, rows["c"].note) == (False, "gradient has shape (3,); the parameter is a number")
     assert rows["rule wsum_vjp: c"].note == ("custom rule wsum_vjp returns a contribution of shape (3,) for 'c', "
@@ -533,14 +533,14 @@ ERRORS = [
 @pytest.mark.parametrize("what,body,message", ERRORS, ids=[e[0] for e in ERRORS])
 def test_errors(what, body, message):
     with pytest.raises(CompileError) as exc:
-        compile_source(_HEAD + body, "bad.py")
+        compile_source(_HEAD + body, "bad.py", wrt="all")
     assert exc.value.format() == message
 
 
 def test_a_custom_function_or_rule_named_with_function_is_refused():
     source = _HEAD + _RULE + "@f.defvjp\ndef f_vjp(g, out, x):\n    return g * 2\n" + _LOSS
     with pytest.raises(CompileError) as exc:
-        compile_source(source, "bad.py", functions=["f_vjp"])
+        compile_source(source, "bad.py", functions=["f_vjp"], wrt="all")
     assert exc.value.format() == ("bad.py:9:1: 'f_vjp' has no gradient: it is the custom rule of 'f', written where "
                                   "'f' is called\n    def f_vjp(g, out, x):\n    ^")
 
@@ -552,6 +552,6 @@ def test_a_sigmoid_helper_only_a_rule_calls_takes_the_files_library():
               "@gradgen.custom_vjp\ndef softplus(z):\n    return np.log1p(np.exp(z))\n\n\n@softplus.defvjp\n"
               "def softplus_vjp(g, out, z):\n    return g * sigmoid(z)\n\n\ndef loss(w, *, X):\n"
               "    return np.sum(softplus(X @ w))\n")
-    generated = load_module(compile_source(source, "sp.py", functions=["loss"]).text)
+    generated = load_module(compile_source(source, "sp.py", functions=["loss"], wrt="all").text)
     w, X = np.array([0.5, -0.2]), np.array([[1.0, 0.3], [-0.4, 2.0]])
     np.testing.assert_allclose(generated.loss_grad(w, X=X), X.T @ (1 / (1 + np.exp(-(X @ w)))), rtol=1e-12)

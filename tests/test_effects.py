@@ -50,7 +50,7 @@ def _forward(text, function):
 
 
 def test_draws_prints_and_asserts_are_kept_in_the_forward_pass_once():
-    text = compile_source(VAE, filename="vae.py").text
+    text = compile_source(VAE, filename="vae.py", wrt="all").text
     assert "import logging\nimport numpy as np\n" in text
     grad = _forward(text, "elbo_grad")
     assert grad == ["std = np.exp(log_std)", "unused = rs.randn(2)", "eps = rs.randn(*mean.shape)",
@@ -63,7 +63,7 @@ def test_draws_prints_and_asserts_are_kept_in_the_forward_pass_once():
 
 
 def test_the_generated_pass_draws_what_the_original_draws():
-    module = compile_source(VAE, filename="vae.py")
+    module = compile_source(VAE, filename="vae.py", wrt="all")
     generated = load_module(module.text, "vae_grad")
     namespace = {}
     exec(VAE, namespace)  # noqa: S102 - the test's own program
@@ -89,7 +89,7 @@ def test_the_generated_pass_draws_what_the_original_draws():
 
 
 def test_check_proves_a_function_that_draws():
-    [report] = check_source(VAE, "vae.py", ["elbo"], at=_point(), n_points=1)
+    [report] = check_source(VAE, "vae.py", ["elbo"], at=_point(), n_points=1, wrt="all")
     assert report.ok and report.wrt == ["mean", "log_std"]
     assert all(row.sympy is not None for row in report.points[0].rows)
 
@@ -98,7 +98,7 @@ def test_check_samples_a_random_state_parameter_as_a_fresh_random_state():
     """Without --at, `check` draws points; a parameter the function draws from (`rs` of
     `rs.randn()`) gets a seeded np.random.RandomState, not a number it cannot draw from."""
     source = "import numpy as np\n\n\ndef f(a: float, b: float, *, rs):\n    return np.sin(a) * b + 0.1 * rs.randn()\n"
-    [report] = check_source(source, "noisy.py", n_points=3)
+    [report] = check_source(source, "noisy.py", n_points=3, wrt="all")
     assert report.ok and len(report.points) == 3
     states = [p.point["rs"] for p in report.points]
     assert all(isinstance(rs, np.random.RandomState) for rs in states)
@@ -119,15 +119,15 @@ def test_draws_in_loops_and_branches_and_inside_expressions():
                     s = s + np.sin(x * e)
             return s
     ''')
-    text = _code(compile_source(source, filename="f.py").text)
+    text = _code(compile_source(source, filename="f.py", wrt="all").text)
     assert text.count("rs.randn()") == 2 and text.count("rs.uniform(-1.0, 1.0)") == 2  # once per function
-    [report] = check_source(source, "f.py", ["f"], at={"x": 0.7, "rs": np.random.RandomState(3)}, n_points=1)
+    [report] = check_source(source, "f.py", ["f"], at={"x": 0.7, "rs": np.random.RandomState(3)}, n_points=1, wrt="all")
     assert report.ok and report.wrt == ["x"]
 
 
 def test_a_failing_assert_fails_in_the_generated_code_too():
     source = "import numpy as np\n\ndef f(x):\n    assert x > 0, 'x must be positive'\n    return np.log(x)\n"
-    generated = load_module(compile_source(source, filename="f.py").text, "f_grad")
+    generated = load_module(compile_source(source, filename="f.py", wrt="all").text, "f_grad")
     assert generated.f_grad(2.0) == 0.5
     with pytest.raises(AssertionError, match="x must be positive"):
         generated.f_grad(-1.0)
@@ -135,14 +135,14 @@ def test_a_failing_assert_fails_in_the_generated_code_too():
 
 def test_prints_see_the_value_the_variable_has_there(capsys):
     source = "def f(x):\n    y = x * 2.0\n    print(f'y={y}')\n    y = y + 1.0\n    print('y is', y)\n    return y * y\n"
-    generated = load_module(compile_source(source, filename="f.py").text, "f_grad")
+    generated = load_module(compile_source(source, filename="f.py", wrt="all").text, "f_grad")
     assert generated.f_grad(1.5) == 16.0  # y = 2x + 1, d(y*y)/dx = 4y
     assert capsys.readouterr().out == "y=3.0\ny is 4.0\n"
 
 
 def test_logging_runs_as_in_the_original(caplog):
     source = "import logging\n\ndef f(x):\n    logging.warning('x=%s', x)\n    return x * x\n"
-    generated = load_module(compile_source(source, filename="f.py").text, "f_grad")
+    generated = load_module(compile_source(source, filename="f.py", wrt="all").text, "f_grad")
     with caplog.at_level(logging.WARNING):
         assert generated.f_grad(3.0) == 6.0
     assert [r.getMessage() for r in caplog.records] == ["x=3.0"]
@@ -153,7 +153,7 @@ def test_sympy_follows_a_scalar_program_beside_an_array_draw():
     array it tried to make a constant of, and every row lost its sympy value)"""
     source = "import numpy as np\n\ndef f(a, b, *, rs):\n    z, e = (a, rs.randn(2))\n    return z * b + np.sum(e)\n"
     [report] = check_source(source, "d.py", ["f"], at={"a": 1.5, "b": 0.3, "rs": np.random.RandomState(2)},
-                            n_points=1)
+                            n_points=1, wrt="all")
     assert report.ok and all(row.sympy is not None for row in report.points[0].rows)
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from gradgen import compile_source, load_module
+from regenerate_goldens import WRT
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if (ROOT / "generated" / f"{p.stem}_grad.py").exists())
@@ -13,7 +14,7 @@ EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if (ROOT / "genera
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 def test_generated_file_is_byte_identical(example):
     golden = (ROOT / "generated" / f"{example.stem}_grad.py").read_bytes()
-    compiled = compile_source(example.read_bytes(), f"examples/{example.name}")
+    compiled = compile_source(example.read_bytes(), f"examples/{example.name}", wrt=WRT.get(example.stem))
     assert compiled.text.encode("utf-8") == golden
 
 

@@ -171,7 +171,7 @@ def f(xs: tuple, b=0.0):
 def test_found_class(name):
     body, point = PROGRAMS[name]
     source = "import numpy as np\n\n" + body
-    generated, original = load_module(compile_source(source, f"{name}.py").text), load_module(source)
+    generated, original = load_module(compile_source(source, f"{name}.py", wrt="all").text), load_module(source)
     grads = generated.f_grad(**point)
     grads = grads if isinstance(grads, tuple) else (grads,)
     for param, grad in zip(point, grads):
@@ -210,7 +210,7 @@ def test_found_hvp_class(name):
     """hvp along t is the central difference of the gradient along t."""
     body, point = HVP_PROGRAMS[name]
     source = "import numpy as np\n\n" + body
-    generated = load_module(compile_source(source, f"{name}.py", emit_kinds=("grad", "hvp")).text)
+    generated = load_module(compile_source(source, f"{name}.py", emit_kinds=("grad", "hvp"), wrt="all").text)
     last = list(point)[-1]
     t = np.linspace(-0.5, 0.7, np.size(point[last])).reshape(np.shape(point[last]))
     tangents = {f"d{p}": (t if p == last else _zeros(point[p])) for p in point}
@@ -232,7 +232,7 @@ def test_an_index_array_into_a_slice_of_a_part():
     """Soak seed 2003 #2263: `acc = layers[1][:2]; acc[np.array([-1, 0, -1])]` indexed a range."""
     source = "import numpy as np\n\n\ndef f(layers: tuple):\n    acc = layers[1][:2]\n" \
              "    acc = acc[np.array([-1, 0, -1])]\n    return np.sum(acc ** 2)\n"
-    generated, original = load_module(compile_source(source, "parts.py").text), load_module(source)
+    generated, original = load_module(compile_source(source, "parts.py", wrt="all").text), load_module(source)
     layers = (np.array([0.5, 1.0]), np.array([0.3, -0.7, 1.1]))
     grad = generated.f_grad(layers)
     assert isinstance(grad, tuple) and np.shape(grad[0]) == (2,)
@@ -244,7 +244,7 @@ def test_a_product_along_an_axis_until_a_number():
     takes with axis=0; prod_grad divided by its rank, 0."""
     source = "import numpy as np\n\n\ndef f(A):\n    S = A\n    for t in range(3):\n" \
              "        S = np.prod(S, axis=0)\n    return np.mean(S)\n"
-    generated, original = load_module(compile_source(source, "prods.py").text), load_module(source)
+    generated, original = load_module(compile_source(source, "prods.py", wrt="all").text), load_module(source)
     A = np.array([[0.5, 1.2], [0.9, -0.4]])
     np.testing.assert_allclose(generated.f_grad(A), central(original.f, A), rtol=1e-6)
 
@@ -256,7 +256,7 @@ def test_a_flattening_reduction_under_stated_shapes(body):
     """Soak seed 2004 #3573: with A stated (a, a), np.cumsum(A) was taken for an (a, a) array,
     and the mean along its axis 0 counted a elements, not a * a (np.sort(axis=None) likewise)."""
     source = f"import numpy as np\n\n\ndef f(A):\n    {body}\n"
-    generated = load_module(compile_source(source, "flat.py", shapes={"A": ("a", "a")}).text)
+    generated = load_module(compile_source(source, "flat.py", shapes={"A": ("a", "a")}, wrt="all").text)
     A = np.arange(9.0).reshape(3, 3) / 10 - 0.35
     np.testing.assert_allclose(generated.f_grad(A), central(load_module(source).f, A), rtol=1e-6, atol=1e-9)
 
@@ -268,7 +268,7 @@ def test_a_loop_that_reduces_its_value_until_a_number(step):
     NumPy still sums along axis -1; putting the axis back gave the gradient a (1, 3) shape
     (through names the loop computes too, and those its values are kept in)."""
     source = f"import numpy as np\n\n\ndef f(z):\n    for t in range(2):\n        {step}\n    return np.sum(z)\n"
-    generated = load_module(compile_source(source, "shrink.py").text)
+    generated = load_module(compile_source(source, "shrink.py", wrt="all").text)
     z = np.array([0.8, 0.79, 0.03])
     grad = generated.f_grad(z)
     assert np.shape(grad) == (3,)
@@ -282,7 +282,7 @@ def test_enumerate_a_slice_of_a_structured_parameter(loop):
     source = ("import numpy as np\n\n\ndef f(p: list, x):\n    total = 0.0\n"
               f"    for j, row in {loop}:\n        total = total + (j + 1) * np.sum(np.tanh(row * x))\n"
               "    return total\n")
-    generated, original = load_module(compile_source(source, "slices.py").text), load_module(source)
+    generated, original = load_module(compile_source(source, "slices.py", wrt="all").text), load_module(source)
     p = [np.array([0.3, -0.7]), np.array([1.1, 0.4]), np.array([[0.5, -0.2], [0.9, 0.1], [-0.6, 0.8]])]
     p = p[:2] + [p[2][0]] if "p[2]" not in loop else p
     x = np.array([0.25, -1.5])
@@ -301,7 +301,7 @@ def test_a_name_bound_to_parts_in_a_loop_then_carried_by_another_is_refused():
               "    for key, part in params.items():\n        for col, ub in data:\n            buf = part\n"
               "        m = m if np.sum(params['c']) > 0.942 else part\n    return m.sum()\n")
     with pytest.raises(CompileError) as refused:
-        compile_source(source, "parts.py")
+        compile_source(source, "parts.py", wrt="all")
     assert str(refused.value).startswith("parts.py:7:5: 'm' was bound to data inside a loop or branch")
 
 
@@ -310,7 +310,7 @@ def test_the_tangent_of_a_transpose_of_a_number():
     caller's tangent, a Python float, has no .T; it is np.transpose(dc)."""
     source = "import numpy as np\n\n\ndef f(c):\n    for step in range(2):\n        c = np.tanh(step) + c * c\n" \
              "        c = c.T\n    return c\n"
-    generated = load_module(compile_source(source, "tr.py", emit_kinds=("grad", "jvp")).text)
+    generated = load_module(compile_source(source, "tr.py", emit_kinds=("grad", "jvp"), wrt="all").text)
     value, derivative = generated.f_jvp(0.3, dc=1.0)
     assert derivative == pytest.approx(generated.f_grad(0.3), rel=1e-12)
     assert derivative == pytest.approx(central(load_module(source).f, np.array(0.3)), rel=1e-6)
@@ -320,6 +320,6 @@ def test_the_gradient_of_a_result_that_is_a_reshape_is_a_float():
     """Seed 2012 #114: `return np.squeeze(b.T)` of a (1, 1) b: the gradient was
     np.reshape(1, ...), an array of integers; it is np.reshape(1.0, ...)."""
     generated = load_module(compile_source("import numpy as np\n\n\ndef f(b):\n    return np.squeeze(b.T)\n",
-                                           "sq.py").text)
+                                           "sq.py", wrt="all").text)
     grad = generated.f_grad(np.array([[1.25]]))
     assert grad.dtype == np.float64 and grad.shape == (1, 1) and grad[0, 0] == 1.0

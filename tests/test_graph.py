@@ -61,7 +61,7 @@ def drawn(text):
 
 
 def generated_grad(source, name, point):
-    compiled = compile_source(source, "f.py", [name])
+    compiled = compile_source(source, "f.py", [name], wrt="all")
     return getattr(load_module(compiled.text), f"{name}_grad")(**point)
 
 
@@ -203,7 +203,7 @@ def test_arrays_show_shape_and_norm_and_their_gradients_are_the_generated_ones()
 
     point = mlp()
     source = (ROOT / "examples" / "mlp.py").read_bytes()
-    graph = graph_source(source, "examples/mlp.py", "loss", at=point)
+    graph = graph_source(source, "examples/mlp.py", "loss", wrt=["all"], at=point)
     expected = generated_grad(source, "loss", point)
     for name, grad in zip(("W1", "b1", "W2", "b2"), expected):
         assert graph.node(name).grad.shape == grad.shape

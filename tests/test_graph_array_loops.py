@@ -73,5 +73,5 @@ def test_a_loop_counted_by_a_number_suggests_at_even_beside_arrays():
 
 
 def test_a_short_array_loop_is_drawn():
-    graph = graph_source(LOOPS, "loops.py", "through_a_name", at={"x": np.array([1.0, 2.0]), "a": 3.0})
+    graph = graph_source(LOOPS, "loops.py", "through_a_name", wrt=["all"], at={"x": np.array([1.0, 2.0]), "a": 3.0})
     assert len(graph.nodes) < MAX_NODES and graph.node("a").grad == pytest.approx(3.0)

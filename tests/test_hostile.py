@@ -836,8 +836,9 @@ def assert_only_generated_code(text, functions, constants=()):
     for tok in tokenize.generate_tokens(iter(text.splitlines(keepends=True)).__next__):
         if tok.type == tokenize.COMMENT and tok.start[0] > 3:
             assert re.fullmatch(r"# (forward pass|backward pass: .*|line \d+: .*)", tok.string) or (
-                tok.start[0] <= 6 and re.fullmatch(r"# (Constants copied from [ -~]*|Folded into the code [ -~]*|"
-                                                   r"Compiled: [\w, ]+\.( Skipped \([\w ]+\): [\w, ()]+\.)?)",
+                tok.start[0] <= 7 and re.fullmatch(r"# (Constants copied from [ -~]*|Folded into the code [ -~]*|"
+                                                   r"Compiled: [\w, ]+\.( Skipped \([\w ]+\): [\w, ()]+\.)?|"
+                                                   r"Differentiated \([\w ,-]+\): [\w ,;]+\.)",
                                                    tok.string)), tok.string
     assert "\r" not in text and "\x0c" not in text
 

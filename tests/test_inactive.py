@@ -78,7 +78,7 @@ def test_inactive_code_runs_as_written_and_the_gradient_is_right(file_name, func
 
 def _refusal(source):
     with pytest.raises(CompileError) as caught:
-        compile_source(source, "loss.py")
+        compile_source(source, "loss.py", wrt="all")
     return caught.value.format()
 
 
@@ -102,14 +102,14 @@ def test_inactive_code_that_only_decides_a_branch_runs_even_on_a_differentiated_
     # cond(X) reads X, which is differentiated, but only picks a branch: no derivative flows there
     source = ("import numpy as np\n\n\ndef loss(w, X):\n    z = X @ w\n    if np.linalg.cond(X) > 1e8:\n"
               "        z = z * 0.5\n    return np.sum(z ** 2)\n")
-    compiled = compile_source(source, "loss.py")
+    compiled = compile_source(source, "loss.py", wrt="all")
     assert "np.linalg.cond(X)" in compiled.text
 
 
 def test_forward_mode_refuses_an_expression_kept_as_written_that_a_tangent_reaches():
     source = "import numpy as np\nfrom mystery import smooth\n\n\ndef loss(w):\n    return np.sum(smooth(w))\n"
     with pytest.raises(CompileError) as caught:
-        compile_source(source, "loss.py", emit_kinds=("hvp",))
+        compile_source(source, "loss.py", emit_kinds=("hvp",), wrt="all")
     assert caught.value.message.startswith("no derivative rule for 'smooth' on the value of 'w'")
 
 
@@ -125,7 +125,7 @@ def test_python_errors_stay_errors():
 def test_the_generated_code_keeps_the_users_text_with_generated_names():
     source = ("import numpy as np\n\n\ndef loss(w, X):\n    buf = np.empty(X.shape[0], dtype=X.dtype)\n"
               "    buf[:] = 1.0\n    for i in range(3):\n        w = w * 1.5\n    return np.sum(buf * (X @ w))\n")
-    text = compile_source(source, "loss.py").text
+    text = compile_source(source, "loss.py", wrt="all").text
     assert "buf = np.empty(X.shape[0], dtype=X.dtype)" in text
     ns = {}
     exec(text, ns)
@@ -196,7 +196,7 @@ def test_a_buffer_shaped_like_a_differentiated_value_is_data_until_written():
               "    return np.sum(y)\n")
     from differences import central
     ns = {}
-    exec(compile_source(source, "ode.py", functions=["loss"]).text, ns)
+    exec(compile_source(source, "ode.py", functions=["loss"], wrt="all").text, ns)
     original = {}
     exec(source, original)
     x = np.array([0.3, 0.5, 0.7, 1.1])
@@ -232,7 +232,7 @@ def test_data_read_before_a_loop_overwrites_its_name_is_still_data():
               "    y[...] = np.quantile(X, 0.25)\n    for row in y:\n        X = H * w[0]\n"
               "    return np.sum(y * H) + np.sum(X)\n")
     ns = {}
-    exec(compile_source(source, "f.py").text, ns)
+    exec(compile_source(source, "f.py", wrt="all").text, ns)
     w, H, X = np.array([2.0]), np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, 5.0, 9.0])
     dw, dH = ns["f_grad"](w, H, X=X)
     assert dw[0] == pytest.approx(np.sum(H))

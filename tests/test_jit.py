@@ -77,14 +77,15 @@ def test_the_jit_text_is_the_plain_text_plus_only_its_edits():
     undone = jitted.split(JIT_LINE + "\n")[1].replace("@numba.njit(cache=False)\n", "").replace("import numba\n\n", "")
     undone = undone.replace("range(N_STEPS - 1, -1, -1)", "reversed(range(N_STEPS))")
     undone = undone.replace("; each function\nis compiled by numba.njit on its first call.", ".")
-    assert undone == plain.split("\n", 4)[4]
+    assert undone == plain.split("\n", 5)[5]
 
 
 def test_the_header_records_the_jit_the_command_and_the_new_body():
     text = compile_source((ROOT / "examples" / "ode_fit.py").read_bytes(), "examples/ode_fit.py", jit="numba").text
     lines = text.split("\n")
     assert lines[1] == "# Do not edit: run `gradgen compile --jit numba examples/ode_fit.py` again instead."
-    assert lines[3:5] == ["# Compiled: loss.", JIT_LINE]
+    assert lines[3:6] == ["# Compiled: loss.", "# Differentiated (the default, the first parameter, or all of them when every "
+                          "parameter has a number default): loss with respect to a, b, x0.", JIT_LINE]
     header = freshness.read_header(text.encode("utf-8"))
     assert header.body_ok and header.source == "examples/ode_fit.py"
 

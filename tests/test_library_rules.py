@@ -211,7 +211,7 @@ def test_library_rule_matches_finite_differences(case):
     original = namespace["loss"]
     shape = np.shape(np.asarray(eval(expression, namespace, dict(inputs))))  # noqa: S307
     W = _rng(case + "W").standard_normal(shape)
-    module = load_module(compile_source(source, f"{case}.py", functions=["loss"]).text, f"library_{case}")
+    module = load_module(compile_source(source, f"{case}.py", functions=["loss"], wrt="all").text, f"library_{case}")
     value, grads = module.loss_value_and_grad(**inputs, W=W)
     grads = grads if len(names) > 1 else (grads,)
     assert value == pytest.approx(original(**inputs, W=W), rel=1e-12)
@@ -243,7 +243,7 @@ def test_forward_rule_matches_central_differences(case):
     original = namespace["loss"]
     W = _rng(case + "W").standard_normal(np.shape(np.asarray(eval(expression, namespace, dict(inputs)))))  # noqa: S307
     direction = {name: _rng(case + name).standard_normal(np.shape(v)) for name, v in inputs.items()}
-    module = load_module(compile_source(source, f"{case}.py", functions=["loss"], emit_kinds=("jvp",)).text,
+    module = load_module(compile_source(source, f"{case}.py", functions=["loss"], emit_kinds=("jvp",), wrt="all").text,
                          f"forward_{case}")
     value, tangent = module.loss_jvp(**inputs, W=W, **{"d" + name: d for name, d in direction.items()})
     h = 1e-6
@@ -269,7 +269,7 @@ def test_every_library_rule_is_exercised():
 def test_cholesky_gradient_lives_on_the_lower_triangle():
     # np.linalg.cholesky reads only the lower triangle: the upper one gets exactly 0
     source = HEADER + "def f(A, *, W):\n    return np.sum(W * np.linalg.cholesky(A))\n"
-    module = load_module(compile_source(source, "chol.py").text, "library_chol")
+    module = load_module(compile_source(source, "chol.py", wrt="all").text, "library_chol")
     r = _rng("chol")
     grad = module.f_grad(spd(r, 4), W=r.standard_normal((4, 4)))
     assert np.all(np.triu(grad, 1) == 0.0)
@@ -278,7 +278,7 @@ def test_cholesky_gradient_lives_on_the_lower_triangle():
 
 def test_generated_module_imports_the_scipy_module_the_user_imported():
     source = HEADER + "def f(x):\n    return np.sum(gammaln(x))\n"
-    text = compile_source(source, "g.py").text
+    text = compile_source(source, "g.py", wrt="all").text
     assert "import scipy.special\n" in text
     assert "scipy.special.digamma(" in text
     assert "import gradgen" not in text and "scipy.stats" not in text
@@ -286,7 +286,7 @@ def test_generated_module_imports_the_scipy_module_the_user_imported():
 
 def test_positional_dtype_of_astype_is_the_identity():
     source = "import numpy as np\n\n\ndef f(x):\n    return np.sum(x.astype(float) ** 2)\n"
-    generated = load_module(compile_source(source, "a.py").text, "a_grad")
+    generated = load_module(compile_source(source, "a.py", wrt="all").text, "a_grad")
     np.testing.assert_array_equal(generated.f_grad(np.array([0.5, -2.0])), [1.0, -4.0])
 
 
@@ -294,7 +294,7 @@ def test_a_keyword_given_twice_or_a_required_one_missing_is_located():
     for call, message in [("norm.logpdf(x, 0.0, loc=1.0)", "'norm.logpdf' got two values for its argument 'loc'"),
                           ("t.logpdf(x, scale=2.0)", "'t.logpdf' needs its argument 'df'")]:
         with pytest.raises(CompileError) as info:
-            compile_source(HEADER + f"def f(x):\n    return np.sum({call})\n", "k.py")
+            compile_source(HEADER + f"def f(x):\n    return np.sum({call})\n", "k.py", wrt="all")
         assert (info.value.message, info.value.line, info.value.col) == (message, 10, 19)
 
 
@@ -303,7 +303,7 @@ def test_string_keywords_are_refused_until_lowering_reads_them():
     # numbers only as static parameters today
     source = HEADER + "def f(x, y):\n    return np.sum(np.meshgrid(x, y, indexing='ij')[0])\n"
     with pytest.raises(CompileError) as info:
-        compile_source(source, "m.py")
+        compile_source(source, "m.py", wrt="all")
     assert info.value.message == "'indexing=' must be a constant here"
 
 
@@ -312,7 +312,7 @@ def test_cho_factor_named_then_passed_to_cho_solve():
     # differences along a symmetric direction (cho_factor reads one triangle of A)
     source = HEADER + ("def f(A, b):\n    factor = scipy.linalg.cho_factor(A, lower=True)\n"
                        "    return np.sum(scipy.linalg.cho_solve(factor, b) * b)\n")
-    module = load_module(compile_source(source, "cho.py", emit_kinds=("grad", "jvp")).text, "library_cho_named")
+    module = load_module(compile_source(source, "cho.py", emit_kinds=("grad", "jvp"), wrt="all").text, "library_cho_named")
     namespace = {}
     exec(compile(source, "<cho>", "exec"), namespace)  # noqa: S102 - our own test source
     r = _rng("cho_named")
@@ -332,7 +332,7 @@ def test_cho_factor_unpacked_then_passed_to_cho_solve_as_a_pair(lower):
     # differences along a symmetric direction
     source = HEADER + (f"def f(A, b):\n    c, low = scipy.linalg.cho_factor(A{lower})\n"
                        "    return np.sum(scipy.linalg.cho_solve((c, low), b) * b)\n")
-    text = compile_source(source, "cho.py", emit_kinds=("grad", "jvp")).text
+    text = compile_source(source, "cho.py", emit_kinds=("grad", "jvp"), wrt="all").text
     assert "scipy.linalg.cho_solve(c_low, b)" in text
     module = load_module(text, "library_cho_unpacked")
     namespace = {}
@@ -351,6 +351,6 @@ def test_norm_refuses_the_orders_it_has_no_rule_for():
     for call in ("np.linalg.norm(x, ord=3)", "np.linalg.norm(x, ord=-np.inf, axis=0)",
                  "np.linalg.norm(x, ord=1, axis=(0, 1))"):
         with pytest.raises(CompileError) as info:
-            compile_source(HEADER + f"def f(x):\n    return {call}\n", "n.py")
+            compile_source(HEADER + f"def f(x):\n    return {call}\n", "n.py", wrt="all")
         assert "has no derivative rule: gradgen differentiates vector norms (ord None, 2, 1, np.inf)" \
             in info.value.message

@@ -72,7 +72,7 @@ POINTS = {
 
 @pytest.mark.parametrize("name", sorted(POINTS))
 def test_lists_match_sympy_and_finite_differences(name):
-    [report] = check_source(SOURCE, "lists.py", [name], at=POINTS[name])
+    [report] = check_source(SOURCE, "lists.py", [name], at=POINTS[name], wrt="all")
     assert report.ok and report.points, name
     rows = report.points[0].rows
     assert all(row.ok for row in rows)
@@ -81,7 +81,7 @@ def test_lists_match_sympy_and_finite_differences(name):
 
 
 def _grad_text(name):
-    text = compile_source(SOURCE, "lists.py", functions=[name]).text
+    text = compile_source(SOURCE, "lists.py", functions=[name], wrt="all").text
     return text.split(f"def {name}_grad(", 1)[1].split(f"def {name}_value_and_grad(", 1)[0]
 
 
@@ -100,7 +100,7 @@ def test_an_append_whose_value_nobody_reads_still_pops():
     grad = _grad_text("unused_append")
     assert "dunused_append_ditems = zeros_like_tree(items)" in grad
     assert "dunused_append_ditems_popped = dunused_append_ditems.pop()" in grad
-    module = load_module(compile_source(SOURCE, "lists.py", functions=["unused_append"]).text, "lists_grad")
+    module = load_module(compile_source(SOURCE, "lists.py", functions=["unused_append"], wrt="all").text, "lists_grad")
     value, (da, db) = module.unused_append_value_and_grad(0.8, -1.7)
     assert value == 0.8 * -1.7 + 0.8 and (da, db) == (-1.7 + 1.0, 0.8)
 
@@ -109,7 +109,7 @@ def test_comprehension_variables_are_their_own():
     """The comprehension's `x` is not the caller's: a caller's x is unchanged after it."""
     source = ("def f(w: float, xs, x: float) -> float:\n    ys = [w * x for x in xs]\n"
               "    return sum(ys) + x\n")
-    module = load_module(compile_source(source, "c.py").text, "c_grad")
+    module = load_module(compile_source(source, "c.py", wrt="all").text, "c_grad")
     value, grads = module.f_value_and_grad(2.0, np.array([1.0, 3.0]), 10.0)
     assert value == 18.0
     assert grads[0] == 4.0 and grads[2] == 1.0
@@ -128,7 +128,7 @@ def test_comprehension_variables_are_their_own():
 def test_list_uses_outside_the_subset_are_located(body, message):
     source = f"import numpy as np\n\n\ndef f(w):\n{body}"
     with pytest.raises(CompileError) as caught:
-        compile_source(source, "bad.py")
+        compile_source(source, "bad.py", wrt="all")
     line, col, text = message.split(":", 2)
     assert (caught.value.line, caught.value.col, caught.value.message) == (int(line) + 4, int(col), text.strip())
 
@@ -307,7 +307,7 @@ LOOP_POINTS = [
 
 @pytest.mark.parametrize("name,point", LOOP_POINTS, ids=[f"{n}-{k}" for k, (n, _) in enumerate(LOOP_POINTS)])
 def test_lists_made_in_loops_and_branches_match_finite_differences(name, point):
-    [report] = check_source(LOOP_SOURCE, "loops.py", [name], at=point)
+    [report] = check_source(LOOP_SOURCE, "loops.py", [name], at=point, wrt="all")
     rows = [row for p in report.points for row in p.rows]
     assert report.ok and rows and all(row.ok for row in rows), name
     if all(np.ndim(v) == 0 for v in point.values()) and name != "with_break":
@@ -315,7 +315,7 @@ def test_lists_made_in_loops_and_branches_match_finite_differences(name, point):
 
 
 def _loop_grad_text(name):
-    text = compile_source(LOOP_SOURCE, "loops.py", functions=[name]).text
+    text = compile_source(LOOP_SOURCE, "loops.py", functions=[name], wrt="all").text
     return text.split(f"def {name}_grad(", 1)[1].split(f"def {name}_value_and_grad(", 1)[0]
 
 
@@ -369,7 +369,7 @@ def test_appending_to_a_list_saves_nothing():
 def test_lists_made_in_loops_and_branches_refusals(body, message):
     source = f"import numpy as np\n\n\ndef make(v):\n    return [v * j for j in range(3)]\n\n\ndef f(w):\n{body}"
     with pytest.raises(CompileError) as caught:
-        compile_source(source, "bad.py", functions=["f"])
+        compile_source(source, "bad.py", functions=["f"], wrt="all")
     line, col, text = message.split(":", 2)
     assert (caught.value.line, caught.value.col, caught.value.message) == (int(line) + 7, int(col), text.strip())
 
@@ -377,7 +377,7 @@ def test_lists_made_in_loops_and_branches_refusals(body, message):
 def test_forward_mode_follows_a_list_made_in_a_loop():
     """jvp is the gradient along t; hvp is the central difference of the gradient along t
     (the gradient list of np.concatenate(acc) is a list: its zero tangent a list of zeros)."""
-    compiled = compile_source(LOOP_SOURCE, "loops.py", functions=["nested_appends"], emit_kinds=("grad", "jvp", "hvp"))
+    compiled = compile_source(LOOP_SOURCE, "loops.py", functions=["nested_appends"], emit_kinds=("grad", "jvp", "hvp"), wrt="all")
     module = load_module(compiled.text, "loops_kinds")
     rs = np.random.RandomState(11)
     w, X, dw, dX = 0.6, rs.randn(2, 3, 2), 0.7, rs.randn(2, 3, 2)
@@ -431,7 +431,7 @@ def test_a_literal_list_zipped_with_a_list_of_arrays(name):
     """`for w, p in zip([0.5, 1.0], parts)`: the literal list is a list of its own, read by
     index beside parts (an expression in it is differentiated too)."""
     at = {"x": np.array([0.3, -0.5, 1.2]), "y": np.array([0.7, 0.1, -0.4])}
-    [report] = check_source(ZIPPED, "zipped.py", [name], at=at)
+    [report] = check_source(ZIPPED, "zipped.py", [name], at=at, wrt="all")
     assert report.ok and report.points, report
     assert all(row.ok for row in report.points[0].rows)
 
@@ -479,7 +479,7 @@ def test_lists_made_in_one_assignment_reach_their_appends(name):
 def test_a_list_made_in_a_tuple_assignment_that_reads_its_targets_is_refused():
     source = "import numpy as np\n\n\ndef f(w):\n    a = [w]\n    a, b = [], a\n    return np.sum(w)\n"
     with pytest.raises(CompileError) as caught:
-        compile_source(source, "f.py")
+        compile_source(source, "f.py", wrt="all")
     assert caught.value.format().splitlines()[0] == (
         "f.py:6:12: a list made in a tuple assignment: make each list in an assignment of its own (hs = [] then "
         "cs = [])")
@@ -513,7 +513,7 @@ def test_a_list_whose_gradient_starts_as_zeros_gives_each_item_zeros_of_its_shap
     """A list's gradient started as `[0.0] * len(S)`: where no derivative reached the list, a
     parameter read through it got 0.0 instead of zeros of its shape (soak seed 2019 #1062),
     and the rows of np.array(list) became list(0.0), a TypeError (seed 2018 #3483)."""
-    module = load_module(compile_source(LIST_ZEROS, "zeros.py", functions=[name]).text)
+    module = load_module(compile_source(LIST_ZEROS, "zeros.py", functions=[name], wrt="all").text)
     grads = getattr(module, f"{name}_grad")(**point)
     for (param, value), grad in zip(point.items(), grads):
         if isinstance(value, list):

@@ -110,10 +110,10 @@ def softmax(z):
 
 def test_grad_of_a_function_in_a_file_sees_its_constants_and_helpers(user):
     # loss = sum(SCALE**2 x**2 W) + y**3: d/dx = 2 * 9 * x * W, d/dy = 3 y**2
-    dx, dy = gradgen.grad(user.loss)(X0, Y0)
+    dx, dy = gradgen.grad(user.loss, wrt='all')(X0, Y0)
     np.testing.assert_array_equal(dx, [18.0, -72.0])
     assert dy == 0.75
-    assert gradgen.grad(user.loss).__name__ == "loss_grad"
+    assert gradgen.grad(user.loss, wrt='all').__name__ == "loss_grad"
 
 
 def test_wrt_chooses_the_parameters(user):
@@ -122,7 +122,7 @@ def test_wrt_chooses_the_parameters(user):
 
 
 def test_value_and_grad(user):
-    value, (dx, dy) = gradgen.value_and_grad(user.loss)(X0, Y0)
+    value, (dx, dy) = gradgen.value_and_grad(user.loss, wrt='all')(X0, Y0)
     assert value == 9.0 * (1.0 * 1.0 + 4.0 * 2.0) + 0.125 == user.loss(X0, Y0)
     np.testing.assert_array_equal(dx, [18.0, -72.0])
     assert dy == 0.75
@@ -130,12 +130,12 @@ def test_value_and_grad(user):
 
 def test_jvp_is_the_gradient_dotted_with_the_tangent(user):
     tx, ty = np.array([0.3, -1.1]), 2.0
-    value, derivative = gradgen.jvp(user.loss)(X0, Y0, dx=tx, dy=ty)
-    dx, dy = gradgen.grad(user.loss)(X0, Y0)
+    value, derivative = gradgen.jvp(user.loss, wrt='all')(X0, Y0, dx=tx, dy=ty)
+    dx, dy = gradgen.grad(user.loss, wrt='all')(X0, Y0)
     assert value == user.loss(X0, Y0)
     assert derivative == pytest.approx(np.dot(dx, tx) + dy * ty, rel=1e-14)
     # the module constants it reads are keyword arguments (passed their live values), then the tangents
-    assert str(inspect.signature(gradgen.jvp(user.loss))) == "(x, y, *, SCALE=3.0, W=array([1., 2.]), dx, dy)"
+    assert str(inspect.signature(gradgen.jvp(user.loss, wrt='all'))) == "(x, y, *, SCALE=3.0, W=array([1., 2.]), dx, dy)"
 
 
 def test_hvp_against_finite_differences_of_the_gradient(user):
@@ -143,10 +143,10 @@ def test_hvp_against_finite_differences_of_the_gradient(user):
     rng = np.random.default_rng(0)
     X, t = rng.normal(size=(6, 3)), (rng.random(6) < 0.5).astype(float)
     w, b, v, s = rng.normal(size=3), 0.2, rng.normal(size=3), -0.7
-    grad = gradgen.grad(user.nll)
+    grad = gradgen.grad(user.nll, wrt='all')
     p = sigmoid(X @ w + b)  # the gradient by hand: X.T (p - t), sum(p - t)
     np.testing.assert_allclose(grad(w, b, X=X, t=t)[0], X.T @ (p - t), rtol=1e-12)
-    hw, hb = gradgen.hvp(user.nll)(w, b, X=X, t=t, dw=v, db=s)
+    hw, hb = gradgen.hvp(user.nll, wrt='all')(w, b, X=X, t=t, dw=v, db=s)
     h = 1e-5
     (gw1, gb1), (gw0, gb0) = grad(w + h * v, b + h * s, X=X, t=t), grad(w - h * v, b - h * s, X=X, t=t)
     np.testing.assert_allclose(hw, (gw1 - gw0) / (2 * h), rtol=1e-7)
@@ -156,7 +156,7 @@ def test_hvp_against_finite_differences_of_the_gradient(user):
 def test_hessian_of_rosenbrock_in_two_variables(user):
     x, y = -1.2, 1.0
     analytic = np.array([[2 - 400 * (y - x ** 2) + 800 * x ** 2, -400 * x], [-400 * x, 200.0]])
-    np.testing.assert_allclose(gradgen.hessian(user.rosen2)(x, y), analytic, rtol=1e-13)
+    np.testing.assert_allclose(gradgen.hessian(user.rosen2, wrt='all')(x, y), analytic, rtol=1e-13)
 
 
 def rosen_hessian(x):
@@ -200,30 +200,30 @@ def test_the_same_text_as_the_compiler_writes(user):
 
 
 def test_a_second_call_is_served_from_memory(user, compiles):
-    first = gradgen.grad(user.loss)
-    assert gradgen.grad(user.loss) is first
-    assert gradgen.value_and_grad(user.loss)(X0, Y0)[0] == user.loss(X0, Y0)  # the same module
+    first = gradgen.grad(user.loss, wrt='all')
+    assert gradgen.grad(user.loss, wrt='all') is first
+    assert gradgen.value_and_grad(user.loss, wrt='all')(X0, Y0)[0] == user.loss(X0, Y0)  # the same module
     assert compiles == [("grad",)]
-    gradgen.hvp(user.loss)  # another kind is another module
+    gradgen.hvp(user.loss, wrt='all')  # another kind is another module
     assert compiles == [("grad",), ("hvp",)]
 
 
 def test_a_new_process_is_served_from_disk(user, compiles, tmp_path):
-    gradgen.grad(user.loss)
+    gradgen.grad(user.loss, wrt='all')
     stored = list((tmp_path / "cache").glob("*.json"))
     assert len(stored) == 1 and not list((tmp_path / "cache").glob(".*"))  # no temporary file left
     assert json.loads(stored[0].read_text())["names"] == {"grad": "loss_grad", "value_and_grad": "loss_value_and_grad"}
     live.clear_cache()  # as in a new process
-    dx, dy = gradgen.grad(user.loss)(X0, Y0)
+    dx, dy = gradgen.grad(user.loss, wrt='all')(X0, Y0)
     assert compiles == [("grad",)] and dy == 0.75
 
 
 def test_a_fresh_interpreter_loads_from_disk_without_the_compiler(user, tmp_path):
-    gradgen.grad(user.loss)
+    gradgen.grad(user.loss, wrt='all')
     code = (f"import importlib.util, sys, gradgen\n"
             f"spec = importlib.util.spec_from_file_location('userloss', {user.__file__!r})\n"
             f"m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
-            f"print(gradgen.grad(m.loss)(m.np.array([1.0, -2.0]), 0.5)[1], 'gradgen.api' in sys.modules)")
+            f"print(gradgen.grad(m.loss, wrt='all')(m.np.array([1.0, -2.0]), 0.5)[1], 'gradgen.api' in sys.modules)")
     env = {"GRADGEN_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1",
            "PYTHONPATH": str(ROOT)}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
@@ -241,11 +241,11 @@ def test_an_edited_file_is_compiled_again(tmp_path, compiles):
 
 
 def test_a_damaged_disk_entry_is_compiled_again(user, compiles, tmp_path):
-    gradgen.grad(user.loss)
+    gradgen.grad(user.loss, wrt='all')
     (entry,) = (tmp_path / "cache").glob("*.json")
     entry.write_text('{"format": 1, "text": "def loss_grad(:')
     live.clear_cache()
-    assert gradgen.grad(user.loss)(X0, Y0)[1] == 0.75
+    assert gradgen.grad(user.loss, wrt='all')(X0, Y0)[1] == 0.75
     assert len(compiles) == 2
     assert json.loads(entry.read_text())["names"]["grad"] == "loss_grad"  # rewritten
 
@@ -263,9 +263,9 @@ def test_where_the_disk_cache_lives(monkeypatch, tmp_path):
 
 def test_an_empty_cache_dir_turns_the_disk_cache_off(user, monkeypatch, tmp_path, compiles):
     monkeypatch.setenv("GRADGEN_CACHE_DIR", "")
-    gradgen.grad(user.loss)
+    gradgen.grad(user.loss, wrt='all')
     live.clear_cache()
-    gradgen.grad(user.loss)
+    gradgen.grad(user.loss, wrt='all')
     assert len(compiles) == 2 and not (tmp_path / "cache").exists()
 
 

@@ -111,7 +111,7 @@ def test_a_lambda_over_a_factory_closure_and_data_of_main(program):
 
 
 def test_a_closure_over_a_list_of_shapes_and_a_library_function(program):
-    g = gradgen.grad(program.mlp_loss)
+    g = gradgen.grad(program.mlp_loss, wrt="all")
     rng = np.random.RandomState(1)
     w, inputs, targets = rng.randn(program.num_weights), rng.randn(5, 2), rng.randn(5, 1)
     dw, dinputs, dtargets = g(w, inputs, targets)

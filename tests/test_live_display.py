@@ -104,7 +104,7 @@ def test_still_the_plain_generated_function(user):
     assert str(inspect.signature(g)) == "(x)"
     assert g(0.5) == pytest.approx(2.5 * np.cos(0.5), rel=1e-15)
     assert "<details" not in g.__doc__ and g.source in g._repr_markdown_()
-    wrapped = gradgen.grad(user.loss)  # (a functools.wraps wrapper: the display comes along)
+    wrapped = gradgen.grad(user.loss, wrt="all")  # (a functools.wraps wrapper: the display comes along)
     assert str(inspect.signature(wrapped)) == "(x, y, *, SCALE=3.0)"
     dx, dy = wrapped(np.array([1.0, 2.0]), 0.5)
     np.testing.assert_array_equal(dx, [3.0, 6.0])

@@ -29,7 +29,7 @@ def fresh_cache(tmp_path, monkeypatch):
     live.clear_cache()
 
 
-def compiled(folder, source, function, wrt=None):
+def compiled(folder, source, function, wrt="all"):
     """(the generated module, the user's module run as written) for `function` of `source`."""
     path = Path(folder) / f"nested_{next(_imports)}.py"
     path.write_text(source)
@@ -130,7 +130,7 @@ def imported(x):
 
 
 def both(x, k):
-    gx, gk = gradgen.grad(potential)(x, k)
+    gx, gk = gradgen.grad(potential, wrt="all")(x, k)
     return np.sum(gx ** 2) * gk
 
 
@@ -145,7 +145,7 @@ def curvature(x, k, *, v):
 
 
 def slope(x, k, *, v):
-    e, d = gradgen.jvp(potential)(x, k, dx=v, dk=1.0)
+    e, d = gradgen.jvp(potential, wrt="x,k")(x, k, dx=v, dk=1.0)
     return e * d
 '''
 
@@ -229,7 +229,7 @@ def test_the_python_api_compiles_a_nested_gradient_too(tmp_path):
     import gradgen  # the public API, as a user calls it (the module above imports its parts)
 
     _, user, _ = compiled(tmp_path, SIMULATION, "simulate")
-    assert_gradient(gradgen.grad(user.simulate), user.simulate, (X0, 1.5), {"v0": V0})
+    assert_gradient(gradgen.grad(user.simulate, wrt="all"), user.simulate, (X0, 1.5), {"v0": V0})
 
 
 SHAPES = '''

@@ -17,7 +17,7 @@ def _lower(source, name="f"):
     return lower_function(module, name, fnamer, sigmoid_helper_name(module)), fnamer
 
 
-def _backward(source, wrt=None):
+def _backward(source, wrt=("all",)):
     fn, fnamer = _lower(source)
     act = activity.analyse(fn, activity.choose_wrt(fn, wrt), None)
     return "\n".join(map(str, reverse.backward(fn, act, fnamer, fn.result_name).statements))
@@ -70,7 +70,29 @@ def test_default_wrt_leaves_out_parameters_used_only_without_derivative():
         def f(x, k, c, unused):
             return x * math.floor(k) if c > 0 else x
     """)
-    assert activity.choose_wrt(fn, None) == ["x", "unused"]
+    assert activity.choose_wrt(fn, ("all",)) == ["x", "unused"]
+    assert activity.choose_wrt(fn, None) == ["x"]
+    assert activity.left_out_parameters(fn, None) == {
+        "k": "used only where no derivative exists (comparisons, floor, ...)",
+        "c": "used only where no derivative exists (comparisons, floor, ...)",
+        "unused": activity.NOT_FIRST}
+
+
+def test_default_wrt_is_the_first_parameter_or_every_number_default():
+    # The first parameter (jax.grad, scipy's jac(x, *args)), or every one when each has a number
+    # default (the seed lesson's loss); never a count, a function or data, first or not.
+    cases = [("def f(x, X, y):\n    return x * X + y", ["x"]),
+             ("def loss(params, X, y):\n    return params * X + y", ["params"]),
+             ("def loss(w1=0.5, w2=-0.5, b1=0.5, w3=2.0, b2=0.0):\n    return w1 * w2 + b1 * w3 + b2", 
+              ["w1", "w2", "b1", "w3", "b2"]),
+             ("def f(a=1.0, b=2, *, X):\n    return a * b * X", ["a", "b"]),
+             ("def f(a=1.0, b=None):\n    return a * 2.0 if b is None else a * b", ["a"]),
+             ("def f(a, b=2.0):\n    return a * b", ["a"]),
+             ("def f(n, x):\n    return sum(x for _ in range(n))", ["x"]),
+             ("def f(x=1.0, n=3):\n    return sum(x for _ in range(n))", ["x"])]
+    for source, chosen in cases:
+        fn, _ = _lower("import numpy as np\n" + source + "\n", source[4:source.index("(")])
+        assert activity.choose_wrt(fn, None) == chosen, source
 
 
 def test_activity_is_varied_and_useful():

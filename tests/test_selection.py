@@ -40,8 +40,8 @@ def test_compile_prints_what_each_function_is_differentiated_with_respect_to(tmp
     assert main(["compile", str(tmp_path / "m.py"), "--out-dir", str(tmp_path / "out")]) == 0
     captured = capsys.readouterr()
     assert captured.out.splitlines()[1:] == [
-        "  loss: d/d(W, b); not n (a count or an index: it reaches range(), int() or an index); "
-        "X, y (keyword-only data)",
+        "  loss: d/d(W); not b (the default is the first parameter: --wrt names others, --wrt all takes every one); "
+        "n (a count or an index: it reaches range(), int() or an index); X, y (keyword-only data)",
         "  layers: d/d(Ws); not x (keyword-only data)",
         "  first: d/d(x)",
     ]

@@ -65,7 +65,7 @@ def test_broadcasting_of_stated_dimensions():
 
 def _shapes_of(source, name="f", assumed=None):
     """The StaticShapes of `name` in source, as the compiler sees its lowered body."""
-    compiled = compile_source(source, "s.py", [name], shapes=assumed)
+    compiled = compile_source(source, "s.py", [name], shapes=assumed, wrt="all")
     return StaticShapes(compiled.functions[0].ir, compiled.module, assumed), compiled.functions[0].ir
 
 
@@ -145,7 +145,7 @@ def f(a: Float[np.ndarray, "m n"], row: Float[np.ndarray, "1 n"], col: Float[np.
 
 
 def test_broadcasting_is_undone_by_exact_sums():
-    text = compile_source(SUMS, "sums.py").text
+    text = compile_source(SUMS, "sums.py", wrt="all").text
     body = _grad_function(text, "f_grad")
     assert "unbroadcast" not in text
     assert "axis=0, keepdims=True)" in body and "axis=1, keepdims=True)" in body and "axis=0)" in body
@@ -153,7 +153,7 @@ def test_broadcasting_is_undone_by_exact_sums():
     rng = np.random.default_rng(0)
     point = dict(a=rng.standard_normal((4, 3)), row=rng.standard_normal((1, 3)), col=rng.standard_normal((4, 1)),
                  v=rng.standard_normal(3), s=0.7)
-    unannotated = load_module(compile_source(_strip_annotations(SUMS), "u.py").text, "u")
+    unannotated = load_module(compile_source(_strip_annotations(SUMS), "u.py", wrt="all").text, "u")
     for got, want, x in zip(m.f_grad(**point), unannotated.f_grad(**point), point.values()):
         assert np.shape(got) == np.shape(x)
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
@@ -204,12 +204,12 @@ def test_shapes_option_names_the_shapes_and_a_recompile_keeps_them(tmp_path):
     for name in ("mlp.py", "inputs.py"):
         (tmp_path / name).write_text((ROOT / "examples" / name).read_text())
     run = [sys.executable, "-m", "gradgen"]
-    done = subprocess.run(run + ["compile", "mlp.py", "--shapes", "inputs.py:mlp"], cwd=tmp_path,
+    done = subprocess.run(run + ["compile", "mlp.py", "--shapes", "inputs.py:mlp", "--wrt", "all"], cwd=tmp_path,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     text = (tmp_path / "generated" / "mlp_grad.py").read_text()
     header = text.splitlines()[:4]
-    assert header[1] == "# Do not edit: run `gradgen compile mlp.py --shapes inputs.py:mlp` again instead."
+    assert header[1] == "# Do not edit: run `gradgen compile mlp.py --wrt all --shapes inputs.py:mlp` again instead."
     assert header[3] == ("# Shapes assumed (--shapes inputs.py:mlp): W1 (a, b), b1 (b,), W2 (b, c), b2 (c,), "
                          "X (d, a), Y (d, c).")
     assert "It is written for the shapes W1 (a, b), b1 (b,), W2 (b, c), b2 (c,), X (d, a) and Y\n" in text
@@ -230,7 +230,7 @@ def test_shapes_option_names_the_shapes_and_a_recompile_keeps_them(tmp_path):
     subprocess.run(run + ["compile", "mlp.py", "--shapes", "none", "--emit", "grad"], cwd=tmp_path, check=True,
                    capture_output=True)
     plain = (tmp_path / "generated" / "mlp_grad.py").read_text()
-    assert plain.splitlines()[1] == "# Do not edit: run `gradgen compile mlp.py` again instead."
+    assert plain.splitlines()[1] == "# Do not edit: run `gradgen compile mlp.py --wrt all` again instead."
     assert "Shapes assumed" not in plain and "unbroadcast(" in plain
 
 
@@ -270,13 +270,13 @@ def test_corpus_gradients_for_stated_shapes_equal_the_plain_ones(name):
         user = user or _user_module(path)
         point = getattr(user, f"inputs_{node.name}")()
         try:
-            plain = compile_source(source, name, [node.name])
+            plain = compile_source(source, name, [node.name], wrt="all")
         except CompileError:
             continue
         f = plain.functions[0]
         want = getattr(load_module(plain.text, "shapes_plain"), f.grad_name)(**copy.deepcopy(point))
         for shapes in (shapes_of_point(point), symbolic_shapes(point)):
-            text = compile_source(source, name, [node.name], shapes=shapes).text
+            text = compile_source(source, name, [node.name], shapes=shapes, wrt="all").text
             got = getattr(load_module(text, "shapes_stated"), f.grad_name)(**copy.deepcopy(point))
             if not _agree(got, want):
                 failures.append(f"{node.name} with shapes {shapes}: {got} != {want}")
@@ -320,11 +320,11 @@ def test_a_matmul_whose_gradient_was_stretched(stated):
     from gradgen.verify.check import check_source
 
     source = STRETCHED_MATMUL.replace('"_ _"', f'"{stated}"')
-    text = compile_source(source, "mm.py").text
+    text = compile_source(source, "mm.py", wrt="all").text
     assert "unbroadcast(np.sin" not in text and ("matmul_grad_a(" in text) == (stated == "_ _")
     rng = np.random.default_rng(2)
     point = dict(A=rng.standard_normal((2, 3)), B=rng.standard_normal((3, 4)), C=rng.standard_normal((5, 1, 4)))
-    [report] = check_source(source, "mm.py", ["f"], at=point, n_points=1)
+    [report] = check_source(source, "mm.py", ["f"], at=point, n_points=1, wrt="all")
     assert report.ok
 
 
@@ -343,7 +343,7 @@ def f(a: Float[np.ndarray, "n"], b: Float[np.ndarray, "m"], W: Float[np.ndarray,
 def test_a_concatenations_gradient_is_slices():
     from gradgen.verify.check import check_source
 
-    text = compile_source(CONCATENATED, "cat.py").text
+    text = compile_source(CONCATENATED, "cat.py", wrt="all").text
     code = " ".join(_grad_function(text, "f_grad").split())
     for line in ("df_dM = 2.0 * M", "df_dW = df_dM[:, :3]", "df_dV = df_dM[:, 3:]",
                  "df_db = df_dz[len(a) : len(a) + len(b)]", "df_da = df_dz[: len(a)] + df_dz[len(a) + len(b) :]"):
@@ -352,7 +352,7 @@ def test_a_concatenations_gradient_is_slices():
     rng = np.random.default_rng(0)
     point = dict(a=rng.standard_normal(3), b=rng.standard_normal(4), W=rng.standard_normal((2, 3)),
                  V=rng.standard_normal((2, 2)))
-    [report] = check_source(CONCATENATED, "cat.py", ["f"], at=point, n_points=1)
+    [report] = check_source(CONCATENATED, "cat.py", ["f"], at=point, n_points=1, wrt="all")
     assert report.ok
 
 
@@ -364,9 +364,9 @@ def test_an_adjoint_a_loop_starts_at_zero_is_summed_back_by_the_helper():
               "    parts = [t + np.mean(h)]\n    return parts[0]\n")
     rng = np.random.default_rng(1)
     point = dict(a=rng.standard_normal((3, 4)), b=rng.standard_normal((1, 4)), X=rng.standard_normal((3, 4)))
-    want = load_module(compile_source(source, "z.py").text, "zero_plain").f_grad(**point)
+    want = load_module(compile_source(source, "z.py", wrt="all").text, "zero_plain").f_grad(**point)
     for shapes in (shapes_of_point(point), symbolic_shapes(point)):
-        text = compile_source(source, "z.py", shapes=shapes).text
+        text = compile_source(source, "z.py", shapes=shapes, wrt="all").text
         assert "unbroadcast(df_dw, t)" in text
         got = load_module(text, "zero_stated").f_grad(**point)
         assert _agree(got, want)

@@ -48,7 +48,7 @@ def _structure(value):
 
 def compiled(source, function="f"):
     text = HEADER + source
-    module = load_module(compile_source(text, functions=[function]).text, "structured_generated")
+    module = load_module(compile_source(text, functions=[function], wrt="all").text, "structured_generated")
     original = {}
     exec(text, original)  # noqa: S102 - the test's own program
     return getattr(module, f"{function}_value_and_grad"), original[function]
@@ -64,7 +64,7 @@ def assert_gradient(source, kwargs, name="params", function="f"):
     for got, want in zip(_leaves(grad), central_leaves(f, kwargs, name, _leaves, _replace)):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     assert all(np.asarray(leaf).dtype == np.float64 for leaf in _leaves(grad))
-    [report] = check_source(HEADER + source, functions=[function], at=kwargs)
+    [report] = check_source(HEADER + source, functions=[function], at=kwargs, wrt="all")
     assert report.ok, report
     return grad
 
@@ -256,7 +256,7 @@ def f(coeffs, t):
     assert type(grad) is type(coeffs)
     np.testing.assert_allclose(np.asarray(grad, dtype=float), 0.7 ** np.arange(len(coeffs)), rtol=1e-12)
     if isinstance(coeffs, np.ndarray):
-        [report] = check_source(HEADER + source, functions=["f"], at={"coeffs": coeffs, "t": 0.7})
+        [report] = check_source(HEADER + source, functions=["f"], at={"coeffs": coeffs, "t": 0.7}, wrt="all")
         assert all(row.sympy is not None for row in report.points[0].rows)
 
 
@@ -269,7 +269,7 @@ def f(x, c):
         s = s + c * np.sum(w ** 2)
     return s
 """
-    text = compile_source(HEADER + source).text
+    text = compile_source(HEADER + source, wrt="all").text
     assert "zeros_like_tree" not in text
     value_and_grad, _ = compiled(source)
     x = RS.randn(3, 2)
@@ -303,7 +303,7 @@ def f(m, c):
 
 
 def test_the_generated_code_reads_like_the_source():
-    text = compile_source(HEADER + MLP).text
+    text = compile_source(HEADER + MLP, wrt="all").text
     assert "    for i in range(len(params)):\n" in text
     assert "        W = params[i][0]\n        b_stack.append(b)\n        b = params[i][1]\n" in text
     assert "    dL_dparams = zeros_like_tree(params)\n" in text.replace("df_dparams", "dL_dparams")
@@ -330,16 +330,16 @@ def test_unpacking_a_part_of_the_wrong_length_raises_as_python_does():
 def test_a_structured_parameter_used_whole_is_refused_with_what_to_write(source, message):
     if message is None:
         with pytest.raises(CompileError):
-            compile_source(HEADER + source)
+            compile_source(HEADER + source, wrt="all")
         return
     with pytest.raises(CompileError) as info:
-        compile_source(HEADER + source)
+        compile_source(HEADER + source, wrt="all")
     assert info.value.format().splitlines()[0] == message
 
 
 def test_check_needs_the_value_of_a_structured_parameter():
     with pytest.raises(CompileError) as info:
-        check_source(HEADER + MLP, functions=["f"])
+        check_source(HEADER + MLP, functions=["f"], wrt="all")
     assert str(info.value.message if hasattr(info.value, "message") else info.value).startswith(
         "'params' of 'f' is a structured parameter (a list, tuple or dict): give its value with --inputs")
 
@@ -349,7 +349,7 @@ def test_check_says_to_annotate_a_parameter_compiled_as_an_array():
     which a list given to check is not."""
     source = "def f(params, x):\n    return np.sum(params[0] * x + params[1])\n"
     with pytest.raises(CompileError) as info:
-        check_source(HEADER + source, functions=["f"], at={"params": [RS.randn(2), RS.randn(2)], "x": RS.randn(2)})
+        check_source(HEADER + source, functions=["f"], at={"params": [RS.randn(2), RS.randn(2)], "x": RS.randn(2)}, wrt="all")
     assert "'params' is a list at the check point, but 'f' uses it only as a number or an array: annotate it " \
            "(`params: list`, tuple or dict)" in info.value.format()
 

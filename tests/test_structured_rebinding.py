@@ -512,7 +512,7 @@ def f(params: list, x):
 @pytest.mark.parametrize("name,body,expected", ERRORS, ids=[e[0] for e in ERRORS])
 def test_refusals_say_where_and_what_to_write(name, body, expected):
     with pytest.raises(CompileError) as caught:
-        compile_source("import numpy as np\n" + textwrap.dedent(body), "bad.py")
+        compile_source("import numpy as np\n" + textwrap.dedent(body), "bad.py", wrt="all")
     assert caught.value.format() == expected
 
 
@@ -520,7 +520,7 @@ def test_a_helper_returning_a_number_unpacked_fails_as_python_does():
     """`a, b = h(x)` of a helper returning its argument: an array of two rows unpacks (it
     was refused as "must return a tuple"); a number raises Python's kind of error."""
     source = "def h(x):\n    return x\n\ndef f(x):\n    a, b = h(x)\n    return a * b\n"
-    m = load_module(compile_source(source, "h.py").text, "structured_rebinding_number")
+    m = load_module(compile_source(source, "h.py", wrt="all").text, "structured_rebinding_number")
     np.testing.assert_allclose(m.f_grad(np.array([2.0, 3.0])), [3.0, 2.0])
     with pytest.raises(TypeError, match="'x' is a float"):
         m.f_grad(3.0)
@@ -532,7 +532,7 @@ def test_a_custom_function_s_array_unpacked_by_rows_follows_its_rule():
     source = ("import numpy as np\nimport gradgen\n\n@gradgen.custom_vjp\ndef f(x):\n    return x * 2\n\n"
               "@f.defvjp\ndef f_vjp(g, out, x):\n    return g * 3\n\ndef loss(w):\n    a, b = f(w)\n"
               "    return np.sum(a * b)\n")
-    m = load_module(compile_source(source, "c.py", ["loss"]).text, "structured_rebinding_custom")
+    m = load_module(compile_source(source, "c.py", ["loss"], wrt="all").text, "structured_rebinding_custom")
     w = np.array([[1.0, 2.0], [3.0, 4.0]])
     np.testing.assert_allclose(m.loss_grad(w), 3 * np.stack([2 * w[1], 2 * w[0]]))
 

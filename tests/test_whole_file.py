@@ -216,7 +216,7 @@ def original(project, name):
 
 
 def test_a_training_script_compiles_unchanged_its_loss_alone_and_says_why_for_the_rest(project, capsys):
-    status, out, err = run(capsys, "compile", "logreg.py")
+    status, out, err = run(capsys, "compile", "logreg.py", "--wrt", "all")  # (the script trains w and b)
     assert (status, out) == (0, "wrote generated/logreg_grad.py (loss_grad, loss_value_and_grad)\n"
                                 "  loss: d/d(w, b); not X, y (keyword-only data)\n")
     assert err.splitlines() == LOGREG_SKIPPED
@@ -236,7 +236,7 @@ def test_a_training_script_compiles_unchanged_its_loss_alone_and_says_why_for_th
     np.testing.assert_allclose(dw, central(user["loss"], point, "w"), rtol=1e-7, atol=1e-10)
     assert db == pytest.approx(float(central(user["loss"], point, "b")), rel=1e-7)
     # `check` checks what compile compiled, at the point the script's own builder makes
-    status, out, err = run(capsys, "check", "logreg.py", "--inputs", "logreg.py:example_point")
+    status, out, err = run(capsys, "check", "logreg.py", "--inputs", "logreg.py:example_point", "--wrt", "all")
     assert (status, err) == (0, "") and out.startswith("loss: gradient with respect to w, b\n")
     assert out.endswith("all gradients match (1 point(s) checked)\n")
     # and the script trains with the generated gradient
@@ -336,7 +336,7 @@ def test_a_file_of_drivers_only_is_an_error_naming_each(project, capsys):
     # a training script whose functions are all refused or skipped: the first refusal, located
     status, out, err = run(capsys, "compile", ROOT / "examples" / "newton_fit.py", "--out-dir", "out")
     assert status == 1 and err.splitlines()[0] == (
-        f"{ROOT / 'examples' / 'newton_fit.py'}:37:15: the default value of 'start' must be a number")
+        f"{ROOT / 'examples' / 'newton_fit.py'}:39:15: the default value of 'start' must be a number")
 
 
 def test_the_api_reports_the_module_level_code_left_to_run():

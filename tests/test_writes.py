@@ -82,13 +82,13 @@ POINTS = {
 
 @pytest.mark.parametrize("name", sorted(POINTS))
 def test_writes_match_sympy_and_finite_differences(name):
-    [report] = check_source(SOURCE, "writes.py", [name], at=POINTS[name])
+    [report] = check_source(SOURCE, "writes.py", [name], at=POINTS[name], wrt="all")
     assert report.ok and report.points, name
     assert all(row.ok for row in report.points[0].rows)
 
 
 def _forward(name):
-    text = compile_source(SOURCE, "writes.py", functions=[name]).text
+    text = compile_source(SOURCE, "writes.py", functions=[name], wrt="all").text
     body = text.split(f"def {name}_grad(", 1)[1].split("# backward pass", 1)[0]
     return text, [line.strip() for line in body.splitlines() if line.strip() and not line.strip().startswith("#")]
 
@@ -111,7 +111,7 @@ def test_a_write_whose_old_values_the_backward_pass_reads_saves_a_copy_first():
 
 
 def test_writing_into_a_parameter_changes_the_callers_array_as_yours_does():
-    module = load_module(compile_source(SOURCE, "writes.py", functions=["parameter"]).text, "writes_grad")
+    module = load_module(compile_source(SOURCE, "writes.py", functions=["parameter"], wrt="all").text, "writes_grad")
     namespace = {}
     exec(SOURCE, namespace)  # noqa: S102 - the test's own source
     x, mine = POINTS["parameter"]["x"].copy(), POINTS["parameter"]["x"].copy()
@@ -125,7 +125,7 @@ def test_writing_into_a_parameter_changes_the_callers_array_as_yours_does():
 
 def test_a_scalar_broadcast_into_a_slice_gets_the_sum_of_its_gradient():
     source = "import numpy as np\n\n\ndef f(x, s):\n    y = x.copy()\n    y[1:] = s\n    return np.sum(y * x)\n"
-    module = load_module(compile_source(source, "b.py").text, "b_grad")
+    module = load_module(compile_source(source, "b.py", wrt="all").text, "b_grad")
     x = np.array([0.5, 2.0, -3.0])
     dx, ds = module.f_grad(x, 0.25)
     np.testing.assert_array_equal(dx, [1.0, 0.25, 0.25])
@@ -142,13 +142,13 @@ def test_a_write_into_an_array_an_earlier_name_held_is_refused():
               "    for i in range(2):\n        inputs = predict2(inputs, a.T, b)\n    z[1, -2] = 0.5\n"
               "    return np.sum(z + inputs)\n")
     with pytest.raises(CompileError) as caught:
-        compile_source(source, filename="w.py")
+        compile_source(source, filename="w.py", wrt="all")
     assert caught.value.format().splitlines()[0] == (
         "w.py:15:5: 'z[...] = ...' would change an array another name held before (a copy or a view), whose old "
         "numbers the gradient needs; write 'z = z.copy()' just before it")
     advised = source.replace("    z[1, -2] = 0.5\n", "    z = z.copy()\n    z[1, -2] = 0.5\n")  # the advice works
     at = {"a": np.array([[0.3, -0.2], [0.1, 0.4]]), "b": 0.2, "X": np.array([[0.5, -1.0], [2.0, 0.7]])}
-    [report] = check_source(advised, "w.py", ["f"], at=at)
+    [report] = check_source(advised, "w.py", ["f"], at=at, wrt="all")
     assert report.ok, report
 
 
@@ -158,7 +158,7 @@ def test_a_fresh_array_each_iteration_is_written_without_refusal():
     source = ("import numpy as np\n\n\ndef f(u0):\n    u = u0\n    for step in range(3):\n"
               "        u_new = np.zeros(len(u))\n        for i in range(1, len(u) - 1):\n"
               "            u_new[i] = u[i] - 0.1 * (u[i + 1] - u[i - 1])\n        u = u_new\n    return np.sum(u ** 2)\n")
-    [report] = check_source(source, "w.py", ["f"], at={"u0": np.array([0.3, 1.2, -0.5, 0.8, 0.1])})
+    [report] = check_source(source, "w.py", ["f"], at={"u0": np.array([0.3, 1.2, -0.5, 0.8, 0.1])}, wrt="all")
     assert report.ok, report
 
 
@@ -198,5 +198,5 @@ def test_a_write_of_all_of_a_0d_array(Y):
     assert float(module.whole_grad(w, Y)) == pytest.approx(numeric, rel=1e-7)
     assert float(module.whole_jvp(w, Y, dw=1.0)[1]) == pytest.approx(numeric, rel=1e-7)
     assert float(module.whole_hvp(w, Y, dw=1.0)) == pytest.approx(2 * np.mean(np.median(Y, axis=0)), rel=1e-7)
-    overwritten = load_module(compile_source(ZERO_D, "zero_d.py", functions=["overwritten"]).text)
+    overwritten = load_module(compile_source(ZERO_D, "zero_d.py", functions=["overwritten"], wrt="all").text)
     assert overwritten.overwritten_grad(0.7) == 3.0  # what the write overwrote has no gradient

@@ -25,7 +25,7 @@ def _compiled(source, kinds=None, name="zeros_module"):
     """(generated module, the user's module, generated text) of `source`."""
     source = HEADER + textwrap.dedent(source)
     with emit.unformatted():
-        text = compile_source(source, "zeros.py", emit_kinds=kinds or ("grad",)).text
+        text = compile_source(source, "zeros.py", emit_kinds=kinds or ("grad",), wrt="all").text
     user = {}
     exec(compile(source, "zeros.py", "exec"), user)
     return load_module(text, name), user, text
@@ -321,7 +321,7 @@ def test_jvp_and_hvp_have_the_gradients_structure_whichever_arm_ran():
 def test_an_unused_parameter_in_the_array_api_backend():
     """(array_namespace takes arrays and numbers: a dict is refused there before any helper.)"""
     source = HEADER + "def f(x, p):\n    return np.sum(x ** 2)\n"
-    compiled = compile_source(source, "zeros.py", backend="array-api")
+    compiled = compile_source(source, "zeros.py", backend="array-api", wrt="all")
     assert "zero_gradient(xp, p)" in compiled.text
     pytest.importorskip("array_api_compat")
     m = load_module(compiled.text, "zeros_api")
@@ -493,6 +493,6 @@ def test_check_takes_a_container_for_a_parameter_the_function_never_reads():
 
     source = HEADER + "def f(x, p):\n    return np.sum(x ** 2)\n"
     point = {"x": np.array([1.0, 2.0]), "p": {"V": np.ones(2), "c": (1.0, np.ones(3))}}
-    [report] = check_source(source, "zeros.py", ["f"], at=point, n_points=1)
+    [report] = check_source(source, "zeros.py", ["f"], at=point, n_points=1, wrt="all")
     assert report.ok
     assert [row.param for row in report.points[0].rows if row.param.startswith("p[")][:2] == ["p['V'].v1", "p['V'].v2"]

@@ -79,7 +79,7 @@ def gradients():
                 state=rng.uniform(size=(4, 3)), sequence=rng.integers(0, 2, (4, 3)).astype(float))
     user = {}
     exec(SOURCE, user)
-    got = load_module(compile_source(SOURCE, "finding.py", functions=["loss"]).text).loss_grad(**args)[0]
+    got = load_module(compile_source(SOURCE, "finding.py", functions=["loss"]).text).loss_grad(**args)  # (main_params: the first)
     want = np.zeros_like(args["main_params"])
     for i in np.ndindex(want.shape):
         e = np.zeros_like(want)

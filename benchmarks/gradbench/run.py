@@ -49,7 +49,7 @@ def gradgen_gradient(port, args, target):
     first line (a string)."""
     options = {"shapes": {"shapes": shapes_of_point(args)}, "numba": {"jit": "numba"}}.get(target, {})
     try:
-        text = compile_source(port.source, port.filename, functions=[port.function], emit_kinds=port.emit,
+        text = compile_source(port.source, port.filename, functions=[port.function], emit_kinds=port.emit, wrt=list(port.parameters),
                               **options).text
     except Exception as exc:  # a refusal (CompileError) or numba missing: a finding, not a crash
         return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"

@@ -65,9 +65,12 @@ def _has_rule(prim, i):
 def choose_wrt(fn, wrt):
     """The parameters of `fn` to differentiate: those named in `wrt`, or the default.
 
-    Default: every parameter except those used only where no derivative exists, and the
-    keyword-only ones (after `*`: data such as X, y); an unused parameter stays in (its
-    gradient is an exact zero).
+    Default (DEFAULT_WRT): the first parameter, or all of them when every parameter has a
+    number default, as jax.grad and scipy's `jac(x, *args)` expect (`f(x, X, y)`: x) and as
+    the seed lesson means (`loss(w1=0.5, ..., b2=0.0)`: all five). Never a parameter that
+    cannot be differentiated: one used only where no derivative exists, a count, a function,
+    a random state, keyword-only data (after `*`: X, y). `wrt=("all",)`: every parameter but
+    those; an unused parameter stays in (its gradient is an exact zero).
     """
     left_out = left_out_parameters(fn, wrt)
     return [p.name for p in fn.params if p.name not in left_out]
@@ -77,8 +80,27 @@ def left_out_parameters(fn, wrt):
     """{parameter: why it is not differentiated}, in parameter order: what `compile` prints,
     so that a surprising default is seen at once."""
     names = [p.name for p in fn.params]
-    if wrt is not None:  # each name belongs to some selected function (checked by the caller)
+    if wrt is not None and tuple(wrt) != ALL:  # each name belongs to a selected function (the caller checks)
         return {n: "not named in --wrt" for n in names if n not in set(wrt)}
+    why = _not_differentiable(fn, names)
+    if wrt is None:
+        candidates = [p for p in fn.params if p.name not in why]
+        if not all(_number_default(p) for p in candidates):
+            why.update({p.name: NOT_FIRST for p in candidates[1:]})
+    return {n: why[n] for n in names if n in why}
+
+
+ALL = ("all",)  # `--wrt all`, `wrt="all"`: every parameter that can be differentiated
+DEFAULT_WRT = "the first parameter, or all of them when every parameter has a number default"
+NOT_FIRST = "the default is the first parameter: --wrt names others, --wrt all takes every one"
+
+
+def _number_default(p):
+    return p.has_default and isinstance(p.default, (int, float)) and not isinstance(p.default, bool)
+
+
+def _not_differentiable(fn, names):
+    """{parameter: why no derivative can be taken with respect to it}."""
     used, used_diff, drawn_from = set(), set(), set()
     for expr, differentiable in _all_expressions(fn):
         used |= {v.name for v in variables(expr)}

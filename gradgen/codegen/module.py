@@ -11,6 +11,7 @@ import math
 import os
 
 from gradgen.analysis import stated
+from gradgen.analysis.activity import ALL, DEFAULT_WRT
 from gradgen.codegen.freshness import SKIPPED_LEAD
 from gradgen.errors import CompileError
 
@@ -141,6 +142,15 @@ def display_name(filename):
     quote, a backslash) or that is not printable replaced by `?`."""
     name = os.path.basename(filename) if filename and not filename.startswith("<") else (filename or "<string>")
     return "".join(c if c.isprintable() and c not in "\"\\`" else "?" for c in name)
+
+
+def differentiated_line(results, wrt):
+    """The header's record of the parameters each function is differentiated with respect to,
+    and whether `--wrt` or the default chose them (the default a reader may not expect)."""
+    chosen = {f.name: f.wrt for f in results}
+    listed = "; ".join(f"{name} with respect to {', '.join(ps) or 'nothing'}" for name, ps in chosen.items())
+    how = f"the default, {DEFAULT_WRT}" if wrt is None else "--wrt all" if tuple(wrt) == ALL else "--wrt"
+    return f"Differentiated ({how}): {listed}."
 
 
 def functions_line(module, compiled, skipped):

@@ -91,6 +91,8 @@ def _wrt(m, node, wrt_node, fname, spelled):
         raise _refuse(m, wrt_node, f"wrt= of '{spelled}' must be written out: a string (\"x\" or \"x,k\") or a "
                                    "list of parameter names")
     names = tuple(v.strip() for v in value if v.strip())
+    if names == ("all",):  # every parameter that can be differentiated (gradgen.analysis.activity.ALL)
+        return names
     fnode = m.functions[fname]
     params = [a.arg for a in fnode.args.posonlyargs + fnode.args.args + fnode.args.kwonlyargs]
     for name in names:

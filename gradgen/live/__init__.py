@@ -53,7 +53,8 @@ MEMORY_LIMIT = 512  # compiled modules kept per process; the oldest goes first
 def grad(f, wrt=None):
     """The gradient of `f`: `f_grad(<f's params>)` returns df/dp for each differentiated
     parameter (a tuple for several). `wrt`: the parameters to differentiate ("a,b" or a
-    list); default, every parameter that can carry a derivative."""
+    list; "all" for every one that can carry a derivative); by default the first parameter,
+    or all of them when every parameter has a number default (as `gradgen compile`)."""
     return _public(f, wrt, "grad", "grad")
 
 

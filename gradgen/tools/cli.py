@@ -92,7 +92,8 @@ def _common(parser, several=False):
         parser.add_argument("file", help="the Python source file to differentiate")
     parser.add_argument("--function", action="append", metavar="NAME",
                         help="differentiate only this function (repeatable)")
-    parser.add_argument("--wrt", type=_names, metavar="a,b", help="parameters to differentiate")
+    parser.add_argument("--wrt", type=_names, metavar="a,b", help="parameters to differentiate (default: the first, "
+                        "or all when every parameter has a number default; 'all': every one that can be)")
     parser.add_argument("--emit", type=_kinds, default=None, metavar="KINDS",
                         help="what to write, comma-separated: grad (f_grad, f_value_and_grad; the default), jvp, "
                              "hvp, hessian, vjp, jacobian")

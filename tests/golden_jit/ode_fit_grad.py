@@ -2,6 +2,7 @@
 # Do not edit: run `gradgen compile --jit numba examples/ode_fit.py` again instead.
 # Source "examples/ode_fit.py"; body sha256 8d6349ca10d8f7a4fbbe0cca7d9274f2494110f93d51422045ff61564684a0ce.
 # Compiled: loss.
+# Differentiated (the default, the first parameter, or all of them when every parameter has a number default): loss with respect to a, b, x0.
 # Jit: numba (each function is compiled by numba.njit on its first call; needs numba).
 """Reverse-mode gradients of loss, compiled from ode_fit.py by gradgen; each function
 is compiled by numba.njit on its first call."""

@@ -2,6 +2,7 @@
 # Do not edit: run `gradgen compile examples/rosenbrock.py --emit grad,jvp,hvp,hessian` again instead.
 # Source "examples/rosenbrock.py"; body sha256 c22f52f58828dee812bb25752b7de0edb42ae20f2a5493d59cce4ae5a4a6f6b1.
 # Compiled: rosenbrock.
+# Differentiated (the default, the first parameter, or all of them when every parameter has a number default): rosenbrock with respect to x.
 """Derivatives (grad, jvp, hvp, hessian) of rosenbrock, compiled from rosenbrock.py by
 gradgen."""
 
