@@ -104,27 +104,62 @@ def _stable_names(fn):
 def _mark_saves(stmts, reads, seen, saved, rebinds=frozenset()):
     """The overwriting assignments whose old value the backward pass reads ("to be recorded").
 
-    The old value of `v` at an overwrite is read back only by the backward code of what ran
-    before it: statements earlier in the function, and, inside a loop, the whole loop (the
-    earlier iterations). `seen` gathers what that backward code reads, in forward order.
-    `rebinds`: names whose zeros the backward pass makes from their value, saved where a
-    statement binds them anew (never for a write into them, which keeps the shape).
+    The backward code of a statement T reads each forward name as it was at T; the value an
+    overwrite S destroys is put back by S's restore, and read by the backward code of the
+    statements from the one that made it up to S: those S's restore runs before. So S saves
+    v where some backward code reads v between the definitions of v before S and S itself
+    (along any path: the earlier trips of a loop too), or where S reads its own old value
+    (`x = a * x`). `_Pending` carries, in forward order, the names read so since their last
+    definition. `rebinds`: names whose zeros the backward pass makes from their value, saved
+    where a statement binds them anew (never for a write into them, which keeps the shape).
     """
-    for s in stmts:
+    _Pending(reads, saved, rebinds).block(stmts, set(seen))
+
+
+class _Pending:
+    """The backward reads since the last definition, in forward order (see _mark_saves)."""
+
+    def __init__(self, reads, saved, rebinds):
+        self.reads, self.saved, self.rebinds = reads, saved, rebinds
+        self.exits = []  # the pending names where a `break`/`continue` leaves each enclosing loop's trip
+
+    def block(self, stmts, pending):
+        for s in stmts:
+            pending = self.statement(s, pending)
+        return pending
+
+    def statement(self, s, pending):
+        own = self.reads.get(id(s), set())
         if isinstance(s, Assign):
-            own = reads.get(id(s), set()) if any(x.name == s.target for x in variables(s.expr)) else set()
-            rebound = s.target in rebinds and not (isinstance(s.expr, Call) and s.expr.prim == "setitem")
-            if s.overwrites and not s.counter and not _is_append(s) and (s.target in seen | own or rebound):
-                saved.add(id(s))
-            seen |= reads.get(id(s), set())
-        elif isinstance(s, If):
-            seen |= reads.get(id(s), set())
-            _mark_saves(s.body, reads, seen, saved, rebinds)
-            _mark_saves(s.orelse, reads, seen, saved, rebinds)
-        elif isinstance(s, (For, While)):
-            for inner in walk([s]):
-                seen |= reads.get(id(inner), set())
-            _mark_saves(s.body, reads, seen, saved, rebinds)
+            v = s.target
+            self_ref = s.accumulate or any(x.name == v for x in variables(s.expr))
+            rebound = v in self.rebinds and not (isinstance(s.expr, Call) and s.expr.prim == "setitem")
+            before = pending | own if self_ref else pending
+            if s.overwrites and not s.counter and not _is_append(s) and (v in before or rebound):
+                self.saved.add(id(s))
+            # (its reads of other names are of their values here; its own target's, of the old
+            # value (read back by its restore) where it reads that, else of the new one)
+            return (pending | own) - {v} if self_ref else (pending - {v}) | own
+        if isinstance(s, If):
+            pending = pending | own  # (its test is read where the backward pass reaches it)
+            return self.block(s.body, set(pending)) | self.block(s.orelse, set(pending)) | own
+        if isinstance(s, (For, While)):
+            return self.loop(s, pending | own) | own
+        if isinstance(s, (Break, Continue)) and self.exits:
+            self.exits[-1].append(set(pending))
+        return pending
+
+    def loop(self, s, entry):
+        """A loop's trips to a fixed point: each starts with what the one before left pending."""
+        start = set(entry)
+        while True:
+            self.exits.append([])
+            end = self.block(s.body, set(start))
+            for left in self.exits.pop():
+                end |= left
+            if end <= start:
+                return start | end
+            start |= end
 
 
 class _Reverser(Merging, ListGradients, ControlFlow):
