@@ -264,12 +264,13 @@ def test_a_loop_whose_adjoint_reads_nothing_of_the_trip_saves_nothing():
 
 
 def test_a_number_proven_through_a_loop_needs_a_fixed_point():
-    """`c = b; b = a; a = x` carries x's shape into c on the third trip: two trips of the shape
-    analysis would call c a number, and its gradient would be summed wrong."""
-    source = ("import numpy as np\n\n\ndef f(w, *, x):\n    a = 0.0\n    b = 0.0\n    c = 0.0\n"
-              "    s = 0.0\n    for i in range(4):\n        s = s + np.sum(c * w)\n        c = b\n        b = a\n"
-              "        a = x * w\n    return s\n")
+    """`e = d * w; d = c; c = b; b = a; a = x * w` carries x's shape into e on the fifth trip:
+    a shape analysis that stops after four trips calls e a number, and w's gradient through
+    `e = d * w` then is an array (`ds_de * d`, never summed)."""
+    source = ("import numpy as np\n\n\ndef f(w, *, x):\n    a = 0.0\n    b = 0.0\n    c = 0.0\n    d = 0.0\n"
+              "    e = 0.0\n    s = 0.0\n    for i in range(6):\n        s = s + np.sum(e)\n        e = d * w\n"
+              "        d = c\n        c = b\n        b = a\n        a = x * w\n    return s\n")
     point = {"w": 0.7, "x": np.array([0.5, -1.2, 0.8])}
     text = compile_source(source, "tape.py", shapes=shapes_of_point(point)).text
-    assert "np.sum" in _grad_text(text).split("# backward pass")[1]
+    assert "        ds_dw = ds_dw + np.sum(ds_de * d)\n" in _grad_text(text)
     _check(source, point, shapes_of_point(point))
