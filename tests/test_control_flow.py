@@ -611,7 +611,8 @@ def test_a_while_test_that_runs_statements_runs_them_before_every_test():
               "        y = y * b + 0.5\n        k += 1\n    return y * a\n")
     grad = function_text(compile_source(source, "w.py", functions=["f"], wrt="all").text, "f_grad")
     assert "    while True:\n        iterations += 1\n        r_1 = 0.1 * y\n" in grad
-    assert "        branch = not (y + r_1 < 3.0 and k < 10)\n        if branch:\n            break\n" in grad
+    assert ("        branch = not (y + r_1 < 3.0 and k < 10)\n        branch_stack.append(branch)\n"
+            "        if branch:\n            break\n") in grad
     namespace = {}
     exec(source, namespace)  # noqa: S102 - the test's own source
     y, k = 0.7, 0

@@ -197,9 +197,11 @@ def test_rule_with_several_statements_helpers_and_a_branch_is_hygienic():
         dloss_ds = dloss_ds + scale_1 * s_1
         # line 30: scale = b + 1
     '''), "    ") in text
-    # in the loop, `out` (softplus_1) is read by the rule before its earlier value is restored
-    assert "            scale_2 = dloss_dsoftplus_1\n        dloss_dx = scale_2 * s_3\n" \
-           "        softplus_1 = softplus_1_stack.pop()\n" in text
+    # in the loop, `out` (softplus_1), the value the trip made, is popped as the trip's backward
+    # sweep starts, and read by the rule there
+    assert "        x = x_stack.pop()\n        softplus_1 = softplus_1_stack.pop()\n" in text
+    assert "        if softplus_1 > 30.0:\n            scale_2 = dloss_dsoftplus_1\n        dloss_dx = scale_2 * s_3\n" \
+        in text
 
 
 ROUND = '''\

@@ -107,10 +107,11 @@ def test_placeholders_start_at_a_zero_of_their_type():
     assert "    iterations = 0\n    iterations_stack = []\n" in nested
     assert "        for j in range(iterations - 1, -1, -1):\n" in nested
     active = text.split("def continue_on_active_value_grad(")[1].split("\n\n\n")[0]
-    assert "    t = 0.0\n    t_stack = []\n" in active
+    assert "    t_stack = []\n    for i in range(10):\n        t = math.sin(x * i + 0.5)\n        t_stack.append(t)\n" in active
     helpers = compile_source((CONTROL / "helper_hygiene.py").read_bytes(), "helper_hygiene.py", jit="numba").text
     decays = helpers.split("def decays_in_loop_grad(")[1].split("\n\n\n")[0]
-    assert "    a_1 = 0.0\n    branch = False\n    branch_1 = False\n" in decays
+    assert "    a_1 = 0.0\n    t = 0.0\n" in decays  # (a branch's decision, saved once made, needs none)
+    assert "        branch = a_1 > 0.5\n        branch_stack.append(branch)\n" in decays
 
 
 TUPLE_LOOP = """COEFFS = (1.0, -0.5, 0.25, -0.125)

@@ -87,7 +87,8 @@ def _grad_text(name):
 
 def test_the_backward_pass_pops_where_the_forward_pass_appended():
     grad = _grad_text("rnn")
-    assert "        hs_tanh = np.tanh(W @ hs_item + U * xs[t])\n        hs.append(hs_tanh)\n" in grad
+    assert ("        hs_tanh = np.tanh(W @ hs_item + U * xs[t])\n        hs_tanh_stack.append(hs_tanh)\n"
+            "        hs.append(hs_tanh)\n") in grad
     assert "    drnn_dhs = list(drnn_dhs_1)\n" in grad or "    drnn_dhs = list(" in grad
     assert "        drnn_dhs_popped = drnn_dhs.pop()\n" in grad
     assert "        drnn_dhs[-1] = drnn_dhs[-1] + drnn_dhs_item\n" in grad
@@ -320,11 +321,11 @@ def _loop_grad_text(name):
 
 
 def test_a_list_made_in_a_loop_is_saved_per_iteration_and_its_gradient_made_afresh():
-    """Forward, each iteration's list is pushed before the next one replaces it; backward,
-    each iteration makes its gradient list anew (never carried from the iteration after)
-    and pops the list back where the forward pass made it."""
+    """Forward, each iteration's list is pushed once it is made (the loop binds it nowhere
+    else); backward, each iteration makes its gradient list anew (never carried from the
+    iteration after) and pops its list back as it starts."""
     grad = _loop_grad_text("over_range")
-    assert "        parts_stack.append(parts)\n        parts = [w * x[i], sin_w * x[i] ** 2]\n" in grad
+    assert "        parts = [w * x[i], sin_w * x[i] ** 2]\n        parts_stack.append(parts)\n" in grad
     backward = grad.split("# backward pass", 1)[1]
     loop = backward.split("    for i in reversed(range(3)):\n", 1)
     assert len(loop) == 2 and "ds_dparts" not in loop[0]  # no gradient list before the loop

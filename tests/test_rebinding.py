@@ -453,7 +453,8 @@ def test_the_backward_trip_keeps_the_new_adjoint_before_making_the_old():
     with emit.unformatted():
         text = compile_source(source, "rebinding.py").text
     trip = text[text.index("for t in reversed(range(2)):"):text.index("return df_dh")]
-    assert [line.strip() for line in trip.splitlines()[1:7]] == [
+    assert [line.strip() for line in trip.splitlines()[1:8]] == [
+        "tanh_h = tanh_h_stack.pop()",  # (the value the trip made, popped as its backward sweep starts)
         "h = h_stack.pop()",
         "# line 5: h = np.tanh(h) + h[-1]",
         "df_dtanh_h = unbroadcast(df_dh, tanh_h)",

@@ -305,7 +305,7 @@ def f(m, c):
 def test_the_generated_code_reads_like_the_source():
     text = compile_source(HEADER + MLP, wrt="all").text
     assert "    for i in range(len(params)):\n" in text
-    assert "        W = params[i][0]\n        b_stack.append(b)\n        b = params[i][1]\n" in text
+    assert "        W = params[i][0]\n        W_stack.append(W)\n        b = params[i][1]\n        b_stack.append(b)\n" in text
     assert "    dL_dparams = zeros_like_tree(params)\n" in text.replace("df_dparams", "dL_dparams")
     assert "dparams[i][0] = " in text.replace("df_dparams", "dparams")
     assert "return shaped_like(params, df_dparams), df_dx" in text

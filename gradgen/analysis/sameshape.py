@@ -239,8 +239,12 @@ class ArrayNames(set):
 
 
 def with_shapes(fn, arrays, objects=None, module=None, assumed=None):
-    names = ArrayNames(arrays)
-    names.static = StaticShapes(fn, module, assumed)
+    static = StaticShapes(fn, module, assumed)
+    # a value of shape () wherever it is bound (an element of a vector, a reduction to one
+    # number, arithmetic on these) is a number: its gradient is written as one (no
+    # unbroadcast, no zeros of its shape); `objects` still says whether it may be a 0-d array
+    names = ArrayNames(n for n in arrays if static.env.get(n, None) != ())
+    names.static = static
     names.same = SameShape(fn, names)
     names.objects = set(arrays) | set(objects or ())
     names.wides = {}  # id(a sum back) -> (it, the expression of the shape it sums from): gradgen.transform.reverse.factoring

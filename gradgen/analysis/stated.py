@@ -183,7 +183,7 @@ class StaticShapes:
                         self.witnesses[dim] = (p.name, axis)
         self.counts = {}
         self._block(fn.body)
-        self._block(fn.body)  # a loop's second trip sees what its first one made
+        self._block(fn.body)  # (a value read before a later statement binds it again)
         # a parameter the body assigns again measures nothing after that: no witness
         self.witnesses = {d: w for d, w in self.witnesses.items() if w[0] not in self.counts}
 
@@ -199,11 +199,18 @@ class StaticShapes:
                 self._block(s.orelse)
             elif isinstance(s, For):
                 self._bind(s.target, self._element(s.iter), True)
-                self._block(s.body)
-                self._block(s.body)
+                self._trips(s.body)
             elif isinstance(s, While):
-                self._block(s.body)
-                self._block(s.body)
+                self._trips(s.body)
+
+    def _trips(self, body):
+        """A loop body, trip after trip until no shape changes: a trip sees what the one before
+        made (`c = b; b = a; a = x` reaches c on the third). A name bound to two shapes has
+        none (None), and None stays, so this ends."""
+        before = None
+        while before != self.env:
+            before = dict(self.env)
+            self._block(body)
 
     def _bind(self, name, shape, overwrites):
         """A name bound again to another shape has no one shape."""
@@ -232,12 +239,16 @@ class StaticShapes:
             return None
         prim = TABLE.get(e.prim)
         params = dict(e.params)
+        if prim is not None and prim.kind == "attribute" and not e.args:  # np.pi, math.e
+            return ()
         if e.prim in ("eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "where", "logical_and", "broadcast") or \
                 (prim is not None and prim.elementwise):
             return broadcast(*(self.of(a) for a in e.args))
         if e.prim in _NUMBERS or (prim is not None and prim.result == "number"):
             return ()
         if e.prim in _REDUCTIONS or (prim is not None and prim.result == "reduction"):
+            if e.prim in ("max", "min") and len(e.args) > 1:  # builtin max(a, b): one of them, whatever its shape
+                return broadcast(*(self.of(a) for a in e.args)) if all(self.of(a) == () for a in e.args) else None
             return _reduced(self.of(e.args[0]), params.get("axis"), params.get("keepdims", False))
         if e.prim in _SAME_AS_FIRST:
             return self.of(e.args[0])
@@ -281,6 +292,8 @@ class StaticShapes:
 
 
 def _reduced(shape, axis, keepdims):
+    if axis is None and not keepdims:  # (every axis: one number, whatever the input's rank)
+        return ()
     if shape is None:
         return None
     if axis is None:

@@ -277,11 +277,13 @@ class Save:
 
 @dataclass
 class Restore:
-    """Backward: pop `name`'s earlier value back from `stack`."""
+    """Backward: pop `name`'s earlier value back from `stack`; `after`: the value the
+    assignment `origin` made in a loop trip, popped as the trip's backward sweep starts."""
 
     name: str
     stack: str
     origin: int = 0  # id of the forward assignment whose save this undoes
+    after: bool = False
 
     def __str__(self):
         return f"{self.name} = {self.stack}.pop()"

@@ -27,7 +27,7 @@ from gradgen.ir.nodes import (
     variables, walk
 )
 from gradgen.rules.lists import list_names
-from gradgen.transform.reverse import custom
+from gradgen.transform.reverse import custom, tape
 from gradgen.transform.reverse.control_flow import (
     ControlFlow, _prune, _reads_of, exit_condition, exits, loop_temporaries, record_decisions
 )
@@ -52,6 +52,7 @@ class Backward:
     stacks: dict = field(default_factory=dict)  # variable -> the list that keeps its values
     targets: dict = field(default_factory=dict)  # id(saved assignment) -> its variable
     zeroed: set = field(default_factory=set)  # adjoints that may end as a bare 0.0 (see _Reverser.zeroed)
+    after: set = field(default_factory=set)  # assignments after which the value a loop trip made is saved (tape.py)
 
     def get(self, name):
         return self.adjoints.get(name)
@@ -78,16 +79,17 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
                      rev.locals)
     if isinstance(fn.result, Var) and fn.result.name in activity.active:
         rev.state[fn.result.name] = Const(1) if seed is None else seed
-    statements = rev.block(fn.body)
-    saved = set()
     # a parameter's gradient is made from its value (zeros of its shape, an adjoint reset, a zero
     # of its kind for one nothing differentiable reads): where the body rebinds it in a loop or
     # a branch, each old value is read back, so the backward pass ends holding what was passed
-    _mark_saves(fn.body, rev.reads, set(), saved, set(rev.params) | rev.written)  # (and zeros of an array written into)
-    statements = _prune(statements, saved)
-    targets = {id(s): s.target for s in walk(fn.body) if id(s) in saved}
+    rebinds = set(rev.params) | rev.written  # (and zeros of an array written into)
+    rev.trip_values = tape.trip_values(fn.body, rebinds)
+    statements = rev.block(fn.body)
+    saved, after = tape.mark_saves(fn.body, rev.reads, rebinds, rev.trip_values)
+    statements = _prune(statements, saved, after)
+    targets = {id(s): s.target for s in walk(fn.body) if id(s) in saved | after}
     stacks = {v: rev.stacks[v] for v in targets.values()}
-    return Backward(statements, rev.state, saved, stacks, targets, rev.zeroed)
+    return Backward(statements, rev.state, saved, stacks, targets, rev.zeroed, after)
 
 
 def _stable_names(fn):
@@ -99,32 +101,6 @@ def _stable_names(fn):
             counts[s.target] = counts.get(s.target, 0) + 1
     top = {s.target for s in fn.body if isinstance(s, Assign) and not s.overwrites and not s.accumulate}
     return {n for n in top if counts.get(n) == 1} | {p.name for p in fn.params if p.name not in counts}
-
-
-def _mark_saves(stmts, reads, seen, saved, rebinds=frozenset()):
-    """The overwriting assignments whose old value the backward pass reads ("to be recorded").
-
-    The old value of `v` at an overwrite is read back only by the backward code of what ran
-    before it: statements earlier in the function, and, inside a loop, the whole loop (the
-    earlier iterations). `seen` gathers what that backward code reads, in forward order.
-    `rebinds`: names whose zeros the backward pass makes from their value, saved where a
-    statement binds them anew (never for a write into them, which keeps the shape).
-    """
-    for s in stmts:
-        if isinstance(s, Assign):
-            own = reads.get(id(s), set()) if any(x.name == s.target for x in variables(s.expr)) else set()
-            rebound = s.target in rebinds and not (isinstance(s.expr, Call) and s.expr.prim == "setitem")
-            if s.overwrites and not s.counter and not _is_append(s) and (s.target in seen | own or rebound):
-                saved.add(id(s))
-            seen |= reads.get(id(s), set())
-        elif isinstance(s, If):
-            seen |= reads.get(id(s), set())
-            _mark_saves(s.body, reads, seen, saved, rebinds)
-            _mark_saves(s.orelse, reads, seen, saved, rebinds)
-        elif isinstance(s, (For, While)):
-            for inner in walk([s]):
-                seen |= reads.get(id(inner), set())
-            _mark_saves(s.body, reads, seen, saved, rebinds)
 
 
 class _Reverser(Merging, ListGradients, ControlFlow):
@@ -148,6 +124,7 @@ class _Reverser(Merging, ListGradients, ControlFlow):
         self.stable = set()  # names holding one value for the whole backward pass (_stable_names)
         self.zeroed = set()  # adjoints that may hold a bare 0.0 here, not an array of their value's shape
         self.loose = False  # while one statement's contributions are added: they may be bare (see assign)
+        self.trip_values = {}  # id(assignment) -> its name: a value a loop trip makes, saved after it (tape.py)
 
     def adj_name(self, v):
         if v not in self.adj_names:
@@ -182,8 +159,15 @@ class _Reverser(Merging, ListGradients, ControlFlow):
                 tail = self.branches(stayed, stmts[j + 1:], [], None)
                 if tail:
                     self.note_reads(stmt, stayed)
-                return tail + self.statement(stmt) + self.plain(stmts[:j])
-        return self.plain(stmts)
+                return self.popped(stmts[:j]) + tail + self.statement(stmt) + self.plain(stmts[:j])
+        return self.popped(stmts) + self.plain(stmts)
+
+    def popped(self, stmts):
+        """The values a loop trip made and saved (tape.trip_values), popped as its backward
+        sweep starts, in the block the trip ran them in (a tail after a `continue` runs only
+        where the trip did not leave)."""
+        return [Restore(s.target, self.stack(s.target), id(s), after=True) for s in stmts
+                if id(s) in self.trip_values]
 
     def plain(self, stmts):
         out = []

@@ -298,20 +298,21 @@ def _has_if(stmt):
     return any(isinstance(s, If) for s in walk(stmt.body + stmt.orelse))
 
 
-def _prune(stmts, saved):
-    """Drop restores of values that are not saved, and blocks left empty."""
+def _prune(stmts, saved, after=frozenset()):
+    """Drop restores of values that are not saved (`after`: saved after the assignment, see
+    tape.py; `saved`: before it), and blocks left empty."""
     out = []
     for s in stmts:
         if isinstance(s, Restore):
-            if s.origin in saved:
+            if s.origin in (after if s.after else saved):
                 out.append(s)
         elif isinstance(s, If):
-            body, orelse = _prune(s.body, saved), _prune(s.orelse, saved)
+            body, orelse = _prune(s.body, saved, after), _prune(s.orelse, saved, after)
             if _has_code(body) or _has_code(orelse):
                 s.body, s.orelse = body, orelse
                 out.append(s)
         elif isinstance(s, For):
-            s.body = _prune(s.body, saved)
+            s.body = _prune(s.body, saved, after)
             if _has_code(s.body):
                 out.append(s)
         else:

@@ -88,7 +88,7 @@ def reverse_parts(module, fn, fnamer, wrt, seed=None):
     forward_value = _with_saves(
         simplify.dead_code(fn.body, needed | {v.name for v in variables(fn.result)}), adjoints, params)
     value = fn.result
-    restored = {adjoints.stacks_var(i) for i in adjoints.saved}
+    restored = {adjoints.stacks_var(i) for i in adjoints.saved | adjoints.after}
     if any(v.name in restored for v in variables(fn.result)):
         # the backward pass pops earlier values back into the result's variables: keep it
         kept = fnamer.define("value")
@@ -151,17 +151,18 @@ def _shared(fn, forward, backward, fnamer, arrays):
 
 def _with_saves(stmts, adjoints, params):
     """The forward statements with each save the backward pass needs: `x_stack.append(x)`
-    before an overwrite, and the lists (and not-yet-bound names) set up before the outermost
-    statement that holds them."""
+    before an overwrite (or after a loop trip's value is made: gradgen.transform.reverse.tape),
+    and the lists (and not-yet-bound names) set up before the outermost statement that holds them."""
     out, ready, bound, unbound = [], set(), set(params), []
     for stmt in stmts:
         if isinstance(stmt, (If, For, While)) or id(stmt) in adjoints.saved:  # (a write `x[i] = e` saves x)
-            saved = [s.target for s in walk([stmt]) if id(s) in adjoints.saved]
-            for v in dict.fromkeys(saved):
+            saved = [(s.target, id(s) in adjoints.saved) for s in walk([stmt])
+                     if id(s) in adjoints.saved | adjoints.after]
+            for v, before in saved:
                 if v not in ready:
                     out.append(Init(adjoints.stacks[v], "[]"))
                     ready.add(v)
-                if v not in bound and v not in unbound:
+                if before and v not in bound and v not in unbound:
                     unbound.append(v)
             *saves, stmt = _insert_saves([stmt], adjoints)
             out += saves
@@ -187,6 +188,8 @@ def _insert_saves(stmts, adjoints):
         elif isinstance(s, (For, While)):
             s = replace(s, body=_insert_saves(s.body, adjoints))
         out.append(s)
+        if id(s) in adjoints.after:  # the value this loop trip made (never in place: see tape.trip_values)
+            out.append(Save(s.target, adjoints.stacks[s.target]))
     return out
 
 
