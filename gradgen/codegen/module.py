@@ -21,13 +21,18 @@ def listed(shapes):
     return ", ".join(text[:-1]) + " and " + text[-1] if len(text) > 1 else text[0]
 
 
-def options(emit_kinds, shapes_from, functions=None, wrt=None):
+def options(emit_kinds, shapes_from, functions=None, wrt=None, snapshots=None):
     """The compile options beyond the defaults, as the regenerate command spells them (a plain
     `gradgen compile FILE` reads them back: gradgen.tools.files)."""
     out = "".join(f" --function {name}" for name in dict.fromkeys(functions or ()))
     out += f" --wrt {','.join(dict.fromkeys(wrt))}" if wrt else ""
     out += "" if emit_kinds == ("grad",) else f" --emit {','.join(emit_kinds)}"
-    return out + (f" --shapes {shapes_from}" if shapes_from else "")
+    out += f" --shapes {shapes_from}" if shapes_from else ""
+    if isinstance(snapshots, int):
+        out += f" --checkpoint {snapshots}"
+    elif snapshots is not None:
+        out += f" --checkpoint auto --memory {snapshots[1]}"
+    return out
 
 
 def shapes_line(shapes, shapes_from):
