@@ -82,7 +82,7 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
     "auto" with a `memory` budget such as "256MB"): every loop that keeps a tape is checkpointed
     (gradgen/transform/reverse/checkpoint.py)."""
     try:
-        snapshots = checkpointing.snapshots_option(checkpoint, memory)
+        snapshots = checkpointing.snapshots_option(checkpoint, memory, filename)
         if snapshots is not None and jit != "none":
             raise CompileError("--checkpoint and --jit numba do not go together yet: numba compiles no generator "
                                "(the checkpoint schedule is one); choose one", filename)

@@ -5,6 +5,7 @@ schedule, and the schedule itself, a helper written into the generated module.""
 from __future__ import annotations
 
 from gradgen.ir.nodes import Checkpointed
+from gradgen.transform.reverse.checkpoint import memory_text
 
 
 def text(emitter, s):
@@ -17,12 +18,12 @@ def _forward(emitter, s):
     n, loop = s.names, s.loop
     trips = f"len({emitter.iteration(loop)})"
     if isinstance(s.snapshots, int):
-        count, kept = str(s.snapshots), f"at most {s.snapshots} states"
+        count, kept = str(s.snapshots), f"at most {s.snapshots} states of {_listed(s.state)}"
     else:
         emitter.used_helpers.add("snapshots_within")
         count = f"snapshots_within({s.snapshots[1]}, {', '.join(s.state)})"
-        kept = f"as many states as {_size(s.snapshots[1])} holds"
-    lines = [f"# line {loop.line}: {loop.source}  (checkpointed: {kept} of {_listed(s.state)})",
+        kept = f"states of {_listed(s.state)}, as many as {memory_text(s.snapshots[1])} holds"
+    lines = [f"# line {loop.line}: {loop.source}  (checkpointed: {kept})",
              f"{n['snapshots']} = {{}}",
              f"{n['stored']}, {n['schedule']} = checkpoint_schedule({trips}, {count})",
              f"for {n['trip']}, {loop.target} in enumerate({emitter.iteration(loop)}):",
@@ -70,13 +71,6 @@ def _joined(items):
 
 def _listed(names):
     return ", ".join(names) if names else "no state"
-
-
-def _size(budget):
-    for unit, size in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
-        if budget >= size and budget % size == 0:
-            return f"{budget // size} {unit}"
-    return f"{budget} bytes"
 
 
 def _indent(text):

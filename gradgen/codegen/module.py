@@ -13,6 +13,7 @@ import os
 from gradgen.analysis import stated
 from gradgen.codegen.freshness import SKIPPED_LEAD
 from gradgen.errors import CompileError
+from gradgen.transform.reverse.checkpoint import memory_text
 
 
 def listed(shapes):
@@ -31,7 +32,7 @@ def options(emit_kinds, shapes_from, functions=None, wrt=None, snapshots=None):
     if isinstance(snapshots, int):
         out += f" --checkpoint {snapshots}"
     elif snapshots is not None:
-        out += f" --checkpoint auto --memory {snapshots[1]}"
+        out += f" --checkpoint auto --memory {memory_text(snapshots[1])}"
     return out
 
 

@@ -67,8 +67,9 @@ def _find(stmts, out, module):
         elif isinstance(s, While) and _has_tape(s):
             raise _located(module, s.line, "--checkpoint: this while loop keeps a tape of every trip, and how many "
                                            "trips it makes is unknown on entry, so no schedule can be made for it; "
-                                           "write it as a for loop over range(max_steps) whose body returns or "
-                                           "stops when done, or compile without --checkpoint")
+                                           "where the count is known, write it as a for loop over range(n) (with "
+                                           "no break: a loop that can stop early keeps its tape), or compile "
+                                           "without --checkpoint")
         elif isinstance(s, For) and _has_tape(s):
             out.append(s)
 
@@ -222,29 +223,29 @@ DEFAULT_MEMORY = 256 * 10**6  # bytes the states of `--checkpoint auto` may take
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
 
 
-def snapshots_option(checkpoint, memory=None):
+def snapshots_option(checkpoint, memory=None, filename="<string>"):
     """`--checkpoint K` (a whole number, 1 or more), or `--checkpoint auto` with `--memory`
     (256MB unless given), as the compiler takes it: K, or ("auto", bytes); None: no
     checkpointing (`--checkpoint none`, or not given)."""
     if checkpoint is None or checkpoint == "none":
         if memory is not None:
-            raise CompileError("--memory is the budget of --checkpoint auto: give --checkpoint auto too")
+            raise CompileError("--memory is the budget of --checkpoint auto: give --checkpoint auto too", filename)
         return None
     if checkpoint == "auto":
-        return ("auto", DEFAULT_MEMORY if memory is None else memory_bytes(memory))
+        return ("auto", DEFAULT_MEMORY if memory is None else memory_bytes(memory, filename))
     if memory is not None:
-        raise CompileError(f"--memory is the budget of --checkpoint auto, not of --checkpoint {checkpoint}")
+        raise CompileError(f"--memory is the budget of --checkpoint auto, not of --checkpoint {checkpoint}", filename)
     try:
         count = int(checkpoint)
     except (TypeError, ValueError):
         count = 0
     if isinstance(checkpoint, bool) or count < 1 or str(count) != str(checkpoint).strip():
         raise CompileError(f"--checkpoint takes the number of states to keep (1 or more), 'auto' or 'none', "
-                           f"not {checkpoint!r}")
+                           f"not {checkpoint!r}", filename)
     return count
 
 
-def memory_bytes(text):
+def memory_bytes(text, filename="<string>"):
     """'256MB', '1.5GB', '64MiB' or a number of bytes, as a number of bytes."""
     spelled = str(text).strip().lower().replace(" ", "")
     number = spelled.rstrip("kmgib")
@@ -254,5 +255,13 @@ def memory_bytes(text):
     except (KeyError, ValueError):
         value = 0
     if value < 1:
-        raise CompileError(f"--memory takes a size such as 256MB, 2GB or a number of bytes, not {text!r}")
+        raise CompileError(f"--memory takes a size such as 256MB, 2GB or a number of bytes, not {text!r}", filename)
     return int(value)
+
+
+def memory_text(size):
+    """A number of bytes as --memory spells it: 256MB, 2GB, 64kB, else the number."""
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale}{unit}"
+    return str(size)
