@@ -397,8 +397,8 @@ def _compile_function(module, fn, fnamer, names, wrt, emitter):
         parts.chosen, parts.left_out, parts.forward_grad, parts.forward_value, parts.backward, parts.grads)
     result, notes = parts.value, []
     if getattr(module, "snapshots", None) is not None:  # (the hvp keeps the tape: compiled.reversed is unchanged)
-        forward_grad, forward_value, backward, result, notes = checkpointing.checkpoint(parts, module.snapshots,
-                                                                                         fnamer, module)
+        forward_grad, forward_value, backward, result, notes = checkpointing.checkpoint(
+            parts, module.snapshots, fnamer, module, [p.name for p in fn.params])
     grad_text = _grads_text(grads, emitter)
     value = emit.expr_text(result, emitter)
     of = fn.result_name

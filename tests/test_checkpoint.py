@@ -69,6 +69,15 @@ def branched(a, *, steps):
     return x
 
 
+def first_bound_inside(a, *, steps):
+    s = 0.0
+    for i in range(steps):
+        if i > 0:
+            s = s + y * a
+        y = np.sin(a * i + s)
+    return s
+
+
 def nested(a, *, steps):
     x = 0.3
     for i in range(steps):
@@ -122,7 +131,8 @@ def test_kalman_filter(trips, snapshots):
 
 @pytest.mark.parametrize("trips", TRIPS)
 @pytest.mark.parametrize("snapshots", SNAPSHOTS)
-@pytest.mark.parametrize("function", ["heat", "strided", "rows", "before", "returned", "branched", "nested"])
+@pytest.mark.parametrize("function", ["heat", "strided", "rows", "before", "returned", "branched", "nested",
+                                      "first_bound_inside"])
 def test_programs(function, trips, snapshots):
     rng = np.random.default_rng(7)
     n = 12
@@ -134,6 +144,7 @@ def test_programs(function, trips, snapshots):
         "returned": ((1.3, 0.4), {"steps": trips}),
         "branched": ((0.9,), {"steps": trips}),
         "nested": ((0.8,), {"steps": trips}),
+        "first_bound_inside": ((0.8,), {"steps": trips}),
     }[function]
     _same_gradients(PROGRAMS, "programs.py", function, snapshots, args, kwargs)
 

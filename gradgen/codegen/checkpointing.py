@@ -17,7 +17,9 @@ def text(emitter, s):
 def _forward(emitter, s):
     n, loop = s.names, s.loop
     trips = f"len({emitter.iteration(loop)})"
-    if isinstance(s.snapshots, int):
+    if not s.state:
+        count, kept = str(s.snapshots) if isinstance(s.snapshots, int) else "1", "no trip reads what another wrote"
+    elif isinstance(s.snapshots, int):
         count, kept = str(s.snapshots), f"at most {s.snapshots} states of {_listed(s.state)}"
     else:
         emitter.used_helpers.add("snapshots_within")

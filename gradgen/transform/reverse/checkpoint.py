@@ -28,13 +28,15 @@ from gradgen.ir.nodes import (
 )
 
 
-def checkpoint(parts, snapshots, fnamer, module):
+def checkpoint(parts, snapshots, fnamer, module, params):
     """The gradient's statements with every loop that keeps a tape checkpointed: (forward
     pass of the gradient, of the value and gradient, backward pass, the value's expression,
-    notes). `snapshots`: K, or ("auto", bytes), a budget the states' size divides."""
+    notes). `snapshots`: K, or ("auto", bytes), a budget the states' size divides; `params`:
+    the function's parameters."""
     loops = []
     _find(parts.forward_grad, loops, module)
     grad, value, backward, result, notes = parts.forward_grad, parts.forward_value, parts.backward, parts.value, []
+    unbound = []
     for loop in loops:
         kept = _taped_because(loop, backward)
         if kept:
@@ -44,6 +46,8 @@ def checkpoint(parts, snapshots, fnamer, module):
         back = _reversal(backward, stacks)
         twin = _twin(value, stacks)
         state, copied = _state(loop, back, backward, parts.grads, value)
+        bound = _bound_before(parts.forward_grad, loop)
+        unbound += [v for v in state if v not in bound and v not in unbound]
         names = {n: fnamer.define(n) for n in ("trip", "snapshots", "stored", "schedule", "action", "stop")}
         grad = _swap(grad, loop, Checkpointed(replace(loop, body=_without(loop.body, effects=False)), state,
                                               copied, snapshots, names))
@@ -55,7 +59,21 @@ def checkpoint(parts, snapshots, fnamer, module):
             kept_value = fnamer.define("value")  # (the backward pass runs the loop again: keep what it returns)
             value = value + [Assign(kept_value, result)]
             result = Var(kept_value)
+    unbound = [v for v in unbound if v not in params]
+    if unbound:  # (a state variable first bound inside the loop: None before it, as the tape's are)
+        grad, value = [Init(v, "None") for v in unbound] + grad, [Init(v, "None") for v in unbound] + value
     return grad, value, backward, result, notes
+
+
+def _bound_before(stmts, loop):
+    """The names surely bound before `loop` by the statements before the one holding it."""
+    bound = set()
+    for s in stmts:
+        if s is loop or any(t is loop for t in walk([s])):
+            return bound
+        if isinstance(s, (Assign, Init)):
+            bound.add(s.target if isinstance(s, Assign) else s.name)
+    return bound
 
 
 def _find(stmts, out, module):
@@ -173,7 +191,7 @@ def _exposed(stmts, defined):
             out |= _exposed(s.body, set(defined) | ({s.target} if isinstance(s, For) else set()))
         elif isinstance(s, Assign):
             out |= reads - defined
-            if s.accumulate or s.augmented:
+            if s.accumulate:  # (`x += e` reads x; a user's `x *= y` is `x = x * y` here, read in its expression)
                 out |= {s.target} - defined
             defined.add(s.target)
         elif isinstance(s, Init):
