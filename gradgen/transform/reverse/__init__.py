@@ -5,5 +5,6 @@ values) and returns IR; `backward` walks the statements in reverse; `expression`
 gradient down one expression with the table's rules; `factoring` adds up the contributions
 one statement makes to one variable as a person would; `merge` sends them; `control_flow`
 replays branches and loops backwards; `lists` mirrors Python lists; `custom` writes out a
-`@gradgen.custom_vjp` rule.
+`@gradgen.custom_vjp` rule; `checkpoint` (`--checkpoint K`) rewrites the loops that keep a
+tape for binomial checkpointing.
 """
