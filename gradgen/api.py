@@ -30,6 +30,7 @@ from gradgen.frontend.scopes import MAX_INLINED_NODES
 from gradgen.frontend.structured import NeedsStructure, UsedWhole
 from gradgen.ir import simplify
 from gradgen.ir.nodes import Call, Var, assigned, expressions, subexpressions, variables, walk
+from gradgen.transform.reverse import checkpoint as checkpointing
 from gradgen.transform.reverse.driver import reverse_parts
 
 HEADER_MARK = freshness.HEADER_MARK
@@ -47,6 +48,7 @@ class CompiledFunction:
     left_out: dict = field(default_factory=dict)  # parameter -> why it is not differentiated
     reversed: object = None  # its Reversed parts (for the hvp)
     made: list = field(default_factory=list)  # derivatives.Made: the other functions --emit asked for
+    notes: list = field(default_factory=list)  # (line, text): what --checkpoint left taped, and why
 
 
 @dataclass
@@ -63,7 +65,7 @@ class CompiledModule:
 
 def compile_source(source, filename="<string>", functions=None, wrt=None, emit_kinds=("grad",),
                    backend="numpy", jit="none", shapes=None, shapes_from=None, constants=None,
-                   keep=(), outside=None) -> CompiledModule:
+                   keep=(), outside=None, checkpoint=None, memory=None) -> CompiledModule:
     """Compile every selected top-level function of `source` (str or bytes) to gradient code
     (and the other kinds `emit_kinds` names: see gradgen.codegen.derivatives); `backend="array-api"`
     respells the NumPy module for any Array API library (gradgen/codegen/array_api.py); `jit="numba"`
@@ -79,13 +81,19 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
     refusal of one is an error, as with `functions`. `outside` (gradgen.live.outside.Outside):
     what the running program gives a live function beyond the file's text. `wrt`: the
     parameters to differentiate (names, or "a,b"; "all" for every one that can be), None for
-    the default (gradgen.analysis.activity.DEFAULT_WRT)."""
+    the default (gradgen.analysis.activity.DEFAULT_WRT). `checkpoint` (K, or "auto" with a
+    `memory` budget such as "256MB"): every loop that keeps a tape is checkpointed
+    (gradgen/transform/reverse/checkpoint.py)."""
     if isinstance(wrt, str):  # "a,b" or "all", as the command line and gradgen.grad take it
         wrt = [name.strip() for name in wrt.split(",") if name.strip()] or None
     try:
+        snapshots = checkpointing.snapshots_option(checkpoint, memory, filename)
+        if snapshots is not None and jit != "none":
+            raise CompileError("--checkpoint and --jit numba do not go together yet: numba compiles no generator "
+                               "(the checkpoint schedule is one); choose one", filename)
         compiled = _compile_source(source, filename, functions, wrt, tuple(emit_kinds), shapes or {}, shapes_from,
                                    guarded=jit == "none", constants=constants, keep=frozenset(keep or ()),
-                                   outside=outside)
+                                   outside=outside, snapshots=snapshots)
         if backend != "numpy":
             compiled.text, compiled.backend = backends.rewrite(compiled, backend), backend
         if jit != "none":
@@ -99,7 +107,7 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
 
 
 def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assumed=None, shapes_from=None,
-                    guarded=True, constants=None, keep=(), outside=None):
+                    guarded=True, constants=None, keep=(), outside=None, snapshots=None):
     """`guarded`: constants as keyword arguments and shapes checked on entry (gradgen.codegen.guards);
     not for --jit numba, which compiles module globals as the constants they are. `keep`: see
     compile_source."""
@@ -108,6 +116,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
     if outside is not None:
         _take_outside(module, outside)
     module.assumed_shapes = dict(assumed or {})
+    module.snapshots = snapshots  # --checkpoint: K, or ("auto", bytes)
     selected = _select(module, functions)
     whole = not functions  # the whole file: what compiles, and a line for each function skipped
     before = {f: why for f, why in selection.skipped_before_compiling(module).items() if f not in keep} if whole else {}
@@ -177,7 +186,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         imports.add("math")  # written math.inf / math.nan
     text = emit.module_text(
         functools.partial(freshness.header_lines, shown, str(filename), module.sha256,
-                          options=generated.options(emit_kinds, shapes_from, functions, wrt), imported=module.files_read,
+                          options=generated.options(emit_kinds, shapes_from, functions, wrt, snapshots), imported=module.files_read,
                           extra=[generated.shapes_line(assumed, shapes_from), guards.constants_line(carried, shown) if guarded else None,
                                  guards.given_line(given),
                                  guards.folded_line(module, carried + [(c, None) for c in given], compiled_names),
@@ -392,8 +401,12 @@ def _compile_function(module, fn, fnamer, names, wrt, emitter):
     _written_out(parts, fn, emitter)
     chosen, left_out, forward_grad, forward_value, backward, grads = (
         parts.chosen, parts.left_out, parts.forward_grad, parts.forward_value, parts.backward, parts.grads)
+    result, notes = parts.value, []
+    if getattr(module, "snapshots", None) is not None:  # (the hvp keeps the tape: compiled.reversed is unchanged)
+        forward_grad, forward_value, backward, result, notes = checkpointing.checkpoint(
+            parts, module.snapshots, fnamer, module, [p.name for p in fn.params])
     grad_text = _grads_text(grads, emitter)
-    value = emit.expr_text(parts.value, emitter)
+    value = emit.expr_text(result, emitter)
     of = fn.result_name
     described = ", ".join(chosen) if chosen else "no parameters"
     returns = ", ".join(f"d{of}/d{p}" for p in chosen)
@@ -416,7 +429,7 @@ def _compile_function(module, fn, fnamer, names, wrt, emitter):
                            f"{value}, {_parenthesised(grad_text, len(chosen))}", emitter),
     ]
     compiled = CompiledFunction(fname, [p.name for p in fn.params], chosen, names[0], names[1], fn, left_out)
-    compiled.reversed = parts
+    compiled.reversed, compiled.notes = parts, notes
     return compiled, texts
 
 

@@ -20,6 +20,11 @@ Program `i` of seed `S` is always the same program. It is one of:
   structure (`grammar_checks.py`). Drawn apart from the others (GRAMMAR_WEIGHT), so the
   programs of the other kinds are the ones they always were;
 
+With `--checkpoint K`, each program with a loop is compiled again with `--checkpoint K`
+(binomial checkpointing, gradgen/transform/reverse/checkpoint.py) and its gradient and value
+compared with the plain module's (1e-12: the same operations in the same order); a problem
+there reads `[checkpoint K] ...`.
+
 and most scalar programs are then rewritten, keeping their meaning exactly, to use helpers,
 helpers returning tuples and tuple unpacking (`rewrite.py`). Every program stays inside each
 primitive's domain and away from kinks and branch boundaries at its point, so a mismatch is
@@ -211,9 +216,48 @@ def _run(case: Case) -> Outcome:
         return Outcome(case, "internal", (f"refused: {exc.format()}",))
     except Exception:  # noqa: BLE001 - an internal error is exactly what we are looking for
         return Outcome(case, "internal", (traceback.format_exc(limit=-6),))
+    if not problems and CHECKPOINT[0] is not None:
+        try:
+            problems = checkpoint_problems(case, CHECKPOINT[0])
+        except Exception:  # noqa: BLE001 - an internal error is exactly what we are looking for
+            return Outcome(case, "internal", (f"[checkpoint {CHECKPOINT[0]}] " + traceback.format_exc(limit=-6),))
     if problems:
         return Outcome(case, "mismatch", tuple(problems))
     return Outcome(case, "undecided", tuple(undecided)) if undecided else Outcome(case, "ok")
+
+
+CHECKPOINT = [None]  # `--checkpoint K`: loop programs compiled again with K states (checkpoint_problems)
+
+
+def checkpoint_problems(case: Case, snapshots: int) -> list[str]:
+    """A program with a loop compiled with `--checkpoint K` gives the gradient and the value
+    of its plain compile (which the oracles checked). A `while` loop with a tape is refused
+    by design (its trip count is unknown on entry): no problem."""
+    if not re.search(r"^\s*(for|while) ", case.source, flags=re.M):
+        return []
+    wrt = list(case.wrt) if case.wrt is not None else None
+    try:
+        text = compile_source(case.source, functions=["f"], wrt=wrt, checkpoint=snapshots).text
+    except CompileError as exc:
+        if exc.message.startswith("--checkpoint: this while loop keeps a tape"):
+            return []
+        raise
+    plain = load_module(compile_source(case.source, functions=["f"], wrt=wrt).text, "fuzz_plain")
+    checkpointed = load_module(text, "fuzz_checkpointed")
+    problems = []
+    for kind in ("f_grad", "f_value_and_grad"):
+        want, _ = _call(getattr(plain, kind), case.point)
+        got, _ = _call(getattr(checkpointed, kind), case.point)
+        a, b = _leaves(want), _leaves(got)
+        if len(a) != len(b) or not all(_same_numbers(x, y) for x, y in zip(a, b)):
+            problems.append(f"[checkpoint {snapshots}] {kind}: {got!r} != taped {want!r}")
+    return problems
+
+
+def _same_numbers(a, b):
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return a.shape == b.shape and bool(np.all((a == b) | np.isclose(a, b, rtol=1e-12, atol=1e-300)
+                                              | (np.isnan(a) & np.isnan(b))))
 
 
 def _as_number(case: Case, exc: CompileError) -> Case | None:
@@ -766,7 +810,7 @@ def save(outcome: Outcome, out_dir: Path) -> Path:
 # ---- the run -----------------------------------------------------------------------------
 
 def _job(args):
-    seed, index, only, shrinking = args
+    seed, index, only, shrinking, CHECKPOINT[0] = args
     try:
         case = generate(seed, index, only)
     except Exception:  # noqa: BLE001 - a bug of the generator is reported, never the end of a soak
@@ -782,11 +826,12 @@ def _job(args):
 
 
 def fuzz(programs: int, seed: int, jobs: int = 1, out_dir: Path | None = None, progress=None,
-         only: str | None = None, shrinking: bool = True):
+         only: str | None = None, shrinking: bool = True, checkpoint: int | None = None):
     """Run `programs` programs; returns the outcomes that are not ok, failures and undecided
     (each saved to `out_dir`). `only`: "grammar" or "classic" (see `generate`); `shrinking`
-    off saves each failure as it was generated."""
-    work = [(seed, i, only, shrinking) for i in range(programs)]
+    off saves each failure as it was generated; `checkpoint` K: loop programs compiled again with
+    --checkpoint K and compared (checkpoint_problems)."""
+    work = [(seed, i, only, shrinking, checkpoint) for i in range(programs)]
     failures = []
     if jobs > 1:
         ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
@@ -870,9 +915,11 @@ def main(argv=None) -> int:
     parser.add_argument("--only", choices=("grammar", "classic"), default=None,
                         help="only grammar programs, or none (default: both, the grammar kind by its weight)")
     parser.add_argument("--no-shrink", action="store_true", help="save failures as generated, unshrunk")
+    parser.add_argument("--checkpoint", type=int, default=None, metavar="K",
+                        help="also compile each loop program with --checkpoint K and compare its gradient")
     args = parser.parse_args(argv)
     failures = fuzz(args.programs, args.seed, args.jobs, args.out, None if args.quiet else ProgressBar(),
-                    args.only, not args.no_shrink)
+                    args.only, not args.no_shrink, args.checkpoint)
     for outcome in failures:
         print(f"{outcome.status}: {outcome.case.kind} program {outcome.case.index}: "
               f"{outcome.problems[0].strip().splitlines()[-1]}  -> "

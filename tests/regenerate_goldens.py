@@ -3,7 +3,8 @@
     python tests/regenerate_goldens.py
 
 generated/ (what a plain `gradgen compile examples/X.py` writes), tests/golden_kinds/
-(--emit), tests/golden_array_api/ (--backend array-api) and tests/golden_jit/ (--jit numba).
+(--emit), tests/golden_array_api/ (--backend array-api), tests/golden_jit/ (--jit numba) and
+tests/golden_checkpoint/ (--checkpoint 8).
 The golden tests compare byte for byte; this is how a deliberate change to the output lands.
 """
 
@@ -37,6 +38,9 @@ def main():
             else:
                 text = compile_source(source, f"examples/{name}.py", jit=option, wrt=WRT.get(name)).text
             golden.write_text(text, encoding="utf-8")
+    source = (ROOT / "examples" / "ode_fit.py").read_bytes()  # --checkpoint (tests/test_checkpoint.py)
+    text = compile_source(source, "examples/ode_fit.py", checkpoint=8).text
+    (ROOT / "tests" / "golden_checkpoint" / "ode_fit_grad.py").write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

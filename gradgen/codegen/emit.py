@@ -16,13 +16,13 @@ import functools
 import math
 import textwrap
 
-from gradgen.codegen import guards, layout
+from gradgen.codegen import checkpointing, guards, layout
 from gradgen.codegen.spellings import SPECIAL as _SPECIAL
 from gradgen.codegen.spellings import operator_node as _operator
 from gradgen.codegen.spellings import path as _path
 from gradgen.ir.nodes import (
-    Assign, Break, Call, Comment, Cond, Const, Continue, Effect, For, If, IndexAdd, Init, Restore, Save, Spelled,
-    Var, While
+    Assign, Break, Call, Checkpointed, Comment, Cond, Const, Continue, Effect, For, If, IndexAdd, Init, Replayed,
+    Restore, Save, Spelled, Var, While
 )
 from gradgen.ir.simplify import is_zero, negative_part
 from gradgen.rules import records as record_helpers
@@ -220,7 +220,7 @@ class Emitter:
                 return text + "\nel" + self.statement(s.orelse[0])
             return text + (f"\nelse:\n{self.block(s.orelse)}" if s.orelse else "")
         if isinstance(s, For):
-            return f"for {s.target} in {self._iteration(s)}:\n{self.block(s.body)}"
+            return f"for {s.target} in {self.iteration(s)}:\n{self.block(s.body)}"
         if isinstance(s, While):
             return f"while {self._text(s.test)}:\n{self.block(s.body)}"
         if isinstance(s, Save):
@@ -231,6 +231,8 @@ class Emitter:
             return f"{s.name} = {s.stack}.pop()"
         if isinstance(s, Init):
             return f"{s.name} = {s.value}"
+        if isinstance(s, (Checkpointed, Replayed)):  # (gradgen/codegen/checkpointing.py)
+            return checkpointing.text(self, s)
         if isinstance(s, IndexAdd):
             if s.at and s.chained:  # a path with an index array in it (gradgen.rules.trees)
                 self.used_helpers.add("add_at_path")
@@ -290,7 +292,7 @@ class Emitter:
                                       lineno=0))
         return f"{copy}\n{write}"
 
-    def _iteration(self, loop):
+    def iteration(self, loop):
         """What a loop runs over: as written forward; reversed (or counted) backward."""
         it = loop.iter
         if loop.direction == "times":
@@ -419,6 +421,7 @@ HELPERS = {
 }
 
 HELPERS[guards.CHECK] = ((), guards.HELPER)
+HELPERS.update(checkpointing.HELPERS)  # the schedule of a checkpointed loop
 HELPERS.update(LIBRARY_HELPERS)  # those of the library rules (gradgen.rules_*)
 HELPERS.update(SMOOTH_HELPER_SOURCES)  # the backward pass's helpers differentiated again (sum_to)
 HELPERS.update({name: h for name, h in RECORD_HELPERS.items() if name not in HELPERS})  # Fields, fields_of, is_data

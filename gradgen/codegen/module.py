@@ -14,6 +14,7 @@ from gradgen.analysis import stated
 from gradgen.analysis.activity import ALL, DEFAULT_WRT
 from gradgen.codegen.freshness import SKIPPED_LEAD
 from gradgen.errors import CompileError
+from gradgen.transform.reverse.checkpoint import memory_text
 
 
 def listed(shapes):
@@ -22,13 +23,18 @@ def listed(shapes):
     return ", ".join(text[:-1]) + " and " + text[-1] if len(text) > 1 else text[0]
 
 
-def options(emit_kinds, shapes_from, functions=None, wrt=None):
+def options(emit_kinds, shapes_from, functions=None, wrt=None, snapshots=None):
     """The compile options beyond the defaults, as the regenerate command spells them (a plain
     `gradgen compile FILE` reads them back: gradgen.tools.files)."""
     out = "".join(f" --function {name}" for name in dict.fromkeys(functions or ()))
     out += f" --wrt {','.join(dict.fromkeys(wrt))}" if wrt else ""
     out += "" if emit_kinds == ("grad",) else f" --emit {','.join(emit_kinds)}"
-    return out + (f" --shapes {shapes_from}" if shapes_from else "")
+    out += f" --shapes {shapes_from}" if shapes_from else ""
+    if isinstance(snapshots, int):
+        out += f" --checkpoint {snapshots}"
+    elif snapshots is not None:
+        out += f" --checkpoint auto --memory {memory_text(snapshots[1])}"
+    return out
 
 
 def shapes_line(shapes, shapes_from):

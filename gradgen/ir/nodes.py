@@ -317,6 +317,42 @@ class Init:
         return f"{self.name} = {self.value}"
 
 
+@dataclass
+class Checkpointed:
+    """Forward: a loop run without its tape, keeping the `state` (names; `copied`, those
+    written into in place) at the start of the trips binomial checkpointing will take back
+    (gradgen/transform/reverse/checkpoint.py). `snapshots`: how many states at most, a
+    number or an expression; `names`: the generated names (trip, snapshots, stored, schedule)."""
+
+    loop: For
+    state: tuple
+    copied: frozenset
+    snapshots: object
+    names: dict
+
+    def __str__(self):
+        return f"# checkpointed, at most {self.snapshots} states of ({', '.join(self.state)})\n{self.loop}"
+
+
+@dataclass
+class Replayed:
+    """Backward: the schedule of a `Checkpointed` loop walked: its body again without a tape
+    (`again`), and for each trip to reverse, the trip with its tape (`taped`) then its
+    `adjoint`; `stacks`, the tape's lists, made empty before."""
+
+    loop: For
+    state: tuple
+    copied: frozenset
+    again: list
+    taped: list
+    adjoint: list
+    stacks: list
+    names: dict
+
+    def __str__(self):
+        return "\n".join([f"for action in {self.names['schedule']}:"] + _indented(self.taped + self.adjoint))
+
+
 def _indented(stmts):
     return ["    " + line for s in stmts for line in str(s).split("\n")] or ["    pass"]
 

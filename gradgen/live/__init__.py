@@ -50,17 +50,20 @@ CACHE_FORMAT = 1
 MEMORY_LIMIT = 512  # compiled modules kept per process; the oldest goes first
 
 
-def grad(f, wrt=None):
+def grad(f, wrt=None, checkpoint=None, memory=None):
     """The gradient of `f`: `f_grad(<f's params>)` returns df/dp for each differentiated
     parameter (a tuple for several). `wrt`: the parameters to differentiate ("a,b" or a
     list; "all" for every one that can carry a derivative); by default the first parameter,
-    or all of them when every parameter has a number default (as `gradgen compile`)."""
-    return _public(f, wrt, "grad", "grad")
+    or all of them when every parameter has a number default (as `gradgen compile`).
+    `checkpoint`: K, or "auto" within `memory` ("256MB"): long loops in bounded memory, as
+    `gradgen compile --checkpoint`."""
+    return _public(f, wrt, "grad", "grad", (checkpoint, memory))
 
 
-def value_and_grad(f, wrt=None):
-    """`f_value_and_grad(<f's params>)` returns (f's value, its gradient), from one forward pass."""
-    return _public(f, wrt, "grad", "value_and_grad")
+def value_and_grad(f, wrt=None, checkpoint=None, memory=None):
+    """`f_value_and_grad(<f's params>)` returns (f's value, its gradient), from one forward pass;
+    `checkpoint`, `memory`: as for grad."""
+    return _public(f, wrt, "grad", "value_and_grad", (checkpoint, memory))
 
 
 def jvp(f, wrt=None):
@@ -103,11 +106,13 @@ def clear_cache(disk=False):
             path.unlink(missing_ok=True)
 
 
-def _public(f, wrt, kind, role):
+def _public(f, wrt, kind, role, checkpoint=(None, None)):
     """The generated function; a CompileError is raised from here, without the frames of
     the compiler (its message already says where the problem is in the user's source)."""
     __tracebackhide__ = True  # (IPython and pytest leave this frame out of a traceback)
     wrt = _wrt(wrt)
+    if checkpoint != (None, None):  # (a derivative with checkpointed loops: `kind` says so)
+        kind = (kind, *checkpoint)
     again = _again(f, wrt, kind, role)
     if again is not None:
         return again
@@ -375,8 +380,10 @@ def _compile(key, origin, wrt, kind, constants=None):
 
     try:
         name = origin.outside.target if origin.outside is not None else origin.name
+        kind, checkpoint, memory = kind if isinstance(kind, tuple) else (kind, None, None)
         compiled = api.compile_source(origin.source, origin.filename, functions=[name], wrt=wrt,
-                                      emit_kinds=(kind,), constants=constants, outside=origin.outside)
+                                      emit_kinds=(kind,), constants=constants, outside=origin.outside,
+                                      checkpoint=checkpoint, memory=memory)
     except CompileError as exc:
         raise _with_cell_hint(exc, origin) from None
     fn = compiled.functions[0]

@@ -63,6 +63,13 @@ def _parser():
     compile_.add_argument("--jit", choices=("none", "numba"), default=None,
                           help="none (the default), or numba: every generated function compiled by numba.njit "
                                "(scalar code: numbers and loops); recompiling keeps the jit a module was written for")
+    compile_.add_argument("--checkpoint", metavar="K",
+                          help="long loops in bounded memory: every loop whose trip count is known on entry keeps at "
+                               "most K states and runs its trips again in the backward pass (binomial "
+                               "checkpointing); auto: K from the states' size and --memory; none: taped "
+                               "(the default); recompiling keeps it")
+    compile_.add_argument("--memory", metavar="SIZE",
+                          help="the budget of --checkpoint auto's states (default 256MB)")
     compile_.set_defaults(run=_compile)
     check = sub.add_parser("check", help="compare generated gradients with sympy and finite differences")
     _common(check)
@@ -154,7 +161,8 @@ def _compile_one(args):
 
     with time_limit(COMPILE_SECONDS, _OutOfTime):
         target, compiled = compile_file(args.file, args.out_dir, args.function, args.wrt, args.force,
-                                        args.emit, args.backend, args.jit, args.shapes)
+                                        args.emit, args.backend, args.jit, args.shapes, args.checkpoint,
+                                        args.memory)
     names = ", ".join(n for f in compiled.functions for n in
                       [f.grad_name, f.value_and_grad_name] + [m.name for m in f.made] if n)
     print(f"wrote {target} ({names})")
@@ -166,6 +174,9 @@ def _compile_one(args):
         print(f"  jit: {compiled.jit}{kept}")
     for line in summary_lines(compiled):
         print(f"  {line}")
+    for f in compiled.functions:  # (what --checkpoint left taped, and why)
+        for _, note in f.notes:
+            print(f"  {f.name}: {note}")
     for line in skipped_lines(compiled):
         print(line, file=sys.stderr)
     return _check(args) if args.check else 0

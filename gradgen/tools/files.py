@@ -28,6 +28,8 @@ HEADER_MARK = freshness.HEADER_MARK
 _EMIT_RECORDED = re.compile(rb"# Do not edit: run `gradgen compile .* --emit (?P<name>[a-z,]+)[ `]")
 _WRT_RECORDED = re.compile(rb"# Do not edit: run `gradgen compile .* --wrt (?P<name>[^\s`]+)[ `]")
 _SHAPES_RECORDED = re.compile(rb"# Shapes assumed \(--shapes (?P<name>[^\s)]+)\):")
+_CHECKPOINT_RECORDED = re.compile(rb"# Do not edit: run `gradgen compile .* --checkpoint (?P<name>[^\s`]+)[ `]")
+_MEMORY_RECORDED = re.compile(rb"# Do not edit: run `gradgen compile .* --memory (?P<name>[^\s`]+)[ `]")
 
 
 def output_path(path, out_dir="generated"):
@@ -35,7 +37,7 @@ def output_path(path, out_dir="generated"):
 
 
 def compile_file(path, out_dir="generated", functions=None, wrt=None, force=False, emit_kinds=None,
-                 backend=None, jit=None, shapes_from=None):
+                 backend=None, jit=None, shapes_from=None, checkpoint=None, memory=None):
     """Compile the file at `path`; write `<out_dir>/<stem>_grad.py` atomically.
 
     Returns (output path, CompiledModule). Nothing is written if compilation fails, and an
@@ -43,7 +45,8 @@ def compile_file(path, out_dir="generated", functions=None, wrt=None, force=Fals
     the backend of the module it replaces (numpy for a new one): compiling again, by hand
     or by the pre-commit hook, never changes it; nor does `jit` None (gradgen/codegen/numba_jit.py), nor
     `shapes_from` None (the `--shapes FILE:FUNC` the module was written for), nor `wrt` None (its
-    `--wrt`), nor `functions` None:
+    `--wrt`), nor `checkpoint` None (its `--checkpoint K`, or `auto` and its `--memory`; "none"
+    drops it), nor `functions` None:
     the module's `--function` names again, or the whole file, where each function the module
     has must compile again (its header lists them: a refusal of one is an error, not a skip).
     """
@@ -61,6 +64,10 @@ def compile_file(path, out_dir="generated", functions=None, wrt=None, force=Fals
     if wrt is None:  # the parameters the module was written for (a plain recompile keeps its shape)
         recorded = freshness.recorded_option(target, _WRT_RECORDED, None)
         wrt = recorded.split(",") if recorded else None
+    if checkpoint is None:  # (the module's --checkpoint, and with auto its --memory)
+        checkpoint = freshness.recorded_option(target, _CHECKPOINT_RECORDED, None)
+        if checkpoint == "auto" and memory is None:
+            memory = freshness.recorded_option(target, _MEMORY_RECORDED, None)
     keep = ()
     if functions is None:
         functions, keep = freshness.recorded_functions(target)
@@ -71,7 +78,7 @@ def compile_file(path, out_dir="generated", functions=None, wrt=None, force=Fals
         shapes = symbolic_shapes(load_inputs(shapes_from))  # lengths as letters: a partial batch is no other shape
 
     compiled = compile_source(data, str(path), functions, wrt, emit_kinds, backend, jit, shapes, shapes_from,
-                              keep=keep or ())
+                              keep=keep or (), checkpoint=checkpoint, memory=memory)
     _refuse_foreign(target, force)
     write_atomically(target, compiled.text)
     return target, compiled

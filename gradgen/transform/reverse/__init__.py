@@ -6,5 +6,7 @@ gradient down one expression with the table's rules; `factoring` adds up the con
 one statement makes to one variable as a person would; `merge` sends them; `control_flow`
 replays branches and loops backwards; `tape` decides which forward values the backward
 pass gets back and how (saved before an overwrite, or after a loop trip makes them);
-`lists` mirrors Python lists; `custom` writes out a `@gradgen.custom_vjp` rule.
+`lists` mirrors Python lists; `custom` writes out a `@gradgen.custom_vjp` rule;
+`checkpoint` (`--checkpoint K`) rewrites the loops that keep a tape for binomial
+checkpointing.
 """
