@@ -89,8 +89,8 @@ def nested(a, *, steps):
 
 @functools.lru_cache(maxsize=None)
 def _modules(source, filename, function, snapshots):
-    plain = gradgen.load_module(gradgen.compile_source(source, filename, functions=[function]).text, "plain")
-    compiled = gradgen.compile_source(source, filename, functions=[function], checkpoint=snapshots)
+    plain = gradgen.load_module(gradgen.compile_source(source, filename, functions=[function], wrt="all").text, "plain")
+    compiled = gradgen.compile_source(source, filename, functions=[function], checkpoint=snapshots, wrt="all")
     return plain, gradgen.load_module(compiled.text, "checkpointed"), compiled
 
 
@@ -247,28 +247,28 @@ def test_the_header_records_the_option_and_a_plain_recompile_keeps_it(tmp_path):
     source = tmp_path / "ode_fit.py"
     shutil.copy(ROOT / "examples" / "ode_fit.py", source)
     out = tmp_path / "generated"
-    compile_file(str(source), str(out), checkpoint="4")
+    compile_file(str(source), str(out), checkpoint="4", wrt="all")
     first = (out / "ode_fit_grad.py").read_text()
     assert f"# Do not edit: run `gradgen compile {source} --out-dir {out} --checkpoint 4`" in first or \
         f"--checkpoint 4` again instead." in first.splitlines()[1]
     source.write_text(source.read_text().replace("N_STEPS = 200", "N_STEPS = 300"))
-    compile_file(str(source), str(out))
+    compile_file(str(source), str(out), wrt="all")
     again = (out / "ode_fit_grad.py").read_text()
     assert "checkpoint_schedule(len(range(N_STEPS)), 4)" in again and "N_STEPS = 300" in again
-    compile_file(str(source), str(out), checkpoint="auto", memory="2MB")
+    compile_file(str(source), str(out), checkpoint="auto", memory="2MB", wrt="all")
     auto = (out / "ode_fit_grad.py").read_text()
     assert "--checkpoint auto --memory 2MB` again instead." in auto.splitlines()[1]
     assert "snapshots_within(2000000, x)" in auto
-    compile_file(str(source), str(out))
+    compile_file(str(source), str(out), wrt="all")
     assert (out / "ode_fit_grad.py").read_text() == auto
-    compile_file(str(source), str(out), checkpoint="none")
+    compile_file(str(source), str(out), checkpoint="none", wrt="all")
     assert "checkpoint" not in (out / "ode_fit_grad.py").read_text()
 
 
 def test_auto_fits_the_states_in_the_budget():
     source = PROGRAMS.replace("def heat(", "def heat_auto(")
     compiled = gradgen.compile_source(source, "programs.py", functions=["heat_auto"], checkpoint="auto",
-                                      memory="800")
+                                      memory="800", wrt="all")
     module = gradgen.load_module(compiled.text, "auto")
     assert module.snapshots_within(800, np.zeros(20)) == 5
     assert module.snapshots_within(10, np.zeros(20)) == 1
@@ -289,7 +289,7 @@ def test_auto_fits_the_states_in_the_budget():
 ])
 def test_option_errors(checkpoint, memory, message):
     with pytest.raises(gradgen.CompileError) as info:
-        gradgen.compile_source(PROGRAMS, "programs.py", functions=["heat"], checkpoint=checkpoint, memory=memory)
+        gradgen.compile_source(PROGRAMS, "programs.py", functions=["heat"], checkpoint=checkpoint, memory=memory, wrt="all")
     assert info.value.message == message
 
 
@@ -297,7 +297,7 @@ def test_a_while_loop_is_refused_where_it_is():
     source = "def f(a, x0=0.5):\n    x = x0\n    while abs(x**3 - a) > 1e-3:\n        x = x - 0.1 * (x**3 - a)\n" \
              "    return x\n"
     with pytest.raises(gradgen.CompileError) as info:
-        gradgen.compile_source(source, "w.py", functions=["f"], checkpoint=2)
+        gradgen.compile_source(source, "w.py", functions=["f"], checkpoint=2, wrt="all")
     assert (info.value.line, info.value.col) == (3, 5)
     assert info.value.message == (
         "--checkpoint: this while loop keeps a tape of every trip, and how many trips it makes is unknown on "
@@ -308,12 +308,12 @@ def test_a_while_loop_is_refused_where_it_is():
 def test_a_loop_that_can_break_keeps_its_tape_and_says_so():
     source = ("def f(a, x0=0.5):\n    x = x0\n    for i in range(100):\n        x = x - 0.1 * (x**3 - a)\n"
               "        if abs(x**3 - a) < 1e-3:\n            break\n    return x\n")
-    compiled = gradgen.compile_source(source, "b.py", functions=["f"], checkpoint=2)
+    compiled = gradgen.compile_source(source, "b.py", functions=["f"], checkpoint=2, wrt="all")
     assert compiled.functions[0].notes == [(3, "line 3: the loop keeps its tape: it can stop early (a break or a "
                                                "return in it), so its trip count is unknown on entry")]
     assert "checkpoint_schedule" not in compiled.text
     module = gradgen.load_module(compiled.text, "b")
-    plain = gradgen.load_module(gradgen.compile_source(source, "b.py", functions=["f"]).text, "b0")
+    plain = gradgen.load_module(gradgen.compile_source(source, "b.py", functions=["f"], wrt="all").text, "b0")
     assert module.f_grad(1.3) == plain.f_grad(1.3)
 
 

@@ -176,7 +176,7 @@ def _original(source, name="f"):
 
 def _check(source, point, shapes=None, name="f", wrt=None):
     """The compiled gradient agrees with central differences of the original function."""
-    grad = getattr(load_module(compile_source(source, "tape.py", functions=[name], shapes=shapes).text,
+    grad = getattr(load_module(compile_source(source, "tape.py", functions=[name], shapes=shapes, wrt="all").text,
                                f"tape_{abs(hash((source, str(shapes))))}"), f"{name}_grad")
     f = _original(source, name)
     wrt = wrt or [k for k in point if k not in ("x", "xs", "y")]
@@ -203,7 +203,7 @@ SAVED_BEFORE = {"bound_in_only_one_branch": "u", "nested_loop_value_read_after_t
 
 @pytest.mark.parametrize("name, body, point", PROGRAMS, ids=[p[0] for p in PROGRAMS])
 def test_no_name_is_bound_to_none_for_a_value_a_trip_makes_first(name, body, point):
-    text = _grad_text(compile_source("import numpy as np\n\n" + textwrap.dedent(body), "tape.py").text)
+    text = _grad_text(compile_source("import numpy as np\n\n" + textwrap.dedent(body), "tape.py", wrt="all").text)
     if name in SAVED_BEFORE:
         v = SAVED_BEFORE[name]
         assert f"    {v} = None\n" in text and f"{v}_stack.append({v})\n" in text
@@ -213,14 +213,14 @@ def test_no_name_is_bound_to_none_for_a_value_a_trip_makes_first(name, body, poi
 
 def test_a_value_bound_in_one_branch_is_saved_before_it_is_overwritten():
     _, body, _ = PROGRAMS[1]
-    text = _grad_text(compile_source("import numpy as np\n\n" + textwrap.dedent(body), "tape.py").text)
+    text = _grad_text(compile_source("import numpy as np\n\n" + textwrap.dedent(body), "tape.py", wrt="all").text)
     assert "    u = None\n" in text and "            u_stack.append(u)\n            u = np.tanh(w * x[i])\n" in text
 
 
 @pytest.mark.parametrize("shapes", [None, shapes_of_point], ids=["plain", "shapes"])
 def test_the_kalman_filter_tape_keeps_only_what_the_backward_pass_reads(shapes):
     text = _grad_text(compile_source(KALMAN, "kalman.py", functions=["objective"],
-                                     shapes=shapes(KALMAN_POINT) if shapes else None).text, "objective")
+                                     shapes=shapes(KALMAN_POINT) if shapes else None, wrt="all").text, "objective")
     assert " = None" not in text
     forward, backward = text.split("# forward pass", 1)[1].split("# backward pass", 1)
     # made in the trip, read back by the backward pass: pushed once made, popped as the trip starts
@@ -238,7 +238,7 @@ def test_the_kalman_filter_tape_keeps_only_what_the_backward_pass_reads(shapes):
 
 
 def test_the_kalman_filter_with_shapes_is_scalar_code():
-    text = compile_source(KALMAN, "kalman.py", functions=["objective"], shapes=shapes_of_point(KALMAN_POINT)).text
+    text = compile_source(KALMAN, "kalman.py", functions=["objective"], shapes=shapes_of_point(KALMAN_POINT), wrt="all").text
     grad = _grad_text(text, "objective")
     assert "unbroadcast" not in text and "zeros_like" not in grad and "np.sum" not in grad
     assert "        dtotal_dgain = -dtotal_dvariance * variance\n" in grad
@@ -255,9 +255,9 @@ def test_a_loop_whose_adjoint_reads_nothing_of_the_trip_saves_nothing():
     source = ("import numpy as np\n\n\ndef f(w, *, x):\n    s = 0.0\n    for i in range(len(x)):\n"
               "        t = w * x[i] + 1.0\n        u = 3.0 * t\n        s = s + 2.0 * u\n    return s\n")
     point = {"w": 0.3, "x": np.array([0.5, -1.2, 0.8])}
-    text = _grad_text(compile_source(source, "tape.py", shapes=shapes_of_point(point)).text)
+    text = _grad_text(compile_source(source, "tape.py", shapes=shapes_of_point(point), wrt="all").text)
     assert "_stack" not in text and " = None" not in text and "    for i in range(len(x))" not in text
-    plain = _grad_text(compile_source(source, "tape.py").text)  # (the constant adjoint of t stays symbolic)
+    plain = _grad_text(compile_source(source, "tape.py", wrt="all").text)  # (the constant adjoint of t stays symbolic)
     assert "_stack" not in plain and "        ds_dw = ds_dw + unbroadcast(6.0 * x[i], w)\n" in plain
     for shapes in (None, shapes_of_point(point)):
         _check(source, point, shapes)
@@ -271,6 +271,6 @@ def test_a_number_proven_through_a_loop_needs_a_fixed_point():
               "    e = 0.0\n    s = 0.0\n    for i in range(6):\n        s = s + np.sum(e)\n        e = d * w\n"
               "        d = c\n        c = b\n        b = a\n        a = x * w\n    return s\n")
     point = {"w": 0.7, "x": np.array([0.5, -1.2, 0.8])}
-    text = compile_source(source, "tape.py", shapes=shapes_of_point(point)).text
+    text = compile_source(source, "tape.py", shapes=shapes_of_point(point), wrt="all").text
     assert "        ds_dw = ds_dw + np.sum(ds_de * d)\n" in _grad_text(text)
     _check(source, point, shapes_of_point(point))
