@@ -27,6 +27,7 @@ imported when a function is first compiled or loaded.
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import hashlib
 import inspect
@@ -43,23 +44,41 @@ import numpy as np
 
 import gradgen
 from gradgen.errors import CompileError
-from gradgen.live import display
+from gradgen.live import aliases, display
 from gradgen.live import outside as outside_values
 
 CACHE_FORMAT = 1
 MEMORY_LIMIT = 512  # compiled modules kept per process; the oldest goes first
+SMOOTH_HELPERS = ("unbroadcast", "sum_to")  # helpers of a generated module that are differentiated again
+GENERATED = "<gradgen "  # how the file name of a module gradgen generated and loaded begins
 
 
-def grad(f, wrt=None):
+def grad(f, wrt=None, *, argnum=None):
     """The gradient of `f`: `f_grad(<f's params>)` returns df/dp for each differentiated
     parameter (a tuple for several). `wrt`: the parameters to differentiate ("a,b" or a
-    list); default, every parameter that can carry a derivative."""
-    return _public(f, wrt, "grad", "grad")
+    list); default, every parameter that can carry a derivative. `argnum` (autograd's
+    spelling): their positions, a number or a tuple."""
+    return _public(f, _chosen(f, wrt, argnum), "grad", "grad")
 
 
-def value_and_grad(f, wrt=None):
+def value_and_grad(f, wrt=None, *, argnum=None):
     """`f_value_and_grad(<f's params>)` returns (f's value, its gradient), from one forward pass."""
-    return _public(f, wrt, "grad", "value_and_grad")
+    return _public(f, _chosen(f, wrt, argnum), "grad", "value_and_grad")
+
+
+def elementwise_grad(f, wrt=None, *, argnum=None):
+    """autograd's elementwise_grad: the gradient of `np.sum(f(x))`, shaped like x; for an
+    `f` that acts elementwise, the derivative of each element at its point. The result is
+    the generated `sum_of_f_grad`, which may be differentiated again (gradgen/live/aliases.py)."""
+    return _public(f, _chosen(f, wrt, argnum), "grad", "elementwise_grad")
+
+
+def hessian_vector_product(f, argnum=0):
+    """autograd's hessian_vector_product: a function of `(*args, vector)` returning the
+    Hessian of `f` with respect to its parameter at `argnum`, times `vector`: gradgen.hvp
+    called as scipy.optimize.minimize(hessp=) calls it."""
+    (name,) = aliases.positions(f, [argnum])
+    return aliases.vector_last(hvp(f, wrt=[name]), f, name)
 
 
 def jvp(f, wrt=None):
@@ -162,6 +181,7 @@ class Origin:
     source: object  # bytes from a file, str from linecache (a notebook cell)
     in_file: bool
     outside: object = None  # gradgen.live.outside.Outside: what the running program gives it
+    summed: bool = False  # compiled as np.sum of its result (elementwise_grad, gradgen/live/aliases.py)
 
 
 @dataclass
@@ -179,6 +199,9 @@ _MEMORY: dict = {}
 def _derivative(f, wrt, kind, role, constants=None):
     origin = source_of(f, role)
     origin.outside = _outside(origin.function, origin)
+    if role == "elementwise_grad":
+        origin.outside = aliases.summed(f, origin, origin.outside, outside_values.Outside)
+        origin.summed = True
     key = _key(origin, wrt, kind, constants)
     entry = _MEMORY.get(key)
     if entry is None:
@@ -317,6 +340,12 @@ def _source_constants(origin):
             and isinstance(value, (int, float, tuple, list)) and not isinstance(value, bool)}
 
 
+def _chosen(f, wrt, argnum):
+    if argnum is not None and wrt is not None:
+        raise TypeError("give wrt= (parameter names) or argnum= (their positions), not both")
+    return aliases.positions(f, argnum if argnum is not None else wrt)
+
+
 def _wrt(wrt):
     if wrt is None:
         return None
@@ -346,11 +375,52 @@ def source_of(f, role="grad"):
         return Origin(f, f.__name__, path, Path(path).read_bytes(), True)
     filename = f.__code__.co_filename
     lines = linecache.getlines(filename, f.__globals__)
+    if filename.startswith(GENERATED) and lines:  # a derivative of a derivative gradgen wrote
+        lines = _unguarded(lines)
     if not lines:
         raise CompileError(f"the source of '{f.__name__}' cannot be found: it was made by exec or compile (its "
                            f"file is {filename}, neither a file nor a notebook cell); define it in a .py file or "
                            "a notebook cell, or compile its text with gradgen.compile_source", call)
     return Origin(f, f.__name__, filename, "".join(lines), False)
+
+
+def _unguarded(lines):
+    """A module gradgen generated, as the source of a function to differentiate again: without
+    the shape checks on entry (gradgen.codegen.guards: they check at run time what the module
+    was written for, and the module compiled from it makes its own), and without the
+    keyword parameters that hand each function the module constants it reads (`*, x=x`):
+    the body reads the constant, which the new module hands over in turn. Its helpers
+    `unbroadcast` and `sum_to` are gradgen's, read as the primitives a nested gradient
+    calls (gradgen.frontend.nested). Lines are kept:
+    a check becomes `pass`, a signature is written again on its first line."""
+    lines = list(lines)
+    for node in ast.walk(ast.parse("".join(lines))):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                and isinstance(node.value.func, ast.Name) and node.value.func.id == "check_shapes":
+            _rewrite(lines, node, "pass")
+        elif isinstance(node, ast.FunctionDef) and node.col_offset == 0 and node.name in SMOOTH_HELPERS:
+            _rewrite(lines, node, f"from gradgen import {node.name}")  # (their smooth twins: gradgen.rules.numpy)
+        elif isinstance(node, ast.FunctionDef) and node.col_offset == 0 and _constant_keywords(node):
+            kept = [(a, d) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults)
+                    if not (isinstance(d, ast.Name) and d.id == a.arg)]
+            header = copy.copy(node.args)
+            header.kwonlyargs, header.kw_defaults = [a for a, _ in kept], [d for _, d in kept]
+            end = node.body[0]
+            _rewrite(lines, ast.Pass(lineno=node.lineno, end_lineno=end.lineno - 1, col_offset=0),
+                     f"def {node.name}({ast.unparse(header)}):")
+    return lines
+
+
+def _constant_keywords(node):
+    return any(isinstance(d, ast.Name) and d.id == a.arg for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults))
+
+
+def _rewrite(lines, node, text):
+    """Lines node.lineno..node.end_lineno become `text` (indented as the first) and blanks."""
+    first = lines[node.lineno - 1]
+    lines[node.lineno - 1] = first[:len(first) - len(first.lstrip())] + text + "\n"
+    for k in range(node.lineno, node.end_lineno):
+        lines[k] = "\n"
 
 
 def _at(f, word, message):
@@ -382,6 +452,7 @@ def _compile(key, origin, wrt, kind, constants=None):
     names = {m.kind: m.name for m in fn.made}
     if kind == "grad":
         names = {"grad": fn.grad_name, "value_and_grad": fn.value_and_grad_name}
+        names = {"elementwise_grad": fn.grad_name} if origin.summed else names
     names = {role: name for role, name in names.items() if name}
     _to_disk(key, compiled.text, names)
     return _load(key, origin, kind, compiled.text, names)
@@ -399,7 +470,7 @@ def _with_cell_hint(exc, origin):
 def _load(key, origin, kind, text, names):
     """Execute the generated text as a fresh module; its functions carry `.source`, their
     docstring shows the module, and tracebacks and inspect.getsource find its lines."""
-    filename = f"<gradgen {kind} of {origin.name} {key[:8]}>"
+    filename = f"{GENERATED}{kind} of {origin.name} {key[:8]}>"
     module = types.ModuleType(f"gradgen_live_{key[:12]}")
     module.__file__ = filename
     module.__package__ = origin.function.__globals__.get("__package__")
