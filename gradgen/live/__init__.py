@@ -216,7 +216,31 @@ def _derivative(f, wrt, kind, role, constants=None):
         if origin.outside is not None:
             g = _given(g, entry.functions[role], f, wrt, kind, role, origin, constants)
         entry.live[role] = g
-    return entry.live[role]
+    return _passed_on(entry.live[role], f)
+
+
+def _passed_on(g, f):
+    """`g`, given on every call what `f` is given, when `f` is a derivative gradgen made of
+    a function reading the running program (a closure's data): the derivative of it takes
+    the same keyword arguments, read from the same cells. Per `f`, never cached with `g`:
+    another closure of the same source reads other cells."""
+    readers = getattr(f, "given", None)
+    if not readers:
+        return g
+    code = inspect.unwrap(g).__code__
+    keywords = set(code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount])
+    readers = {name: read for name, read in readers.items() if name in keywords}
+    if not readers:
+        return g
+
+    @functools.wraps(g)
+    def passing(*args, **kwargs):
+        for name, read in readers.items():
+            kwargs.setdefault(name, read())
+        return g(*args, **kwargs)
+
+    passing.source, passing.given = g.source, {**getattr(g, "given", {}), **readers}
+    return passing
 
 
 def _outside(f, origin):
@@ -259,7 +283,7 @@ def _given(g, generated, f, wrt, kind, role, origin, constants):
             kwargs.setdefault(name, now[name])
         return g(*args, **kwargs)
 
-    live.source = g.source
+    live.source, live.given = g.source, {name: outside.read[name] for name in given}
     return live
 
 
