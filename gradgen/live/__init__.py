@@ -20,6 +20,9 @@ A closure, a lambda, or a function that reads module globals the running program
 globals (never running anything), and the generated function takes the numbers and arrays
 among them as keyword arguments, passed again on every call.
 
+autograd's names for these (`elementwise_grad`, `hessian_vector_product`, `argnum=`) are in
+`aliases`; a derivative of a derivative compiles the module gradgen generated (`again`).
+
 Nothing heavy is imported here: the compiler (and NumPy, through the generated code) are
 imported when a function is first compiled or loaded.
 """
@@ -27,7 +30,6 @@ imported when a function is first compiled or loaded.
 from __future__ import annotations
 
 import ast
-import copy
 import functools
 import hashlib
 import inspect
@@ -44,12 +46,11 @@ import numpy as np
 
 import gradgen
 from gradgen.errors import CompileError
-from gradgen.live import aliases, display
+from gradgen.live import again, aliases, display
 from gradgen.live import outside as outside_values
 
 CACHE_FORMAT = 1
 MEMORY_LIMIT = 512  # compiled modules kept per process; the oldest goes first
-SMOOTH_HELPERS = ("unbroadcast", "sum_to")  # helpers of a generated module that are differentiated again
 GENERATED = "<gradgen "  # how the file name of a module gradgen generated and loaded begins
 
 
@@ -216,31 +217,7 @@ def _derivative(f, wrt, kind, role, constants=None):
         if origin.outside is not None:
             g = _given(g, entry.functions[role], f, wrt, kind, role, origin, constants)
         entry.live[role] = g
-    return _passed_on(entry.live[role], f)
-
-
-def _passed_on(g, f):
-    """`g`, given on every call what `f` is given, when `f` is a derivative gradgen made of
-    a function reading the running program (a closure's data): the derivative of it takes
-    the same keyword arguments, read from the same cells. Per `f`, never cached with `g`:
-    another closure of the same source reads other cells."""
-    readers = getattr(f, "given", None)
-    if not readers:
-        return g
-    code = inspect.unwrap(g).__code__
-    keywords = set(code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount])
-    readers = {name: read for name, read in readers.items() if name in keywords}
-    if not readers:
-        return g
-
-    @functools.wraps(g)
-    def passing(*args, **kwargs):
-        for name, read in readers.items():
-            kwargs.setdefault(name, read())
-        return g(*args, **kwargs)
-
-    passing.source, passing.given = g.source, {**getattr(g, "given", {}), **readers}
-    return passing
+    return again.passed_on(entry.live[role], f)
 
 
 def _outside(f, origin):
@@ -400,51 +377,12 @@ def source_of(f, role="grad"):
     filename = f.__code__.co_filename
     lines = linecache.getlines(filename, f.__globals__)
     if filename.startswith(GENERATED) and lines:  # a derivative of a derivative gradgen wrote
-        lines = _unguarded(lines)
+        lines = again.unguarded(lines)
     if not lines:
         raise CompileError(f"the source of '{f.__name__}' cannot be found: it was made by exec or compile (its "
                            f"file is {filename}, neither a file nor a notebook cell); define it in a .py file or "
                            "a notebook cell, or compile its text with gradgen.compile_source", call)
     return Origin(f, f.__name__, filename, "".join(lines), False)
-
-
-def _unguarded(lines):
-    """A module gradgen generated, as the source of a function to differentiate again: without
-    the shape checks on entry (gradgen.codegen.guards: they check at run time what the module
-    was written for, and the module compiled from it makes its own), and without the
-    keyword parameters that hand each function the module constants it reads (`*, x=x`):
-    the body reads the constant, which the new module hands over in turn. Its helpers
-    `unbroadcast` and `sum_to` are gradgen's, read as the primitives a nested gradient
-    calls (gradgen.frontend.nested). Lines are kept:
-    a check becomes `pass`, a signature is written again on its first line."""
-    lines = list(lines)
-    for node in ast.walk(ast.parse("".join(lines))):
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
-                and isinstance(node.value.func, ast.Name) and node.value.func.id == "check_shapes":
-            _rewrite(lines, node, "pass")
-        elif isinstance(node, ast.FunctionDef) and node.col_offset == 0 and node.name in SMOOTH_HELPERS:
-            _rewrite(lines, node, f"from gradgen import {node.name}")  # (their smooth twins: gradgen.rules.numpy)
-        elif isinstance(node, ast.FunctionDef) and node.col_offset == 0 and _constant_keywords(node):
-            kept = [(a, d) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults)
-                    if not (isinstance(d, ast.Name) and d.id == a.arg)]
-            header = copy.copy(node.args)
-            header.kwonlyargs, header.kw_defaults = [a for a, _ in kept], [d for _, d in kept]
-            end = node.body[0]
-            _rewrite(lines, ast.Pass(lineno=node.lineno, end_lineno=end.lineno - 1, col_offset=0),
-                     f"def {node.name}({ast.unparse(header)}):")
-    return lines
-
-
-def _constant_keywords(node):
-    return any(isinstance(d, ast.Name) and d.id == a.arg for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults))
-
-
-def _rewrite(lines, node, text):
-    """Lines node.lineno..node.end_lineno become `text` (indented as the first) and blanks."""
-    first = lines[node.lineno - 1]
-    lines[node.lineno - 1] = first[:len(first) - len(first.lstrip())] + text + "\n"
-    for k in range(node.lineno, node.end_lineno):
-        lines[k] = "\n"
 
 
 def _at(f, word, message):
