@@ -29,6 +29,8 @@ EXPORTS = {
     "jvp": "gradgen.live",
     "vjp": "gradgen.live",
     "hvp": "gradgen.live",
+    "elementwise_grad": "gradgen.live",
+    "hessian_vector_product": "gradgen.live",
     "hessian": "gradgen.live",
     "jacobian": "gradgen.live",
 }

@@ -25,6 +25,9 @@ _POINT_DENSITIES = {"mvn_logpdf"}
 _ARRAY_RESULTS = {"zeros", "ones", "eye", "arange", "linspace", "full", "stack", "concatenate", "outer",
                   "expand_dims", "reshape", "broadcast_to", "cumsum", "cumprod", "stack_list", "array_list",
                   "concatenate_list", "vstack_list", "hstack_list"}
+# shaped like one of their arguments (its position): the helpers of a gradient differentiated
+# again (gradgen.frontend.nested), `unbroadcast(g, like)` and `sum_to(v, a, b)`
+_SHAPED_LIKE = {"unbroadcast_twin": 1, "sum_to": 2}
 
 
 def array_values(fn, module, result_may_be_array=False, mutable=False, defaults_numbers=False) -> set:
@@ -99,6 +102,8 @@ def _rows_of_arrays(expr, arrays):
         return False
     if isinstance(expr, Call) and expr.prim == "verbatim":  # may be an array, as a parameter may: no evidence
         return False
+    if isinstance(expr, Call) and expr.prim in _SHAPED_LIKE:
+        return _rows_of_arrays(expr.args[_SHAPED_LIKE[expr.prim]], arrays)
     if isinstance(expr, Call) and expr.prim in ("matmul", "dot", "inner", "squeeze"):  # (squeeze of (1, 1): a number)
         return False
     if isinstance(expr, Call) and expr.prim in _REDUCTIONS:  # along an axis of a vector: a number
@@ -150,6 +155,8 @@ def evident_numbers(fn, result_number=True, constants=()) -> set:
         if isinstance(e, Var) and e.name in once and e.name not in numbers:
             numbers.add(e.name)
             return (defs[e.name],) if e.name in defs else ()
+        if isinstance(e, Call) and e.prim in _SHAPED_LIKE:  # (a number shaped like `like`: like is one)
+            return (e.args[_SHAPED_LIKE[e.prim]],)
         return e.args if isinstance(e, Call) and TABLE[e.prim].elementwise else ()
 
     for root in roots:
@@ -254,6 +261,8 @@ def may_be_array(expr, arrays) -> bool:
         return bool(kept) and may_be_array(expr.args[0], arrays) or bool(params.get("keepdims"))
     if expr.prim in _ARRAY_RESULTS:
         return True
+    if expr.prim in _SHAPED_LIKE:
+        return may_be_array(expr.args[_SHAPED_LIKE[expr.prim]], arrays)
     return any(may_be_array(a, arrays) for a in expr.args)
 
 

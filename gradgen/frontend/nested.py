@@ -72,10 +72,28 @@ def _arguments(m, scope, node, spelled):
         raise _refuse(m, node, f"'{spelled}' inside a compiled function differentiates a function of this file "
                                f"named directly: {usage}")
     given = {kw.arg: kw.value for kw in node.keywords}
-    if set(given) - {"wrt"} or (len(node.args) == 2 and given):
+    if set(given) - {"wrt", "argnum"} or len(node.args) + len(given) > 2:
         raise _refuse(m, node, f"'{spelled}' takes the function and wrt= (the parameters to differentiate): {usage}")
     wrt_node = node.args[1] if len(node.args) == 2 else given.get("wrt")
+    if "argnum" in given:  # autograd's spelling: positions
+        return target.id, _argnum(m, given["argnum"], target.id, spelled)
     return target.id, _wrt(m, node, wrt_node, target.id, spelled)
+
+
+def _argnum(m, argnum_node, fname, spelled):
+    """argnum= (a position or a tuple of them, written out) as the parameters' names."""
+    try:
+        value = ast.literal_eval(argnum_node)
+    except ValueError:
+        value = None
+    value = (value,) if isinstance(value, int) else value
+    fnode = m.functions[fname]
+    params = [a.arg for a in fnode.args.posonlyargs + fnode.args.args]
+    if not isinstance(value, (list, tuple)) or not value \
+            or not all(isinstance(v, int) and -len(params) <= v < len(params) for v in value):
+        raise _refuse(m, argnum_node, f"argnum= of '{spelled}' must be written out: a position of a parameter of "
+                                      f"'{fname}' ({', '.join(params) or 'none'}) or a tuple of them")
+    return tuple(params[v] for v in value)
 
 
 def _wrt(m, node, wrt_node, fname, spelled):
@@ -156,17 +174,58 @@ def _role(name, fname):
 
 
 def _respell_imports(m, node, tree, spelled):
-    """The generated module's `np.`/`math.` read through the names this file imports them as."""
-    aliases = {}
+    """The generated module's `np.`/`math.`/`scipy.special.` read through the names this file
+    imports them as (`np.log`, or `gammaln` for `from scipy.special import gammaln`)."""
+    roots = {}  # a name the generated module's imports bind -> the module it is
     for stmt in tree.body:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
-                aliases[alias.asname or alias.name] = alias.name
+                roots[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
     mine = {qualified: local for local, qualified in m.imports.items()}
-    for part in ast.walk(tree):
-        if isinstance(part, ast.Name) and part.id in aliases:
-            local = mine.get(aliases[part.id])
-            if local is None:
-                raise _refuse(m, node, f"the derivative '{spelled}' makes calls '{aliases[part.id]}': import it in "
-                                       f"this file (import {aliases[part.id]})")
-            part.id = local
+    free = {root: module for root, module in roots.items() if root == module.split(".")[0] and _unbound(m, root)}
+    for root, module in free.items():  # (`import scipy.special` in the derivative, scipy bound nowhere in this file)
+        m.imports[root] = module
+        mine.setdefault(module, root)
+    _Respelled(roots, mine, lambda q: _refuse(m, node, f"the derivative '{spelled}' makes calls '{q}': import it in "
+                                                       f"this file (import {q.rsplit('.', 1)[0] if '.' in q else q})")
+               ).visit(tree)
+
+
+def _unbound(m, name):
+    """Whether `name` is bound nowhere in the file (no import, function, constant or variable)."""
+    if name in m.imports or name in m.functions or name in m.constants:
+        return False
+    return not any(isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.arg) and n.arg == name
+                   or isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name for n in ast.walk(m.tree))
+
+
+class _Respelled(ast.NodeTransformer):
+    """A dotted name rooted at an import of the generated module (`scipy.special.gammaln`),
+    spelled through the longest part of it this file imports (`gammaln`, `sp.gammaln`)."""
+
+    def __init__(self, roots, mine, refusal):
+        self.roots, self.mine, self.refusal = roots, mine, refusal
+
+    def visit_Attribute(self, part):
+        return self._respelled(part) or self.generic_visit(part)
+
+    def visit_Name(self, part):
+        return self._respelled(part) or part
+
+    def _respelled(self, part):
+        path = []
+        end = part
+        while isinstance(end, ast.Attribute):
+            path.insert(0, end.attr)
+            end = end.value
+        if not isinstance(end, ast.Name) or end.id not in self.roots:
+            return None
+        path = self.roots[end.id].split(".") + path
+        for k in range(len(path), 0, -1):
+            local = self.mine.get(".".join(path[:k]))
+            if local is not None:
+                out = ast.Name(id=local, ctx=ast.Load())
+                for attr in path[k:]:
+                    out = ast.Attribute(value=out, attr=attr, ctx=ast.Load())
+                return ast.copy_location(out, part) if not isinstance(part.ctx, ast.Store) else None
+        raise self.refusal(".".join(path))

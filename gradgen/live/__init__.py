@@ -20,6 +20,9 @@ A closure, a lambda, or a function that reads module globals the running program
 globals (never running anything), and the generated function takes the numbers and arrays
 among them as keyword arguments, passed again on every call.
 
+autograd's names for these (`elementwise_grad`, `hessian_vector_product`, `argnum=`) are in
+`aliases`; a derivative of a derivative compiles the module gradgen generated (`again`).
+
 Nothing heavy is imported here: the compiler (and NumPy, through the generated code) are
 imported when a function is first compiled or loaded.
 """
@@ -43,27 +46,44 @@ import numpy as np
 
 import gradgen
 from gradgen.errors import CompileError
-from gradgen.live import display
+from gradgen.live import again, aliases, display
 from gradgen.live import outside as outside_values
 
 CACHE_FORMAT = 1
 MEMORY_LIMIT = 512  # compiled modules kept per process; the oldest goes first
+GENERATED = "<gradgen "  # how the file name of a module gradgen generated and loaded begins
 
 
-def grad(f, wrt=None, checkpoint=None, memory=None):
+def grad(f, wrt=None, checkpoint=None, memory=None, *, argnum=None):
     """The gradient of `f`: `f_grad(<f's params>)` returns df/dp for each differentiated
     parameter (a tuple for several). `wrt`: the parameters to differentiate ("a,b" or a
     list; "all" for every one that can carry a derivative); by default the first parameter,
     or all of them when every parameter has a number default (as `gradgen compile`).
-    `checkpoint`: K, or "auto" within `memory` ("256MB"): long loops in bounded memory, as
+    `argnum` (autograd's spelling): their positions, a number or a tuple. `checkpoint`: K,
+    or "auto" within `memory` ("256MB"): long loops in bounded memory, as
     `gradgen compile --checkpoint`."""
-    return _public(f, wrt, "grad", "grad", (checkpoint, memory))
+    return _public(f, _chosen(f, wrt, argnum), "grad", "grad", (checkpoint, memory))
 
 
-def value_and_grad(f, wrt=None, checkpoint=None, memory=None):
+def value_and_grad(f, wrt=None, checkpoint=None, memory=None, *, argnum=None):
     """`f_value_and_grad(<f's params>)` returns (f's value, its gradient), from one forward pass;
-    `checkpoint`, `memory`: as for grad."""
-    return _public(f, wrt, "grad", "value_and_grad", (checkpoint, memory))
+    `argnum`, `checkpoint`, `memory`: as for grad."""
+    return _public(f, _chosen(f, wrt, argnum), "grad", "value_and_grad", (checkpoint, memory))
+
+
+def elementwise_grad(f, wrt=None, *, argnum=None):
+    """autograd's elementwise_grad: the gradient of `np.sum(f(x))`, shaped like x; for an
+    `f` that acts elementwise, the derivative of each element at its point. The result is
+    the generated `sum_of_f_grad`, which may be differentiated again (gradgen/live/aliases.py)."""
+    return _public(f, _chosen(f, wrt, argnum), "grad", "elementwise_grad")
+
+
+def hessian_vector_product(f, argnum=0):
+    """autograd's hessian_vector_product: a function of `(*args, vector)` returning the
+    Hessian of `f` with respect to its parameter at `argnum`, times `vector`: gradgen.hvp
+    called as scipy.optimize.minimize(hessp=) calls it."""
+    (name,) = aliases.positions(f, [argnum])
+    return aliases.vector_last(hvp(f, wrt=[name]), f, name)
 
 
 def jvp(f, wrt=None):
@@ -168,6 +188,7 @@ class Origin:
     source: object  # bytes from a file, str from linecache (a notebook cell)
     in_file: bool
     outside: object = None  # gradgen.live.outside.Outside: what the running program gives it
+    summed: bool = False  # compiled as np.sum of its result (elementwise_grad, gradgen/live/aliases.py)
 
 
 @dataclass
@@ -185,6 +206,9 @@ _MEMORY: dict = {}
 def _derivative(f, wrt, kind, role, constants=None):
     origin = source_of(f, role)
     origin.outside = _outside(origin.function, origin)
+    if role == "elementwise_grad":
+        origin.outside = aliases.summed(f, origin, origin.outside, outside_values.Outside)
+        origin.summed = True
     key = _key(origin, wrt, kind, constants)
     entry = _MEMORY.get(key)
     if entry is None:
@@ -199,7 +223,7 @@ def _derivative(f, wrt, kind, role, constants=None):
         if origin.outside is not None:
             g = _given(g, entry.functions[role], f, wrt, kind, role, origin, constants)
         entry.live[role] = g
-    return entry.live[role]
+    return again.passed_on(entry.live[role], f)
 
 
 def _outside(f, origin):
@@ -242,7 +266,7 @@ def _given(g, generated, f, wrt, kind, role, origin, constants):
             kwargs.setdefault(name, now[name])
         return g(*args, **kwargs)
 
-    live.source = g.source
+    live.source, live.given = g.source, {name: outside.read[name] for name in given}
     return live
 
 
@@ -323,6 +347,12 @@ def _source_constants(origin):
             and isinstance(value, (int, float, tuple, list)) and not isinstance(value, bool)}
 
 
+def _chosen(f, wrt, argnum):
+    if argnum is not None and wrt is not None:
+        raise TypeError("give wrt= (parameter names) or argnum= (their positions), not both")
+    return aliases.positions(f, argnum if argnum is not None else wrt)
+
+
 def _wrt(wrt):
     if wrt is None:
         return None
@@ -352,6 +382,8 @@ def source_of(f, role="grad"):
         return Origin(f, f.__name__, path, Path(path).read_bytes(), True)
     filename = f.__code__.co_filename
     lines = linecache.getlines(filename, f.__globals__)
+    if filename.startswith(GENERATED) and lines:  # a derivative of a derivative gradgen wrote
+        lines = again.unguarded(lines)
     if not lines:
         raise CompileError(f"the source of '{f.__name__}' cannot be found: it was made by exec or compile (its "
                            f"file is {filename}, neither a file nor a notebook cell); define it in a .py file or "
@@ -390,6 +422,7 @@ def _compile(key, origin, wrt, kind, constants=None):
     names = {m.kind: m.name for m in fn.made}
     if kind == "grad":
         names = {"grad": fn.grad_name, "value_and_grad": fn.value_and_grad_name}
+        names = {"elementwise_grad": fn.grad_name} if origin.summed else names
     names = {role: name for role, name in names.items() if name}
     _to_disk(key, compiled.text, names)
     return _load(key, origin, kind, compiled.text, names)
@@ -407,7 +440,7 @@ def _with_cell_hint(exc, origin):
 def _load(key, origin, kind, text, names):
     """Execute the generated text as a fresh module; its functions carry `.source`, their
     docstring shows the module, and tracebacks and inspect.getsource find its lines."""
-    filename = f"<gradgen {kind} of {origin.name} {key[:8]}>"
+    filename = f"{GENERATED}{kind} of {origin.name} {key[:8]}>"
     module = types.ModuleType(f"gradgen_live_{key[:12]}")
     module.__file__ = filename
     module.__package__ = origin.function.__globals__.get("__package__")

@@ -474,7 +474,7 @@ SMOOTH_HELPER_SOURCES["sum_to"] = (("unbroadcast",), '''def sum_to(v, a, b):
     b swapped)."""
     return unbroadcast(np.broadcast_to(v, np.broadcast_shapes(np.shape(a), np.shape(b))), b)
 ''')
-primitive("sum_to", 3, sympy=None, elementwise=False, tangent="linear_in_first",
+primitive("sum_to", 3, spellings=["gradgen.sum_to"], sympy=None, elementwise=False, tangent="linear_in_first",
           vjp=(lambda g, out, v, a, b: Call("sum_to", (g, b, a)), None, None))
 primitive("unbroadcast_twin", 2, spellings=["gradgen.unbroadcast"], sympy=None, elementwise=False,
           tangent="linear_in_first", vjp=(lambda g, out, v, like: Call("sum_to", (g, like, v)), None))
