@@ -202,24 +202,28 @@ def test_the_same_text_as_the_compiler_writes(user):
 def test_a_second_call_is_served_from_memory(user, compiles):
     first = gradgen.grad(user.loss, wrt='all')
     assert gradgen.grad(user.loss, wrt='all') is first
-    assert gradgen.value_and_grad(user.loss, wrt='all')(X0, Y0)[0] == user.loss(X0, Y0)  # the same module
     assert compiles == [("grad",)]
+    assert gradgen.value_and_grad(user.loss, wrt='all')(X0, Y0)[0] == user.loss(X0, Y0)  # the same module,
+    assert compiles == [("grad",), ("grad",)]  # and once for the shapes of the call (gradgen/live/ranks.py)
+    first(X0, Y0)
+    first(2 * X0, Y0 + 1.0)  # (the same shapes: the same module)
+    assert compiles == [("grad",), ("grad",)]
     gradgen.hvp(user.loss, wrt='all')  # another kind is another module
-    assert compiles == [("grad",), ("hvp",)]
+    assert compiles == [("grad",), ("grad",), ("hvp",)]
 
 
 def test_a_new_process_is_served_from_disk(user, compiles, tmp_path):
-    gradgen.grad(user.loss, wrt='all')
+    gradgen.grad(user.loss, wrt='all')(X0, Y0)  # the module for any shapes, and the one for these
     stored = list((tmp_path / "cache").glob("*.json"))
-    assert len(stored) == 1 and not list((tmp_path / "cache").glob(".*"))  # no temporary file left
+    assert len(stored) == 2 and not list((tmp_path / "cache").glob(".*"))  # no temporary file left
     assert json.loads(stored[0].read_text())["names"] == {"grad": "loss_grad", "value_and_grad": "loss_value_and_grad"}
     live.clear_cache()  # as in a new process
     dx, dy = gradgen.grad(user.loss, wrt='all')(X0, Y0)
-    assert compiles == [("grad",)] and dy == 0.75
+    assert compiles == [("grad",), ("grad",)] and dy == 0.75
 
 
 def test_a_fresh_interpreter_loads_from_disk_without_the_compiler(user, tmp_path):
-    gradgen.grad(user.loss, wrt='all')
+    gradgen.grad(user.loss, wrt='all')(np.array([1.0, -2.0]), 0.5)  # (and the module for these shapes)
     code = (f"import importlib.util, sys, gradgen\n"
             f"spec = importlib.util.spec_from_file_location('userloss', {user.__file__!r})\n"
             f"m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
@@ -246,7 +250,7 @@ def test_a_damaged_disk_entry_is_compiled_again(user, compiles, tmp_path):
     entry.write_text('{"format": 1, "text": "def loss_grad(:')
     live.clear_cache()
     assert gradgen.grad(user.loss, wrt='all')(X0, Y0)[1] == 0.75
-    assert len(compiles) == 2
+    assert len(compiles) == 3  # (the plain module again, then the one for the call's shapes)
     assert json.loads(entry.read_text())["names"]["grad"] == "loss_grad"  # rewritten
 
 

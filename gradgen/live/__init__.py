@@ -46,7 +46,7 @@ import numpy as np
 
 import gradgen
 from gradgen.errors import CompileError
-from gradgen.live import again, aliases, display
+from gradgen.live import again, aliases, display, ranks
 from gradgen.live import outside as outside_values
 
 CACHE_FORMAT = 1
@@ -138,6 +138,8 @@ def _public(f, wrt, kind, role, checkpoint=(None, None)):
         return again
     try:
         made = _derivative(f, wrt, kind, role)
+        if role in ("grad", "value_and_grad") and ranks.helps(getattr(made, "source", "")):  # (gradgen/live/ranks.py)
+            made = _specialising(made, f, wrt, kind, role)
     except CompileError as exc:
         error = exc
     else:
@@ -201,6 +203,13 @@ class Entry:
 
 
 _MEMORY: dict = {}
+
+
+def _specialising(made, f, wrt, kind, role):
+    kind, checkpoint, memory = kind if isinstance(kind, tuple) else (kind, None, None)
+    names = [p.name for p in inspect.signature(made).parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return ranks.specialising(made, names, lambda shapes: _derivative(f, wrt, (kind, checkpoint, memory, shapes), role))
 
 
 def _derivative(f, wrt, kind, role, constants=None):
@@ -412,10 +421,11 @@ def _compile(key, origin, wrt, kind, constants=None):
 
     try:
         name = origin.outside.target if origin.outside is not None else origin.name
-        kind, checkpoint, memory = kind if isinstance(kind, tuple) else (kind, None, None)
+        kind, checkpoint, memory, shapes = (kind + (None,))[:4] if isinstance(kind, tuple) else (kind, None, None, None)
         compiled = api.compile_source(origin.source, origin.filename, functions=[name], wrt=wrt,
                                       emit_kinds=(kind,), constants=constants, outside=origin.outside,
-                                      checkpoint=checkpoint, memory=memory)
+                                      checkpoint=checkpoint, memory=memory, shapes=dict(shapes or ()),
+                                      shapes_from="the shapes of its first call" if shapes else None)
     except CompileError as exc:
         raise _with_cell_hint(exc, origin) from None
     fn = compiled.functions[0]

@@ -1,0 +1,89 @@
+"""gradgen.grad specialised on the shapes of its calls (issue 23, item 2; gradgen/live/ranks.py):
+the module for any shapes until a call says its signature, then the one `--shapes` would write
+for it (scalar code in a loop over a vector), one per signature, the plain one where the
+shaped compile refuses."""
+
+import sys
+
+import numpy as np
+import pytest
+
+import gradgen
+from gradgen.errors import CompileError
+from gradgen.live import ranks
+
+FILTER = '''\
+import numpy as np
+
+
+def filtered(a, log_q, *, y):
+    q = np.exp(log_q)
+    mean, variance, total = 0.0, 1.0, 0.0
+    for t in range(y.shape[0]):
+        mean = a * mean
+        variance = a * a * variance + q
+        spread = variance + 0.2
+        total = total - 0.5 * (np.log(spread) + (y[t] - mean) ** 2 / spread)
+        gain = variance / spread
+        mean = mean + gain * (y[t] - mean)
+        variance = (1 - gain) * variance
+    return np.sum(total)
+'''
+
+
+@pytest.fixture
+def user(tmp_path):
+    (tmp_path / "kalman_user.py").write_text(FILTER)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import kalman_user
+        yield kalman_user
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("kalman_user", None)
+
+
+def central(f, point, h=1e-6):
+    return [(f(*[v + h * (i == j) for j, v in enumerate(point)]) - f(*[v - h * (i == j) for j, v in enumerate(point)]))
+            / (2 * h) for i in range(len(point))]
+
+
+def test_a_loop_over_a_vector_becomes_scalar_code_for_the_shapes_of_the_call(user):
+    g = gradgen.grad(user.filtered, wrt="all")
+    assert "unbroadcast(" in g.__wrapped__.source  # (the module for any shapes: y[t] may be a row)
+    y = np.random.default_rng(0).standard_normal(30)
+    got = g(0.8, -1.0, y=y)
+    np.testing.assert_allclose(got, central(lambda a, q: user.filtered(a, q, y=y), [0.8, -1.0]), rtol=1e-6)
+    np.testing.assert_allclose(got, g.__wrapped__(0.8, -1.0, y=y), rtol=1e-13)
+    ((signature, served),) = g.modules.items()
+    assert signature == (("a", (), "float"), ("log_q", (), "float"), ("y", ("a",), "f"))
+    assert "unbroadcast(" not in served.source and "y (a,)" in served.source
+    g(0.5, -2.0, y=y[:7])  # other lengths, the same ranks: the same module
+    assert len(g.modules) == 1
+
+
+def test_another_rank_gets_its_own_module_and_the_right_gradient(user):
+    g = gradgen.grad(user.filtered, wrt="all")
+    Y = np.random.default_rng(1).standard_normal((6, 3))  # y[t] is a row: the total an array, summed
+    got = g(0.7, -0.5, y=Y)
+    np.testing.assert_allclose(got, central(lambda a, q: user.filtered(a, q, y=Y), [0.7, -0.5]), rtol=1e-6)
+    g(0.7, -0.5, y=Y[:, 0])
+    assert [dims for (_, _, (_, dims, _)) in g.modules] == [("a", "b"), ("a",)]
+
+
+def test_the_signature_names_equal_lengths_alike_and_skips_what_it_cannot_state():
+    sig = ranks.signature(["X", "w", "params", "n"], (np.ones((5, 3)), np.ones(3), [np.ones(2)], 4),
+                          {"y": np.ones(5, dtype=int), "flag": True})
+    assert sig == (("X", ("a", "b"), "f"), ("w", ("b",), "f"), ("n", (), "int"), ("y", ("a",), "i"))
+    assert ranks.signature(["x"], (np.ones((1, 4)),), {}) == (("x", (1, "a"), "f"),)
+
+
+def test_a_refused_shaped_compile_leaves_the_plain_module():
+    def plain(x):
+        return 2 * x
+
+    def refuse(shapes):
+        raise CompileError("no", "f.py")
+
+    g = ranks.specialising(plain, ["x"], refuse)
+    assert g(np.ones(2)).tolist() == [2.0, 2.0] and g.modules[(("x", ("a",), "f"),)] is plain
