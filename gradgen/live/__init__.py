@@ -22,6 +22,8 @@ among them as keyword arguments, passed again on every call.
 
 autograd's names for these (`elementwise_grad`, `hessian_vector_product`, `argnum=`) are in
 `aliases`; a derivative of a derivative compiles the module gradgen generated (`again`).
+Where the module for any shapes cannot tell a number from an array, the function handed out
+compiles again for the shapes of its calls, one module per signature (`ranks`).
 
 Nothing heavy is imported here: the compiler (and NumPy, through the generated code) are
 imported when a function is first compiled or loaded.

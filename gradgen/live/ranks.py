@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
 from gradgen.errors import CompileError
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -37,8 +35,9 @@ def _add(out, letters, name, value):
     kind = type(value)
     if kind is float or kind is int:
         out.append((name, (), kind.__name__))
-    elif kind is np.ndarray or isinstance(value, np.generic) and kind is not np.bool_:
-        dims = tuple(d if d == 1 else letters.setdefault(d, _letter(len(letters))) for d in np.shape(value))
+    elif getattr(kind, "__module__", None) == "numpy" and kind.__name__ not in ("bool", "bool_") and hasattr(value, "dtype"):
+        # (an ndarray or a NumPy scalar, told apart without importing NumPy: gradgen.live stays light)
+        dims = tuple(d if d == 1 else letters.setdefault(d, _letter(len(letters))) for d in value.shape)
         out.append((name, dims, value.dtype.kind))
 
 
