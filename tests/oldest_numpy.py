@@ -198,7 +198,7 @@ def _corpus_points():
             # the whole file, as the determinism tests compile it; each function given its own
             # parameters to differentiate, as its test compiles it alone
             # (a corpus whose every function has its own parameters has no whole-file variant)
-            variants = [] if set(overrides) >= set(names) else [(f"{kind}__{path.stem}", None, None)]
+            variants = [] if set(overrides) >= set(names) else [(f"{kind}__{path.stem}", None, "all")]
             variants += [(f"{kind}__{path.stem}__{n}", [n], w) for n, w in sorted(overrides.items())]
             for stem, functions, wrt in variants:
                 compiled = compile_source(source, filename, functions=functions or names, wrt=wrt)
@@ -255,6 +255,7 @@ class _Generic:
 
 def _example_points():
     from gradgen import compile_source
+    from tests.regenerate_goldens import WRT  # (the examples compiled with --wrt all)
     from gradgen.verify.finite import sample_points
     from gradgen.verify.usercode import run_original
 
@@ -266,7 +267,7 @@ def _example_points():
         committed = ROOT / "generated" / f"{path.stem}_grad.py"
         if not committed.exists():
             continue
-        compiled = compile_source(path.read_bytes(), f"examples/{path.name}")
+        compiled = compile_source(path.read_bytes(), f"examples/{path.name}", wrt=WRT.get(path.stem))
         original = run_original(compiled.module.source, str(path))
         points = {}
         for cf in compiled.functions:
