@@ -202,6 +202,14 @@ def f(layers: list, W):
     parts.append(e)
     return np.sum(e) + sum(np.sum(item) for item in parts)
 """, {"layers": [[np.ones((2, 3)), np.array([[0.3, -0.7, 1.1]])]], "W": np.array([[0.2, 0.1, -0.3]] * 3)}),
+    # `W0[..., None]` of a NumPy scalar: the adjoint is written through `[..., None]` into zeros of
+    # W0's shape, whose tangent `0.0 * x` is a NumPy scalar without item assignment (seed 2021 #1736)
+    "scalar_written_through_ellipsis": ("""
+def f(v):
+    W0, second = v[:-1]
+    W0 = W0[..., None]
+    return np.sum(W0 ** 3) * second
+""", {"v": np.array([0.34, 0.8, -0.9])}),
 }
 
 

@@ -507,3 +507,10 @@ def map_expressions(stmts, f):
             s = replace(s, iter=expr(s.iter), body=map_expressions(s.body, f))
         out.append(s)
     return out
+
+
+def writes_whole_of_any_rank(index) -> bool:
+    """Whether an index layout (`x[...]`, `x[()]`, `x[..., None]`) is one a 0-d array takes: a
+    write through it may target a NumPy scalar (a 0-d tangent or adjoint `0.0 * x` made), which
+    has no item assignment (fuzz seed 2016 #527; seed 2021 #1736: `x[..., None] = v`)."""
+    return index is not None and all(part in ("e", "n") for part in index)

@@ -22,7 +22,7 @@ from gradgen.errors import CompileError
 from gradgen.ir import simplify
 from gradgen.ir.nodes import (
     Assign, Call, Comment, Cond, Const, For, If, IndexAdd, Init, Restore, Save, Var, While, expressions,
-    subexpressions, variables, walk
+    subexpressions, variables, walk, writes_whole_of_any_rank
 )
 from gradgen.rules import tangents as rules_forward
 from gradgen.rules.lists import LIST_MAKERS
@@ -160,7 +160,7 @@ class Forward:
             # `x[i] = v` into x's own array: the tangent's own array too (never a caller's tangent);
             # `x[...] = v` may write a 0-d x, whose tangent `0.0 * x` is a NumPy scalar: an array first
             # (fuzz soak seed 2016 #527)
-            whole = dict(s.expr.params).get("index") in (("e",), ())
+            whole = writes_whole_of_any_rank(dict(s.expr.params).get("index"))
             tangent = [Assign(target, Call("array", (Var(target),), "numpy"), s.line, s.source)] if whole else []
             tangent.append(Assign(target, t, s.line, s.source, augmented=True))
         elif t == Var(target):  # `x = x - c`: the tangent is unchanged
@@ -177,7 +177,12 @@ class Forward:
         if t is None and not s.assign:
             return [s]
         value = t if t is not None else Const(0.0)
-        return [s, replace(s, target=self.tangent_name(s.target), value=value)]
+        target = self.tangent_name(s.target)
+        # a 0-d target's tangent `0.0 * x` is a NumPy scalar: an array first (seed 2021 #1736)
+        # (a key of a dict or record has no layout, and an index: not this)
+        zero_d = writes_whole_of_any_rank(s.layout) and not s.index and not s.chained
+        whole = [Assign(target, Call("array", (Var(target),), "numpy"))] if zero_d else []
+        return [s, *whole, replace(s, target=target, value=value)]
 
     def expr(self, e, out):
         """The tangent of `e` (None: zero), `out` its value where it is named."""

@@ -24,7 +24,7 @@ from gradgen.analysis.arrays import may_repeat
 from gradgen.ir import simplify
 from gradgen.ir.nodes import (
     Assign, Break, Call, Comment, Cond, Const, Continue, For, If, IndexAdd, Restore, Spelled, Var, While, expressions,
-    variables, walk
+    variables, walk, writes_whole_of_any_rank
 )
 from gradgen.rules.lists import list_names
 from gradgen.transform.reverse import custom, tape
@@ -435,4 +435,4 @@ def _zeroes_own(contribution, adj, owned):
     the backward pass owns adj's array: then it is zeroed in place."""
     return isinstance(contribution, Call) and contribution.prim == "zero_at" \
         and contribution.args[0] == Var(adj) and adj in owned \
-        and dict(contribution.params).get("index") not in (("e",), ())  # (a 0-d adjoint may be a NumPy scalar)
+        and not writes_whole_of_any_rank(dict(contribution.params).get("index"))  # (a 0-d adjoint: a NumPy scalar)
