@@ -317,6 +317,19 @@ def test_a_loop_that_can_break_keeps_its_tape_and_says_so():
     assert module.f_grad(1.3) == plain.f_grad(1.3)
 
 
+@pytest.mark.parametrize("body", ["        t -= math.exp(math.cosh(0.1 * t))\n        continue\n",
+                                  "        a = a - b\n        if i == 1:\n            continue\n        b += a + a\n"])
+def test_a_loop_that_can_continue_keeps_its_tape_and_says_so(body):
+    """Soak seed 30000 #252, #1607: replayed inside the schedule's loop, the trip's `continue`
+    skipped its adjoint (dt/da 1.0 for -23.8)."""
+    source = f"import math\n\n\ndef f(a=1.3, b=-0.2):\n    t = a\n    for i in range(4):\n{body}    return t + b\n"
+    compiled = gradgen.compile_source(source, "c.py", checkpoint=2)
+    assert compiled.functions[0].notes == [(6, "line 6: the loop keeps its tape: a continue in it ends a trip early, "
+                                               "which the replay of one trip does not follow")]
+    plain = gradgen.load_module(gradgen.compile_source(source, "c.py").text, "c0")
+    assert gradgen.load_module(compiled.text, "c").f_grad() == plain.f_grad()
+
+
 def test_the_live_api_takes_the_option():
     from tests import checkpoint_live
 

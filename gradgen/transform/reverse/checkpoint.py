@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from gradgen.errors import CompileError
 from gradgen.ir.nodes import (
-    Assign, Call, Checkpointed, Effect, For, If, Init, Replayed, Restore, Save, Var, While, expressions,
+    Assign, Call, Checkpointed, Continue, Effect, For, If, Init, Replayed, Restore, Save, Var, While, expressions,
     is_draw, variables, walk
 )
 
@@ -102,6 +102,10 @@ def _taped_because(loop, backward):
         return "it can stop early (a break or a return in it), so its trip count is unknown on entry"
     if not (isinstance(loop.iter, Call) and loop.iter.prim == "range"):
         return "it runs over a sequence known when compiling, not a range"
+    if _continues(loop.body):
+        # (replayed inside the schedule's own loop, a `continue` would skip the trip's adjoint:
+        # soak seed 30000 #252 and #1607, a wrong gradient)
+        return "a continue in it ends a trip early, which the replay of one trip does not follow"
     for s in walk(loop.body):
         if isinstance(s, Assign) and is_draw(s.expr):
             return "it draws random numbers, which running it again would change"
@@ -114,6 +118,16 @@ def _taped_because(loop, backward):
     if back is None or any(isinstance(s, Restore) and s.stack in stacks for s in _outside(backward, back)):
         return "its tape is read outside its backward loop"
     return ""
+
+
+def _continues(stmts):
+    """Whether a `continue` of this loop (not of a loop inside it) is among `stmts`."""
+    for s in stmts:
+        if isinstance(s, Continue):
+            return True
+        if isinstance(s, If) and _continues(s.body + s.orelse):
+            return True
+    return False
 
 
 def _reversal(stmts, stacks):
