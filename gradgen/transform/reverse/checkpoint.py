@@ -12,7 +12,7 @@ times, for the least r with C(K + r, r) >= T.
 
 A loop is checkpointed when its trip count is known on entry (a `for` over `range`, which
 a loop over an array's rows is too) and it is not inside another loop (an inner loop is
-taped within its outer loop's trip). A loop that can `break`, or that draws random numbers,
+taped within its outer loop's trip). A loop that can `break` or `continue`, or that draws random numbers,
 changes a value in place through a call, or grows a list, keeps its tape; `notes` says so,
 located. A `while` loop with a tape is refused. The hvp and the vjp keep their tapes.
 """
