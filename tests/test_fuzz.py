@@ -1,4 +1,4 @@
-"""The fuzzer in CI: 160 generated programs over the whole subset (1,000 under --soak), and
+"""The fuzzer in CI: 150 generated programs over the whole subset (each loop program also with --checkpoint 2) (1,000 under --soak), and
 the fuzzer itself (it must find a planted wrong rule, shrink it, and save a reproducer that
 fails `check`). These are the kinds before the grammar kind (`only="classic"`: a program
 found by a soak before it existed is still program i of seed S); the grammar kind's are in
@@ -24,11 +24,13 @@ from gradgen.rules import table as primitives
 from gradgen.verify.report import Row
 
 ROOT = Path(__file__).resolve().parent.parent
-CI_PROGRAMS = budget(160, 1000)  # the 20,000-program soak: python -m tests.fuzz --programs 20000
+CI_PROGRAMS = budget(150, 1000)  # the 20,000-program soak: python -m tests.fuzz --programs 20000 --checkpoint 2
 
 
 def test_generated_programs_have_no_mismatch_and_no_internal_error(tmp_path):
-    failures = fuzz.fuzz(CI_PROGRAMS, seed=0, jobs=min(2, os.cpu_count() or 1), out_dir=tmp_path, only="classic")
+    # (each loop program compiled again with --checkpoint 2 and compared with the taped module)
+    failures = fuzz.fuzz(CI_PROGRAMS, seed=0, jobs=min(2, os.cpu_count() or 1), out_dir=tmp_path, only="classic",
+                         checkpoint=2)
     report = "\n\n".join(fuzz.reproducer(o) for o in failures)
     assert fuzz.summary(CI_PROGRAMS, failures) == f"{CI_PROGRAMS} programs, 0 mismatches, 0 internal errors", report
 
