@@ -61,3 +61,17 @@ def pytest_terminal_summary(terminalreporter, config):
     if tried:
         terminalreporter.write_line(f"hostile inputs tried: {sum(tried.values())} "
                                     f"({', '.join(f'{k}: {v}' for k, v in sorted(tried.items()))})")
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    """The Python API's caches emptied before and after, its disk cache in the test's folder,
+    and no .pyc written (a user file edited within the same second is imported afresh). Modules
+    of the API's tests use it for every test: `pytestmark = pytest.mark.usefixtures("fresh_cache")`."""
+    from gradgen import live
+
+    monkeypatch.setenv("GRADGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    live.clear_cache()
+    yield
+    live.clear_cache()

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import gradgen
-from gradgen import compile_source, live, load_module
+from gradgen import compile_source, load_module
 from gradgen.errors import CompileError
 
 _imports = itertools.count()
@@ -81,13 +80,7 @@ scaled = lambda x: np.sin(SCALE * x)
 COUNTS = np.array([3.0, 7.0, 1.0, 4.0, 9.0, 2.0, 5.0, 6.0])
 
 
-@pytest.fixture(autouse=True)
-def fresh_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("GRADGEN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    live.clear_cache()
-    yield
-    live.clear_cache()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # (tests/conftest.py)
 
 
 @pytest.fixture

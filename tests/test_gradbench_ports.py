@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gradgen import live
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks" / "gradbench"))
@@ -21,13 +20,7 @@ import ports  # noqa: E402
 TOOLS = ("jax", "torch", "autograd")
 
 
-@pytest.fixture(autouse=True)
-def fresh_cache(tmp_path, monkeypatch):
-    """saddle and particle call gradgen.grad as they run: its cache in the test's folder."""
-    monkeypatch.setenv("GRADGEN_CACHE_DIR", str(tmp_path / "cache"))
-    live.clear_cache()
-    yield
-    live.clear_cache()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # (tests/conftest.py)
 
 
 def test_every_gradbench_eval_has_a_port():

@@ -59,15 +59,7 @@ def log_softmax(z):
 X0, Y0 = np.array([1.0, -2.0]), 0.5
 
 
-@pytest.fixture(autouse=True)
-def fresh_cache(tmp_path, monkeypatch):
-    """Each test starts with an empty memory cache and its own disk cache; no .pyc is
-    written, so a file edited within the same second is imported afresh."""
-    monkeypatch.setenv("GRADGEN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    live.clear_cache()
-    yield
-    live.clear_cache()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # (tests/conftest.py)
 
 
 @pytest.fixture

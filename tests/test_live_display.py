@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import gradgen
-from gradgen import live
 from gradgen.live import display
 
 _imports = itertools.count()
@@ -35,13 +34,7 @@ def plain(x):
 '''
 
 
-@pytest.fixture(autouse=True)
-def fresh_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("GRADGEN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    live.clear_cache()
-    yield
-    live.clear_cache()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # (tests/conftest.py)
 
 
 @pytest.fixture

@@ -8,25 +8,17 @@ from __future__ import annotations
 import ast
 import importlib.util
 import itertools
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from gradgen import CompileError, compile_source, live, load_module
+from gradgen import CompileError, compile_source, load_module
 
 _imports = itertools.count()
 
 
-@pytest.fixture(autouse=True)
-def fresh_cache(tmp_path, monkeypatch):
-    """The Python API's cache in the test's folder (the user's functions call gradgen.grad)."""
-    monkeypatch.setenv("GRADGEN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    live.clear_cache()
-    yield
-    live.clear_cache()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # (tests/conftest.py)
 
 
 def compiled(folder, source, function, wrt="all"):

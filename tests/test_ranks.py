@@ -12,6 +12,8 @@ import gradgen
 from gradgen.errors import CompileError
 from gradgen.live import ranks
 
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # (tests/conftest.py)
+
 FILTER = '''\
 import numpy as np
 

@@ -419,14 +419,6 @@ def last_row_in_branch(h):
     return np.sum(g * g)
 
 
-@pytest.fixture
-def fresh_cache(tmp_path, monkeypatch):
-    from gradgen import live
-
-    monkeypatch.setenv("GRADGEN_CACHE_DIR", str(tmp_path / "cache"))
-    live.clear_cache()
-    yield
-    live.clear_cache()
 
 
 def test_the_issues_programs_through_the_python_api(fresh_cache):
