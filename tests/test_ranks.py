@@ -89,3 +89,41 @@ def test_a_refused_shaped_compile_leaves_the_plain_module():
 
     g = ranks.specialising(plain, ["x"], refuse)
     assert g(np.ones(2)).tolist() == [2.0, 2.0] and g.modules[(("x", ("a",), "f"),)] is plain
+
+
+RUNGE_KUTTA = '''\
+import numpy as np
+
+
+def slope(x, y):
+    return x * np.concatenate([np.ones(1), y[:-1]])
+
+
+def last(x, *, s):
+    h = 1.0 / s
+    y = np.zeros(np.shape(x)[0])
+    for _ in range(s):
+        k1 = slope(x, y)
+        k2 = slope(x, y + h / 2 * k1)
+        y = y + h / 2 * (k1 + k2) + np.zeros(len(x)) + np.zeros(x.shape)
+    return y[-1]
+'''
+
+
+@pytest.mark.parametrize("shapes", [{"x": ("a",), "s": ()}, {"x": (5,), "s": ()}])
+def test_lengths_measured_and_concatenated_keep_their_shapes(shapes):
+    """GradBench's ode: `np.zeros(np.shape(x)[0])` (also len(x), x.shape) has x's length, and
+    `np.concatenate([np.ones(1), y[:-1]])` y's (1 + (a - 1) = a): with x's shape stated, no
+    value's shape is left to run time (no unbroadcast), and the gradient is the plain one."""
+    from gradgen import compile_source, load_module
+
+    text = compile_source(RUNGE_KUTTA, "rk.py", functions=["last"], shapes=shapes).text
+    assert "unbroadcast" not in text
+    x = np.linspace(0.2, 1.0, 5)
+    plain = load_module(compile_source(RUNGE_KUTTA, "rk.py", functions=["last"]).text, "rk0")
+    np.testing.assert_allclose(load_module(text, "rk1").last_grad(x, s=4), plain.last_grad(x, s=4), rtol=1e-14)
+    user = {}
+    exec(RUNGE_KUTTA, user)
+    step = 1e-6 * np.eye(5)
+    fd = [(user["last"](x + e, s=4) - user["last"](x - e, s=4)) / 2e-6 for e in step]
+    np.testing.assert_allclose(plain.last_grad(x, s=4), fd, rtol=1e-6, atol=1e-10)

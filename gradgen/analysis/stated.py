@@ -432,8 +432,31 @@ def _constant_shape(e):
 
 
 def _made(self, e, params):
-    """np.zeros((3, 4)), np.ones(n) with a constant shape."""
-    return _constant_shape(e.args[0]) if e.args else None
+    """np.zeros((3, 4)) with a constant shape, or lengths measured from a value of known shape:
+    np.zeros(np.shape(x)[0]), np.ones(len(x)), np.zeros(x.shape), np.zeros((len(x), 3))."""
+    if not e.args:
+        return None
+    given = e.args[0]
+    if isinstance(given, Call) and given.prim == "shape" and len(given.args) == 1:
+        return self.of(given.args[0])
+    items = given.args if isinstance(given, Call) and given.prim == "tuple" else (given,)
+    dims = tuple(_length(self, item) for item in items)
+    return None if None in dims else dims
+
+
+def _length(self, e):
+    """A length `e` spells: an int, `np.shape(x)[k]` / `x.shape[k]`, `len(x)`; None if unknown."""
+    count = _int_of(e)
+    if count is not None:
+        return count
+    if isinstance(e, Call) and e.prim == "len" and len(e.args) == 1:
+        shape = self.of(e.args[0])
+        return shape[0] if shape else None
+    if isinstance(e, Call) and e.prim == "getitem" and isinstance(e.args[0], Call) and e.args[0].prim == "shape":
+        shape, k = self.of(e.args[0].args[0]), _int_of(e.args[1]) if len(e.args) == 2 else None
+        if shape is not None and k is not None and -len(shape) <= k < len(shape):
+            return shape[k]
+    return None
 
 
 def _expand_dims(self, e, params):
@@ -465,6 +488,42 @@ def _stack(self, e, params):
     return shape[:axis] + (len(e.args),) + shape[axis:]
 
 
-_RULES = {"stack": _stack, "matmul": _matmul, "T": _transpose, "transpose": _transpose, "outer": _outer, "getitem": _getitem,
+def _concatenate(self, e, params):
+    """np.concatenate of arrays of one rank whose other lengths agree: the lengths along `axis`
+    added (`[np.ones(1), y[:-1]]`, y (n,): (n,)); unknown where the sum has no spelling."""
+    shapes = [self.of(a) for a in e.args]
+    axis = params.get("axis", 0)
+    if any(s is None or not s for s in shapes) or len({len(s) for s in shapes}) != 1 or not isinstance(axis, int):
+        return None
+    rank = len(shapes[0])
+    if not -rank <= axis < rank:
+        return None
+    axis %= rank
+    others = {s[:axis] + s[axis + 1:] for s in shapes}
+    total = _added([s[axis] for s in shapes])
+    if len(others) != 1 or total is None:
+        return None
+    rest = others.pop()
+    return rest[:axis] + (total,) + rest[axis:]
+
+
+def _added(dims):
+    """The sum of lengths: an int, a symbol less a count (`minus`), or None (two symbols, a
+    symbol plus a count, or an unknown length)."""
+    base, offset = None, 0
+    for dim in dims:
+        if isinstance(dim, int):
+            offset += dim
+            continue
+        if dim is None or base is not None:
+            return None
+        base, _, less = dim.partition(" - ")
+        offset -= int(less) if less else 0
+    if base is None:
+        return offset
+    return base if offset == 0 else minus(base, -offset) if offset < 0 else None
+
+
+_RULES = {"stack": _stack, "concatenate": _concatenate, "matmul": _matmul, "T": _transpose, "transpose": _transpose, "outer": _outer, "getitem": _getitem,
           "reshape": _reshape, "zeros": _made, "ones": _made, "expand_dims": _expand_dims, "ravel": _ravel,
           "inner": _inner, "einsum": _einsum}
