@@ -452,6 +452,8 @@ def _hvp_problems(case, names, t, product, grad, undecided):
     scale = 1 + float(np.max(np.abs(fd), initial=0))
     if np.max(np.abs(product - fd), initial=0) <= 1e-4 * scale:
         return []
+    if np.max(np.abs(product - finer), initial=0) <= 1e-4 * scale:
+        return []  # the step 1e-5 was too coarse for this curvature (soak seed 31000 #232: 3e-4 off, 1e-6 agrees)
     if np.max(np.abs(fd - finer), initial=0) > 1e-3 * scale:  # the differences cannot tell
         if undecided is not None:
             undecided.append("hvp: differences of the gradient at steps 1e-5 and 1e-6 disagree")

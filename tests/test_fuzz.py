@@ -274,6 +274,15 @@ def test_program_3517_of_seed_20261203_is_smooth_not_a_kink():
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")
 
 
+def test_program_232_of_seed_31000_has_a_curvature_the_coarse_step_misses():
+    """The soak's oracle called this hvp wrong: 1.46400e7 against central differences of the
+    gradient at step 1e-5, 1.46340e7; at step 1e-6 they agree (five nested sines, then erf(a**3):
+    the third derivative is large). The hvp is checked against the finer step too."""
+    case = fuzz.generate(31000, 232)
+    assert "a = _h3(a=a, m=m)" in case.source and "math.erf(a ** 3.0)" in case.source
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok")
+
+
 def test_a_control_program_never_raises_an_integer_to_a_negative_power():
     """Seed 1203, program 17389: the generator wrote `np.power(1 + -2 * -2, -2)`, which NumPy
     refuses (integers to negative integer powers), and its own verification raised; a
