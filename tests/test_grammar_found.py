@@ -10,6 +10,29 @@ from differences import central
 from gradgen import CompileError, compile_source, load_module
 
 PROGRAMS = {
+    # `r = r.T`'s backward reads the r it made (zeros of its shape) before its restore: a later
+    # `r = m` in a branch must save it (soak seed 32000 #1719: shapes (2, 3) and (3, 2); #123)
+    "made_value_read_before_its_restore": ("""
+def f(W, b=0.0):
+    r = W
+    m = -W
+    if np.sum(b) > -2.735:
+        r = r.T
+    if np.sum(np.tanh(m)) > 0.68:
+        pass
+    else:
+        r = m
+    return np.mean(r)
+""", {"W": np.array([[0.3, -0.7, 1.1], [0.2, 0.5, -0.4]]), "b": 0.5}),
+    "made_value_read_after_a_loop": ("""
+def f(bias, X):
+    X = X
+    for t in range(1):
+        X = X.mean(axis=0)
+    for it in range(2):
+        X = bias
+    return X.sum()
+""", {"bias": np.array([-0.06, 0.21]), "X": np.array([[-0.58, 0.55, -0.26], [0.04, 0.26, -0.74]])}),
     # a write of an array made from a list: the list's gradient was rows of a view of the
     # written part of the adjoint, which the write's backward then zeroed (seed 502 #164)
     "write_of_an_array_made_from_a_list": ("""
@@ -331,3 +354,15 @@ def test_the_gradient_of_a_result_that_is_a_reshape_is_a_float():
                                            "sq.py", wrt="all").text)
     grad = generated.f_grad(np.array([[1.25]]))
     assert grad.dtype == np.float64 and grad.shape == (1, 1) and grad[0, 0] == 1.0
+
+
+def test_the_tangent_of_a_numpy_scalar_indexed_with_none_may_be_a_bare_zero():
+    """Soak seed 32000 #857: `R = np.arctan(max(np.sum(b), 0.818))` then `R[..., None]`: R is a
+    NumPy scalar, which takes the index; its tangent along a max that chose 0.818 is 0.0, which
+    does not: the jvp raised. The tangent is made an array first."""
+    source = ("import numpy as np\n\n\ndef f(b):\n    z = np.arctan(max(np.sum(b), 0.818))\n"
+              "    return np.mean(z[..., None] ** 2)\n")
+    module = load_module(compile_source(source, "t.py", emit_kinds=("grad", "jvp")).text)
+    for b in (np.array([0.1, 0.2]), np.array([0.5, 0.6])):  # (max takes 0.818, then the sum)
+        value, derivative = module.f_jvp(b, db=np.array([1.0, -0.5]))
+        assert derivative == pytest.approx(float(np.dot(module.f_grad(b), [1.0, -0.5])), rel=1e-12, abs=1e-15)

@@ -34,7 +34,7 @@ second derivative is not written yet; the tangent helpers themselves: no third d
 
 from __future__ import annotations
 
-from gradgen.ir.nodes import Call, Const
+from gradgen.ir.nodes import Call, Const, writes_whole_of_any_rank
 from gradgen.rules.table import TABLE, F, casts_to_int
 
 
@@ -98,6 +98,10 @@ def tangent(expr, tangents, zero, out):
     if kind == "linear":
         slots = value_slots(prim, len(args))
         new = [(t if t is not None else zero(a)) if i in slots else a for i, (a, t) in enumerate(zip(args, tangents))]
+        if prim == "getitem" and writes_whole_of_any_rank(params.get("index")):
+            # `x[..., None]` of a NumPy scalar: its tangent may be a bare 0.0, which takes no index
+            # (soak seed 32000 #857)
+            new[0] = Call("array", (new[0],), "numpy")
         return _rebuilt(expr, new)
     if kind == "linear_in_first":
         if tangents[0] is None:

@@ -85,7 +85,7 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
     rebinds = set(rev.params) | rev.written  # (and zeros of an array written into)
     rev.trip_values = tape.trip_values(fn.body, rebinds)
     statements = rev.block(fn.body)
-    saved, after = tape.mark_saves(fn.body, rev.reads, rebinds, rev.trip_values)
+    saved, after = tape.mark_saves(fn.body, rev.reads, rebinds, rev.trip_values, rev.reads_made)
     statements = _prune(statements, saved, after)
     targets = {id(s): s.target for s in walk(fn.body) if id(s) in saved | after}
     stacks = {v: rev.stacks[v] for v in targets.values()}
@@ -115,6 +115,7 @@ class _Reverser(Merging, ListGradients, ControlFlow):
         self.stacks = {}
         self.cited = None
         self.reads = {}  # id(forward statement) -> forward names its backward code reads
+        self.reads_made = {}  # id(`x = f(x)`) -> {x} where its backward code reads the x it made (tape.py)
         self.owned = set()  # adjoint arrays made fresh here, which may be written into
         self.mutable = set()  # adjoints of numbers that may hold a 0-d array (np.ones_like of a number)
         self.locals = {}  # id(loop) -> its temporaries (see loop_temporaries)
@@ -246,6 +247,8 @@ class _Reverser(Merging, ListGradients, ControlFlow):
                     body += self.add(v, total)
             self.loose = False
             self.reads[id(stmt)] = simplify.names_read(shaped + body) - self.adj_set
+            if self_ref and v in simplify.names_read(shaped):  # (before its restore: the value it made)
+                self.reads_made[id(stmt)] = {v}
             out = self.cite(stmt, shaped + out + body) if shaped else out + self.cite(stmt, body)
         return out + ([] if self_ref else restore)
 

@@ -47,15 +47,16 @@ def _makes_a_value(s):
         s.target not in {v.name for v in variables(s.expr)}
 
 
-def mark_saves(stmts, reads, rebinds=frozenset(), candidates=None):
+def mark_saves(stmts, reads, rebinds=frozenset(), candidates=None, reads_made=None):
     """(saved, after): the ids of the overwrites that save the value they destroy, and of the
     trip values (`candidates`, from trip_values) saved after they are made. `reads`: id(forward
     statement) -> the forward names its backward code reads. A candidate whose name is still
     read, where it is made, as an earlier trip or the code before the loop left it, is an
-    overwrite like any other: the analysis runs again without it."""
+    overwrite like any other: the analysis runs again without it. `reads_made`: id(`x = f(x)`) ->
+    {x} where its backward code reads the value it made (zeros of its shape, before the restore)."""
     candidates = dict(candidates or {})
     while True:
-        pending = _Pending(reads, rebinds, candidates)
+        pending = _Pending(reads, rebinds, candidates, reads_made or {})
         pending.block(stmts, set())
         if not pending.failed:
             return pending.saved, pending.after
@@ -67,8 +68,8 @@ class _Pending:
     """The names backward code reads since their last definition, carried in forward order:
     an overwrite of one of them must save the value it destroys."""
 
-    def __init__(self, reads, rebinds, candidates):
-        self.reads, self.rebinds, self.candidates = reads, rebinds, candidates
+    def __init__(self, reads, rebinds, candidates, reads_made):
+        self.reads, self.rebinds, self.candidates, self.reads_made = reads, rebinds, candidates, reads_made
         self.saved, self.after, self.failed = set(), set(), set()
         self.exits = []  # per enclosing loop: what is pending where a `break`/`continue` leaves its trip
 
@@ -102,8 +103,12 @@ class _Pending:
         if s.overwrites and not s.counter and not _is_append(s) and (v in before or rebound):
             self.saved.add(id(s))
         # (its reads of other names are of their values here; of its own target, of the old value,
-        # which its restore puts back first, where it reads that, else of the one it makes)
-        return (pending | own) - {v} if self_ref else (pending - {v}) | own
+        # which its restore puts back first, where it reads that, else of the one it makes; and of
+        # the one it makes where its backward code reads that before the restore: `np.zeros_like(r)`
+        # for `r = r.T`, soak seed 32000 #1719, #123)
+        if self_ref:
+            return (pending | own) - ({v} - self.reads_made.get(id(s), set()))
+        return (pending - {v}) | own
 
     def loop(self, s, entry):
         """A loop's trips to a fixed point: each starts with what the one before left pending.
