@@ -283,6 +283,16 @@ def test_program_232_of_seed_31000_has_a_curvature_the_coarse_step_misses():
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")
 
 
+def test_program_1586_of_seed_33000_reads_a_constant_only_in_dead_code():
+    """`if 2.0 > 2.7: H = SCALE` is folded away when compiling: the module does not take SCALE,
+    and f does not depend on it; the oracle called f_grad(..., SCALE=0.8) and took the
+    TypeError for a mismatch. It now passes only the constants the module takes, and checks
+    the gradient against f with all of them changed."""
+    case = fuzz.generate(33000, 1586)
+    assert "if 2.0 > 2.7:\n        H = SCALE" in case.source
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok")
+
+
 def test_a_control_program_never_raises_an_integer_to_a_negative_power():
     """Seed 1203, program 17389: the generator wrote `np.power(1 + -2 * -2, -2)`, which NumPy
     refuses (integers to negative integer powers), and its own verification raised; a
