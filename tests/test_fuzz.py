@@ -284,12 +284,13 @@ def test_program_232_of_seed_31000_has_a_curvature_the_coarse_step_misses():
 
 
 def test_program_1586_of_seed_33000_reads_a_constant_only_in_dead_code():
-    """`if 2.0 > 2.7: H = SCALE` is folded away when compiling: the module does not take SCALE,
+    """`if max(2.0, 2.4) > 2.7:` (shrunk: `if 2.0 > 2.7:`) holds the only read of SCALE, folded
+    away when compiling: the module does not take SCALE,
     and f does not depend on it; the oracle called f_grad(..., SCALE=0.8) and took the
     TypeError for a mismatch. It now passes only the constants the module takes, and checks
     the gradient against f with all of them changed."""
     case = fuzz.generate(33000, 1586)
-    assert "if 2.0 > 2.7:\n        H = SCALE" in case.source
+    assert "if max(2.0, 2.4) > 2.7:" in case.source and "H = SCALE * A" in case.source
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")
 
 
