@@ -330,6 +330,20 @@ def test_a_loop_that_can_continue_keeps_its_tape_and_says_so(body):
     assert gradgen.load_module(compiled.text, "c").f_grad() == plain.f_grad()
 
 
+def test_a_loop_reading_a_name_bound_again_after_it_keeps_its_tape():
+    """Soak seed 33004 #1616 (also 33003 #1190, #1307): the loop runs over `data`, and `data = xi`
+    after it; the backward pass ran its trips again over the later data (a float: no len()).
+    In the value-and-gradient function only too (`z = np.tanh(data)` after a loop reading z)."""
+    source = ("import numpy as np\n\n\ndef f(w, *, data) -> float:\n    total = 0.0\n    for row in data:\n"
+              "        total = np.tanh(total + np.sum(w * row))\n    for k in range(2):\n        data = 2.0\n    return total * data\n")
+    compiled = gradgen.compile_source(source, "r.py", checkpoint=2)
+    assert compiled.functions[0].notes == [(6, "line 6: the loop keeps its tape: it reads data, bound again after "
+                                               "it, which running its trips again would not see")]
+    data, w = np.array([[0.5, -1.0], [1.5, 0.2], [0.3, 0.3]]), np.array([0.4, -0.7])
+    plain = gradgen.load_module(gradgen.compile_source(source, "r.py").text, "r0")
+    np.testing.assert_array_equal(gradgen.load_module(compiled.text, "r").f_grad(w, data=data), plain.f_grad(w, data=data))
+
+
 def test_the_live_api_takes_the_option():
     from tests import checkpoint_live
 

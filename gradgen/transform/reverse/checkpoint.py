@@ -38,7 +38,9 @@ def checkpoint(parts, snapshots, fnamer, module, params):
     grad, value, backward, result, notes = parts.forward_grad, parts.forward_value, parts.backward, parts.value, []
     unbound = []
     for loop in loops:
-        kept = _taped_because(loop, backward)
+        twin_of = _twin(value, {s.stack for s in walk(loop.body) if isinstance(s, Save)})
+        kept = _taped_because(loop, backward) or _read_then_rebound(parts.forward_grad, loop) or \
+            (_read_then_rebound(value, twin_of) if twin_of is not None else "")
         if kept:
             notes.append((loop.line, f"line {loop.line}: the loop keeps its tape: {kept}"))
             continue
@@ -63,6 +65,26 @@ def checkpoint(parts, snapshots, fnamer, module, params):
     if unbound:  # (a state variable first bound inside the loop: None before it, as the tape's are)
         grad, value = [Init(v, "None") for v in unbound] + grad, [Init(v, "None") for v in unbound] + value
     return grad, value, backward, result, notes
+
+
+def _read_then_rebound(stmts, loop):
+    """Why the loop keeps its tape where a value it reads but does not write is bound again after
+    it: the backward pass runs its trips again when that name holds the later value, which no
+    tape kept for it (soak seed 33003 #1190, #1307, 33004 #1616: a loop over `data` run again
+    after `data = xi`). "" when none is."""
+    inside = {id(s) for s in walk([loop])}
+    written = set(_assigned(loop.body)) | {loop.target}
+    read = {v.name for s in walk(loop.body) for e in expressions(s) for v in variables(e)}
+    read |= {v.name for v in variables(loop.iter)}
+    after, seen = set(), False
+    for s in walk(stmts):
+        if id(s) in inside:
+            seen = True
+        elif seen and isinstance(s, (Assign, Init, For)):
+            after.add(s.target if isinstance(s, (Assign, For)) else s.name)
+    again = sorted((read - written) & after)
+    return f"it reads {', '.join(again)}, bound again after it, which running its trips again would not see" \
+        if again else ""
 
 
 def _bound_before(stmts, loop):
