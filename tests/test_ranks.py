@@ -127,3 +127,15 @@ def test_lengths_measured_and_concatenated_keep_their_shapes(shapes):
     step = 1e-6 * np.eye(5)
     fd = [(user["last"](x + e, s=4) - user["last"](x - e, s=4)) / 2e-6 for e in step]
     np.testing.assert_allclose(plain.last_grad(x, s=4), fd, rtol=1e-6, atol=1e-10)
+
+
+def test_a_cumulative_product_of_a_number_is_a_vector_of_one():
+    """Soak seed 34000 #1318: `np.cumprod(np.ones(np.shape(alpha)))` for a number alpha has shape
+    (1,), not (): the shaped module took it for a number and wrote a sequence into an array."""
+    from gradgen import compile_source, load_module
+
+    source = ("import numpy as np\n\n\ndef f(alpha, h):\n    z = np.cumprod(np.ones(np.shape(alpha)) * alpha)\n"
+              "    return np.sum(np.array([h, np.sum(z - h)]) ** 2)\n")
+    shaped = load_module(compile_source(source, "c.py", shapes={"alpha": (), "h": ()}).text, "c1")
+    plain = load_module(compile_source(source, "c.py", wrt="all").text, "c0")
+    assert shaped.f_grad(0.7, 0.2) == pytest.approx(plain.f_grad(0.7, 0.2)[0], rel=1e-14)

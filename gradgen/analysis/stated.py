@@ -36,8 +36,11 @@ _REDUCTIONS = {"sum", "mean", "prod", "amax", "amin", "std", "var", "logsumexp",
 
 def _flattened(shape):
     """The shape of a flattened array of `shape` (soak seed 2004 #3573: np.cumsum(A) of an
-    (a, a) A is no (a, a) array, and a mean of it counts a * a); None where lengths are letters."""
-    if shape is None or len(shape) <= 1:
+    (a, a) A is no (a, a) array, and a mean of it counts a * a); None where lengths are letters.
+    A number flattened is one element (np.cumprod of a 0-d array has shape (1,): soak seed 34000 #1318)."""
+    if shape == ():
+        return (1,)
+    if shape is None or len(shape) == 1:
         return shape
     return (math.prod(shape),) if all(isinstance(d, int) for d in shape) else None
 
