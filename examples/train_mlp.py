@@ -1,6 +1,6 @@
-"""Train examples/mlp.py with the gradient gradgen generated for it.
+"""Train examples/mlp.py with the gradient gradgen generates for it, with respect to all four
+weights (`gradgen compile examples/mlp.py --wrt all` writes the same function to a file):
 
-    gradgen compile examples/mlp.py      # writes generated/mlp_grad.py
     python examples/train_mlp.py
 
 Plain full-batch gradient descent on a synthetic three-class problem that the script makes
@@ -12,8 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generated"))
-from mlp_grad import loss_value_and_grad  # noqa: E402 - the generated module
+import gradgen
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mlp import loss  # noqa: E402 - the source gradgen compiles
+
+loss_value_and_grad = gradgen.value_and_grad(loss, wrt="all")  # (the default: W1 alone)
 
 
 def make_data(n=300, features=16, classes=3, seed=0):

@@ -87,6 +87,7 @@ def test_control_flow_examples_keep_their_loops():
     assert "elif r < -delta:" in text
 
 
+@pytest.mark.usefixtures("fresh_cache")  # (the script compiles through gradgen.value_and_grad)
 def test_mlp_training_with_the_generated_gradient_lowers_the_loss():
     import importlib.util
 
