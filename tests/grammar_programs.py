@@ -206,7 +206,10 @@ class GrammarBuilder(ExprGrammar):
             forms += ["np.percentile({d}, 40.0)", "np.ptp({d}) * 0.1", "np.median({d}, axis=0)",
                       "np.diff({d}, prepend=0.0) * 0.5", "np.quantile({d}, 0.25) + np.zeros(np.shape({a}))"]
         name = self.fresh()
-        text = self.choice(forms).format(a=a, d=self.choice(data) if data else a)
+        d = self.choice(data) if data else a
+        text = self.choice(forms).format(a=a, d=d)
+        for variables in self.loop_vars if data else ():  # never rebound later in the loop: its next trip would read
+            variables.add(d)  # a differentiated value there (soak seed 35000 #1744: `data = row`)
         e = self.make(text)
         if e is None:
             return None

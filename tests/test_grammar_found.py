@@ -366,3 +366,17 @@ def test_the_tangent_of_a_numpy_scalar_indexed_with_none_may_be_a_bare_zero():
     for b in (np.array([0.1, 0.2]), np.array([0.5, 0.6])):  # (max takes 0.818, then the sum)
         value, derivative = module.f_jvp(b, db=np.array([1.0, -0.5]))
         assert derivative == pytest.approx(float(np.dot(module.f_grad(b), [1.0, -0.5])), rel=1e-12, abs=1e-15)
+
+
+def test_a_tangent_folded_to_zero_keeps_the_shape_a_stack_needs():
+    """Soak seed 35000 #1676: `s = np.array([s * 0.0, s, s])` in a loop: the tangent of
+    `s * 0.0` folded to the number 0, which `np.stack` cannot stack with the arrays `ds` is
+    from the second trip: the jvp raised. A zero part is shaped like its value, in a stack and
+    in a name of its own (`y = s * 0.0`)."""
+    for body in ("        s = np.array([s * 0.0, s, s])\n",
+                 "        y = s * 0.0\n        s = np.array([y, s, s])\n"):
+        source = "import numpy as np\n\n\ndef f(s):\n    for i in range(2):\n" + body + "    return np.sum(s)\n"
+        module = load_module(compile_source(source, "t.py", emit_kinds=("grad", "jvp", "hvp")).text)
+        value, derivative = module.f_jvp(0.7, ds=1.0)
+        assert value == pytest.approx(2.8) and derivative == pytest.approx(4.0) == module.f_grad(0.7)
+        assert module.f_hvp(0.7, ds=1.0) == 0.0

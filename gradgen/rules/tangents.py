@@ -97,7 +97,10 @@ def tangent(expr, tangents, zero, out):
                     if t is not None and _vjp(prim, i) is not None)
     if kind == "linear":
         slots = value_slots(prim, len(args))
-        new = [(t if t is not None else zero(a)) if i in slots else a for i, (a, t) in enumerate(zip(args, tangents))]
+        # a tangent folded to the number 0 (`ds * 0.0`) is no zero of an array's shape, which
+        # `np.stack`/`np.array` of parts needs (soak seed 35000 #1676): zeros shaped like the part
+        new = [(t if t is not None and not _folded_zero(t) else zero(a)) if i in slots else a
+               for i, (a, t) in enumerate(zip(args, tangents))]
         if prim == "getitem" and writes_whole_of_any_rank(params.get("index")):
             # `x[..., None]` of a NumPy scalar: its tangent may be a bare 0.0, which takes no index
             # (soak seed 32000 #857)
@@ -299,6 +302,11 @@ def _cho_solve(ts, out, factor, b):
     tf, tb = ts
     return _plus(None if tf is None else F.cho_solve_tangent(tf, factor, out),
                  None if tb is None else F.cho_solve(factor, tb))
+
+
+def _folded_zero(t):
+    """A tangent the simplifier folded to the number zero (`t * 0.0` is 0), whatever t's shape."""
+    return isinstance(t, Const) and not isinstance(t.value, bool) and t.value == 0
 
 
 def _made_zero(t):

@@ -166,6 +166,8 @@ class Forward:
         elif t == Var(target):  # `x = x - c`: the tangent is unchanged
             tangent = []
         else:
+            if isinstance(t, Const) and t.value == 0 and may_be_array(s.expr, self.arrays):
+                t = None  # `ds * 0.0` folded to 0: an array's tangent keeps its shape (`0.0 * s`)
             tangent = [Assign(target, t if t is not None else self.zero(s.expr, Var(s.target)), s.line, s.source)]
         # a tangent reads the old values of what its statement overwrites: it goes first
         return tangent + [s] if overwrites else [s] + tangent
