@@ -204,7 +204,10 @@ class GrammarBuilder(ExprGrammar):
                  "np.full(np.shape({a}), 0.25, dtype={a}.dtype)"]
         if data:
             forms += ["np.percentile({d}, 40.0)", "np.ptp({d}) * 0.1", "np.median({d}, axis=0)",
-                      "np.diff({d}, prepend=0.0) * 0.5", "np.quantile({d}, 0.25) + np.zeros(np.shape({a}))"]
+                      "np.diff({d}, prepend=0.0) * 0.5", "np.quantile({d}, 0.25) + np.zeros(np.shape({a}))",
+                      "np.sum(np.ravel({d})[slice(0, 2)]) * 0.1",  # Python's builtins, a lambda:
+                      "max(sorted(np.ravel({d}).tolist(), key=lambda v: -abs(v))[:2]) * 0.1",
+                      "np.array([v * 0.5 for v in np.ravel({d})[:2]]).sum() + divmod(7, 2)[1]"]
         name = self.fresh()
         d = self.choice(data) if data else a
         text = self.choice(forms).format(a=a, d=d)

@@ -13,6 +13,7 @@ the generated code makes exactly the original's draws, in the same order.
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 
 from gradgen.errors import Final
@@ -93,6 +94,8 @@ def rename(module, node, lookup, refuse, what):
     reads, modules = [], set()
 
     class _Renamer(ast.NodeTransformer):
+        local: tuple = ()  # names a lambda or comprehension inside binds (`key=lambda i: -abs(x[i])`)
+
         def visit_Attribute(self, node):
             qualified = module.qualified(node)
             if qualified is not None:
@@ -101,6 +104,8 @@ def rename(module, node, lookup, refuse, what):
 
         def visit_Name(self, node):
             name = node.id
+            if name in self.local:  # its own variable, as written
+                return node
             value = lookup(name)
             if isinstance(value, Var):
                 reads.append(value)
@@ -134,7 +139,36 @@ def rename(module, node, lookup, refuse, what):
                                f"functions; '{name}' is none of these here")
 
         def visit_Lambda(self, node):
-            raise refuse(node, f"a lambda inside {what} is not supported")
+            args = node.args
+            args.defaults = [self.visit(d) for d in args.defaults]  # (evaluated where the lambda is made)
+            args.kw_defaults = [d if d is None else self.visit(d) for d in args.kw_defaults]
+            every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+            node.body = self._inside(node.body, {a.arg for a in every})
+            return node
+
+        def _comprehension(self, node):
+            first = node.generators[0]
+            first.iter = self.visit(first.iter)  # (evaluated outside the comprehension)
+            bound = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            for g in node.generators:
+                g.ifs = [self._inside(c, bound) for c in g.ifs]
+                if g is not first:
+                    g.iter = self._inside(g.iter, bound)
+            for field in ("elt", "key", "value"):
+                if getattr(node, field, None) is not None:
+                    setattr(node, field, self._inside(getattr(node, field), bound))
+            return node
+
+        visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
+        def _inside(self, node, bound):
+            """`node` visited where `bound` (a lambda's or comprehension's own variables) stay
+            as written."""
+            saved, self.local = self.local, self.local + tuple(bound)
+            try:
+                return self.visit(node)
+            finally:
+                self.local = saved
 
     renamed = _Renamer().visit(copy.deepcopy(node))
     unique = list(dict.fromkeys(reads))
@@ -156,9 +190,10 @@ def _library_name(qualified, modules):
     return ast.parse(text, mode="eval").body
 
 
-_BUILTINS = {"print", "len", "float", "int", "str", "repr", "round", "abs", "min", "max", "sum", "range", "format",
-             "isinstance", "bool", "tuple", "list", "True", "False", "None", "ValueError", "AssertionError",
-             "RuntimeError", "enumerate", "zip", "all", "any"}
+# Python's builtins code kept as written may name (`slice(a, b)`, `sorted(keys)`, `divmod`): all
+# but the ones that run text as code, read input or reach the caller's frame
+_BUILTINS = set(dir(builtins)) - {"exec", "eval", "compile", "open", "input", "__import__", "globals", "locals",
+                                  "vars", "exit", "quit", "breakpoint", "help", "copyright", "credits", "license"}
 
 
 def _about_a_name(error):

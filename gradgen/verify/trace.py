@@ -136,9 +136,15 @@ class _Trace:
                 out[_index_of(self, dict(expr.params)["index"], index)] = self.value(v)
                 return out
             text = ast.unparse(self.emitter.expr(expr))
-            code = self.compiled[id(expr)] = (compile(text, "<trace>", "eval"), expr)
+            # a lambda or comprehension of the user's text reads the trace's values as globals
+            # (a nested scope sees no eval locals)
+            nested = any(isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
+                         for n in ast.walk(ast.parse(text, mode="eval")))
+            code = self.compiled[id(expr)] = (compile(text, "<trace>", "eval"), expr, nested)
             if as_written(expr):  # the user's own text: the modules it names
                 _import_into(self.env, dict(expr.params)["modules"])
+        if code[2]:
+            return eval(code[0], {**self.env, **self.values})  # noqa: S307 - the user's own text
         return eval(code[0], self.env, self.values)  # noqa: S307 - gradgen's own IR
 
     def array_tangent(self, expr, value):
