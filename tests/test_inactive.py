@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gradgen import CompileError, compile_source
+from gradgen import CompileError, compile_source, load_module
 from gradgen.verify.check import check_source
 
 CORPUS = Path(__file__).parent / "corpus" / "inactive"
@@ -268,3 +268,24 @@ def test_a_kept_expression_reading_a_name_gradgen_cannot_read_there_says_why():
     assert _refusal(source).splitlines()[0] == (
         "loss.py:8:27: 'S' was bound to parts of 'data' inside a loop or branch, and which parts it names after it "
         "depends on the path taken: write the index into 'data' where it is used")
+
+
+def test_forward_mode_reads_data_bound_again_in_a_later_branch_as_data():
+    """Grammar seed 0 #22: `S` is data kept as written (a comprehension's values), np.quantile
+    reads it, and only a later `if` binds S to a differentiated value: the jvp once refused the
+    quantile (every name bound to a differentiated value anywhere had a tangent everywhere),
+    and the zero tangent of the kept list was `0.0 * [...]`, which raised."""
+    source = ("import numpy as np\n\n\ndef f(w, *, Y):\n    parts = [v * 0.5 for v in Y[:2]]\n"
+              "    S = np.array(parts).sum()\n    g = np.quantile(S, 0.25)\n    if np.sum(w) > 0.0:\n"
+              "        S = np.array([np.sum(w), S])\n    return np.sum(S * w) + g\n")
+    module = load_module(compile_source(source, "f.py", emit_kinds=("grad", "jvp", "hvp"), wrt=["w"]).text)
+    w, Y, v = np.array([0.5, 0.25]), np.array([1.0, 2.0, 3.0]), np.array([1.0, -2.0])
+    value, derivative = module.f_jvp(w, Y=Y, dw=v)
+    assert derivative == pytest.approx(float(np.dot(module.f_grad(w, Y=Y), v)), rel=1e-12)
+    # S = [w0 + w1, 1.5]: f = (w0 + w1) w0 + 1.5 w1 + 1.5 -> grad (2 w0 + w1, w0 + 1.5)
+    np.testing.assert_allclose(module.f_grad(w, Y=Y), [1.25, 2.0])
+    np.testing.assert_allclose(module.f_hvp(w, Y=Y, dw=v), [2 * 1.0 - 2.0, 1.0])
+    after = source.replace("    return", "    h = np.quantile(S, 0.5)\n    return").replace("+ g", "+ h")
+    with pytest.raises(CompileError) as caught:
+        compile_source(after, "f.py", emit_kinds=("jvp",), wrt=["w"])
+    assert caught.value.message.startswith("no derivative rule for 'np.quantile' on the value of 'S'")

@@ -319,14 +319,14 @@ def varied(stmts, seeds):
     while changed:
         changed = False
         for s in walk(stmts):
-            new = _varied_target(s, out)
+            new = varied_target(s, out)
             if new is not None and new not in out:
                 out.add(new)
                 changed = True
     return out
 
 
-def _varied_target(s, out):
+def varied_target(s, out):
     """The name statement `s` makes varied, given the varied names `out` (None: none)."""
     if isinstance(s, Assign) and carries(s.expr, out):
         return s.target

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gradgen.analysis.activity import no_rule_message
+from gradgen.analysis.activity import no_rule_message, varied_target
 from gradgen.analysis.arrays import may_be_array
 from gradgen.errors import CompileError
 from gradgen.ir import simplify
@@ -53,17 +53,6 @@ def in_place(stmts):
 def _writes_in_place(s):
     return (isinstance(s.expr, Call) and s.expr.prim == "setitem" and s.augmented
             and s.expr.args[0] == Var(s.target))
-
-
-def _bound(stmts):
-    """The names statements assign (at any depth)."""
-    names = []
-    for s in walk(stmts):
-        if isinstance(s, (Assign, IndexAdd)):
-            names.append(s.target)
-        elif isinstance(s, (Init, Save, Restore)):
-            names.append(s.name)
-    return names
 
 
 def _reads(expr):
@@ -106,6 +95,22 @@ class Forward:
         if self.nonzero is not None:
             self.nonzero |= set(names) & set(self.active)
 
+    def _carried(self, stmts):
+        """The names `stmts` give a nonzero tangent, from the ones that have one by now: a
+        name bound to data first and to a differentiated value only later (in a later branch,
+        or a later loop) has none before (grammar seed 0 #22: `S = <kept as written>` read by
+        np.quantile, and `S = np.array([np.sum(p), 0.0, S])` in a later `if`); a loop runs to
+        its fixed point (a later trip reads what an earlier one made)."""
+        if self.nonzero is None:
+            return
+        size = -1
+        while size != len(self.nonzero):
+            size = len(self.nonzero)
+            for t in walk(stmts):
+                new = varied_target(t, self.nonzero)
+                if new is not None and new in self.active:
+                    self.nonzero.add(new)
+
     def block(self, stmts):
         out = []
         for s in stmts:
@@ -113,12 +118,10 @@ class Forward:
         return out
 
     def statement(self, s):
-        if isinstance(s, (For, While)):  # a later trip reads what an earlier one made
-            self._reached(_bound(s.body))
-        elif isinstance(s, (Init, Save, Restore)):
+        if isinstance(s, (For, While, Save, Restore, Assign, IndexAdd)):
+            self._carried([s])
+        elif isinstance(s, Init):
             self._reached([s.name])
-        elif isinstance(s, (Assign, IndexAdd)):
-            self._reached([s.target])
         if isinstance(s, Assign):
             return self._assign(s)
         if isinstance(s, If):
@@ -251,13 +254,14 @@ class Forward:
 
     def zero(self, expr, value):
         """An explicit zero tangent for `value`: 0.0 for a constant, a list of zeros for a
-        list, else `0.0 * value` (a number stays a number, an array keeps its shape)."""
+        list or a value kept as written (which may be one: `[v * 0.5 for v in x]`), else
+        `0.0 * value` (a number stays a number, an array keeps its shape)."""
         if isinstance(expr, Const) or isinstance(value, Const):
             return Const(0.0)
         if isinstance(expr, Call) and expr.prim == "zero_gradient":  # (a zero of its kind: its own tangent)
             return expr
         if (isinstance(value, Var) and value.name in self.lists) or (
-                isinstance(expr, Call) and expr.prim in LIST_VALUES):
+                isinstance(expr, Call) and (expr.prim in LIST_VALUES or expr.prim == "verbatim")):
             return Call("zeros_like_tree", (value,))
         return Call("mul", (Const(0.0), value), "op")
 
