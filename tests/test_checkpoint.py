@@ -361,3 +361,20 @@ def test_the_command_line_help_names_it(capsys):
     help_text = " ".join(capsys.readouterr().out.split())
     assert "--checkpoint K long loops in bounded memory" in help_text
     assert "--memory SIZE the budget of --checkpoint auto's states (default 256MB)" in help_text
+
+
+def test_a_value_the_tape_keeps_only_for_its_shape_is_part_of_the_state():
+    """Soak seed 36000 #1085: `for i, row in H: x = row` reads no x, so the state was empty; the
+    adjoint of `x = row` reads the x the trip found (its gradient is zeros of that shape), and a
+    reversed first trip found the last row's x, not the parameter: d/dx came back 0.0, not
+    [0, 0, 0]. What the tape keeps from before a trip is state."""
+    source = "import numpy as np\n\n\ndef f(x, H):\n    for row in H:\n        x = row * x[0]\n    return np.sum(x)\n"
+    source2 = "import numpy as np\n\n\ndef f(x, H):\n    for i, row in H:\n        x = row\n    return np.sum(x)\n"
+    x, H = np.array([-1.2, 1.1, 0.3]), np.array([[1.1, 0.6], [0.7, -1.1], [0.2, 0.4]])
+    for text in (source, source2):
+        plain = gradgen.load_module(gradgen.compile_source(text, "x.py", wrt="all").text, "x0")
+        checked = gradgen.load_module(gradgen.compile_source(text, "x.py", wrt="all", checkpoint=2).text, "x2")
+        for got, want in zip(checked.f_grad(x, H), plain.f_grad(x, H)):
+            assert np.shape(got) == np.shape(want)
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert "(checkpointed: at most 2 states of x)" in gradgen.compile_source(source2, "x.py", wrt="all", checkpoint=2).text

@@ -232,6 +232,8 @@ def _exposed(stmts, defined):
             defined.add(s.target)
         elif isinstance(s, Init):
             defined.add(s.name)
+        elif isinstance(s, Save):  # the tape keeps the value the trip found: a reversed trip needs it
+            out |= {s.name} - defined  # (only its shape, maybe: soak seed 36000 #1085, `x = row` in a loop)
         else:
             out |= reads - defined
     return out
