@@ -55,7 +55,7 @@ def _rss():
 def run_gradgen(steps, snapshots):
     import gradgen
 
-    text = gradgen.compile_source(SOURCE, "heat.py", checkpoint=snapshots).text
+    text = gradgen.compile_source(SOURCE, "heat.py", checkpoint=snapshots, wrt="all").text
     grad = gradgen.load_module(text, "heat_grad").loss_grad
     kappa, u0, target = inputs()
     grad(kappa, u0, steps=10, target=target)  # (warm: imports, first calls)

@@ -378,3 +378,18 @@ def test_a_value_the_tape_keeps_only_for_its_shape_is_part_of_the_state():
             assert np.shape(got) == np.shape(want)
             np.testing.assert_allclose(got, want, rtol=1e-12)
     assert "(checkpointed: at most 2 states of x)" in gradgen.compile_source(source2, "x.py", wrt="all", checkpoint=2).text
+
+
+def test_the_benchmark_runs_and_its_two_gradients_agree():
+    """benchmarks/checkpointing.py at a small T (its own runs take minutes): the checkpointed
+    and the taped gradient of the heat equation, both parameters (a change of the default
+    parameters once left it with d/dkappa alone, found only 40 minutes into a 10^6-step run)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_ckpt", Path(__file__).parent.parent / "benchmarks" / "checkpointing.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    taped, checked = bench.run_gradgen(30, None), bench.run_gradgen(30, 4)
+    assert np.shape(checked["du0"]) == (bench.N,)
+    np.testing.assert_allclose(checked["du0"], taped["du0"], rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(checked["dkappa"], taped["dkappa"], rtol=1e-12)
