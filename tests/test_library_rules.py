@@ -354,3 +354,37 @@ def test_norm_refuses_the_orders_it_has_no_rule_for():
             compile_source(HEADER + f"def f(x):\n    return {call}\n", "n.py", wrt="all")
         assert "has no derivative rule: gradgen differentiates vector norms (ord None, 2, 1, np.inf)" \
             in info.value.message
+
+
+GP_LIKELIHOOD = '''import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+
+
+def loss(log_params, X, Y):
+    ell, sf2, sn2 = np.exp(log_params)
+    K = sf2 * np.exp(-0.5 * (X - X.T) ** 2 / ell ** 2) + sn2 * np.eye(len(Y))
+    FACTOR
+    return 0.5 * Y @ alpha + np.sum(np.log(np.diag(c)))
+'''
+
+
+@pytest.mark.parametrize("factor", [
+    "c, low = cho_factor(K, lower=True)\n    alpha = cho_solve((c, low), Y)",
+    "cf = cho_factor(K, lower=True)\n    alpha = cho_solve(cf, Y)\n    c = cf[0]",
+])
+def test_a_cholesky_factor_read_by_a_solve_and_for_its_diagonal(factor):
+    """New users' repro 6 (Rasmussen and Williams' Algorithm 2.1): the factor of cho_factor
+    goes to cho_solve as the pair (c, lower) and to the log-determinant as c. Its gradient
+    came as a tuple from one and an array scattered at [0] from the other, and `tuple +
+    np.zeros_like(pair)` raised at run time: the gradient of the pair is now a list, item by
+    item, whichever reads first. Gradient and hvp against central differences."""
+    source = GP_LIKELIHOOD.replace("FACTOR", factor)
+    module = load_module(compile_source(source, "gp.py", emit_kinds=("grad", "hvp")).text)
+    namespace = {}
+    exec(source, namespace)
+    X = np.linspace(-2.0, 2.0, 6)[:, None]
+    Y, p, v, h = np.sin(X[:, 0]), np.array([0.1, -0.2, -1.5]), np.array([0.3, -0.2, 0.5]), 1e-5
+    numeric = [(namespace["loss"](p + h * e, X, Y) - namespace["loss"](p - h * e, X, Y)) / (2 * h) for e in np.eye(3)]
+    np.testing.assert_allclose(module.loss_grad(p, X, Y), numeric, rtol=1e-6)
+    hvp = (module.loss_grad(p + h * v, X, Y) - module.loss_grad(p - h * v, X, Y)) / (2 * h)
+    np.testing.assert_allclose(module.loss_hvp(p, X, Y, dlog_params=v), hvp, rtol=1e-6)

@@ -27,6 +27,7 @@ from gradgen.ir.nodes import (
     variables, walk, writes_whole_of_any_rank
 )
 from gradgen.rules.lists import list_names
+from gradgen.rules.table import TABLE
 from gradgen.transform.reverse import custom, tape
 from gradgen.transform.reverse.control_flow import (
     ControlFlow, _prune, _reads_of, exit_condition, exits, loop_temporaries, record_decisions
@@ -72,6 +73,8 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
     rev.lists = list_names(fn.body)
     rev.trees = {p.name for p in fn.params if p.structured}  # their gradients have their structure
     rev.lists |= rev.trees
+    rev.pairs = {s.target for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.expr, Call)
+                 and TABLE[s.expr.prim].result == "tuple"}
     rev.written = {s.target for s in walk(fn.body) if isinstance(s, Assign) and isinstance(s.expr, Call)
                    and s.expr.prim == "setitem"}
     rev.stable = _stable_names(fn)
@@ -121,6 +124,7 @@ class _Reverser(Merging, ListGradients, ControlFlow):
         self.locals = {}  # id(loop) -> its temporaries (see loop_temporaries)
         self.lists = set()  # variables holding a Python list: their gradients are lists too
         self.trees = set()  # structured parameters: their gradients are made by zeros_like_tree
+        self.pairs = set()  # values a primitive makes as a tuple (cho_factor's (c, lower)): gradients are lists
         self.written = set()  # arrays written into (`x[i] = e`): their gradients are indexed, so arrays
         self.stable = set()  # names holding one value for the whole backward pass (_stable_names)
         self.zeroed = set()  # adjoints that may hold a bare 0.0 here, not an array of their value's shape
@@ -274,6 +278,9 @@ class _Reverser(Merging, ListGradients, ControlFlow):
             return self.scatter(name, contribution, guard)
         contribution = as_float(contribution)
         current = self.state.get(name)
+        if name in self.pairs and isinstance(current, Var) and guard is None:  # (a tuple's: item by item)
+            self.state[name] = Var(self.adj_name(name))
+            return self.define(self.adj_name(name), Call("add_lists", (current, contribution)))
         if guard is None and current is None and _zeroes_own(contribution, self.adj_name(name), self.owned):
             # `x[idx] = v` forward: none of the gradient flows back to what v overwrote
             adj = self.adj_name(name)
@@ -355,6 +362,14 @@ class _Reverser(Merging, ListGradients, ControlFlow):
         current = self.state.get(name)
         adj = self.adj_name(name)
         out = []
+        if isinstance(like, Var) and like.name in self.pairs and not isinstance(current, Const):
+            # a tuple's item read (`c, low = cho_factor(K)`) beside a gradient of the whole tuple
+            # (cho_solve's): the gradient is a list, item by item (new users' repro 6: the GP
+            # likelihood's log-determinant read the factor too, and `tuple + np.zeros_like` raised)
+            zeros = Call("zeros_like_tree", (like,))
+            out = self.define(adj, zeros if current is None else Call("add_lists", (current, zeros)))
+            self.state[name] = Var(adj)
+            return out + [IndexAdd(adj, layout, tuple(index), g, False, assign=False)]
         if current is None:
             out = self.define(adj, Call("zeros_like", (like,), "numpy", params=(("dtype", Spelled("float")),)))
         elif isinstance(current, Const):
