@@ -16,7 +16,6 @@ import ast
 
 from gradgen.frontend import inactive
 from gradgen.frontend.closures import LibraryFunction
-from gradgen.frontend.scopes import ArgsTuple
 from gradgen.frontend.structured import SliceStep
 
 SPELLINGS = {"gradgen.flatten", "gradgen.trees.flatten", "autograd.misc.flatten", "autograd.misc.flatten.flatten"}
@@ -29,11 +28,8 @@ def called(m, node):
 
 
 def assign(lw, scope, target, node, stmt):
-    """`pair = flatten(x)`, `v, unflatten = flatten(x)`, `(v, _) = ...`: the names bound."""
-    if isinstance(target, ast.Name):
-        vector, unflatten = _pair(lw, scope, node)
-        scope.env[target.id] = ArgsTuple((lw._named("flat", vector, stmt), unflatten))
-        return
+    """`v, unflatten = flatten(x)`, `[v, _] = ...`: the names bound (a pair kept under one
+    name is refused: its unflatten is no value a NumPy call could take)."""
     if not isinstance(target, (ast.Tuple, ast.List)) or len(target.elts) != 2 \
             or not all(isinstance(t, ast.Name) for t in target.elts):
         raise inactive.final(lw.m.error(target, f"'{lw.m.segment(node)}' returns (vector, unflatten): unpack it "
