@@ -47,19 +47,17 @@ def item(lw, scope, node):
     return _pair(lw, scope, node.value)[index]
 
 
-def refused_whole(lw, node):
-    """`flatten(x)` used as one value."""
-    return inactive.final(lw.m.error(node, f"'{lw.m.segment(node)}' returns (vector, unflatten): unpack it "
-                                           "(v, _ = ...) or take its [0]"))
-
-
-def refused_call(lw, node):
-    """A call of the unflatten function flatten returned."""
-    name = lw.m.segment(node.func)
-    return inactive.final(lw.m.error(node, f"'{name}' is the unflatten function gradgen.flatten returned: calling "
-                                           "it inside a compiled function is not supported; read the parameter's "
-                                           "parts instead, or flatten and unflatten outside the function gradgen "
-                                           "differentiates (flatten_func does)"))
+def refuse_call(lw, node, callee):
+    """A call of flatten used as one value, or of the unflatten function it returned: refused."""
+    if isinstance(callee, LibraryFunction) and callee.qualified == UNFLATTEN:
+        name = lw.m.segment(node.func)
+        raise inactive.final(lw.m.error(node, f"'{name}' is the unflatten function gradgen.flatten returned: "
+                                              "calling it inside a compiled function is not supported; read the "
+                                              "parameter's parts instead, or flatten and unflatten outside the "
+                                              "function gradgen differentiates (flatten_func does)"))
+    if called(lw.m, node):
+        raise inactive.final(lw.m.error(node, f"'{lw.m.segment(node)}' returns (vector, unflatten): unpack it "
+                                              "(v, _ = ...) or take its [0]"))
 
 
 def _pair(lw, scope, node):

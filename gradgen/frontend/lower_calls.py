@@ -68,10 +68,7 @@ class CallLowering:
         extreme = self._extreme_of_list(scope, node)
         if extreme is not None:
             return extreme
-        if isinstance(callee, LibraryFunction) and callee.qualified == flattening.UNFLATTEN:
-            raise flattening.refused_call(self, node)
-        if flattening.called(self.m, node):  # flatten(params) as one value: it is a pair
-            raise flattening.refused_whole(self, node)
+        flattening.refuse_call(self, node, callee)  # flatten(params) as one value, unflatten(v)
         if isinstance(callee, LibraryFunction):  # act(x) with act = np.tanh
             return self._primitive_call(scope, node, callee.spelled, *table.lookup(callee.qualified))
         if isinstance(func, ast.Name) and func.id in self.m.not_constants:
