@@ -24,6 +24,8 @@ EXPORTS = {
     "load_module": "gradgen.api",
     "custom_vjp": "gradgen.custom",
     "stop_gradient": "gradgen.custom",
+    "flatten": "gradgen.trees",
+    "flatten_func": "gradgen.trees",
     "grad": "gradgen.live",
     "value_and_grad": "gradgen.live",
     "jvp": "gradgen.live",

@@ -58,10 +58,11 @@ TODAY = {
     ).split(),
 }
 ISSUE_22 = {
-    "linear": ["swapaxes"], "multilinear": ["convolve", "cross", "vdot"],
+    "linear": ["swapaxes", "tree_flatten", "add_flat_at"], "multilinear": ["convolve", "cross", "vdot"],
     "explicit": ["cho_factor", "cho_solve", "cumprod", "cumprod_grad", "cho_factor_grad", "cho_solve_grad_c"],
     "linear_in_first": ["cumprod_tangent"], "bilinear": ["convolve_grad", "inner_grad_a", "inner_grad_b"], "none": ["tree_data"],
-    None: ["cho_factor_tangent", "cho_solve_tangent", "cumprod_grad_tangent", "cho_solve_grad_c_tangent"],
+    None: ["cho_factor_tangent", "cho_solve_tangent", "cumprod_grad_tangent", "cho_solve_grad_c_tangent",
+           "tree_add_flat"],
 }
 for _cls, _names in ISSUE_22.items():
     TODAY[_cls] = TODAY[_cls] + _names
@@ -83,6 +84,8 @@ SLOTS_TODAY = {  # primitive -> {number of arguments: the arguments that carry a
     "matmul_grad_a": {3: (0, 2)},
     "matmul_grad_b": {3: (0, 1)},
     "swapaxes": {1: (0,)},
+    "tree_flatten": {1: (0,), 2: (0,), 3: (0,), 4: (0,)},
+    "add_flat_at": {2: (0, 1), 3: (0, 1), 4: (0, 1)},
     "convolve_grad": {3: (0, 1), 4: (0, 1)},
     "inner_grad_a": {3: (0, 2)},
     "inner_grad_b": {3: (0, 1)},

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from gradgen.frontend import custom_calls, effects
+from gradgen.frontend import custom_calls, effects, flattening
 from gradgen.frontend.closures import FunctionValue
 from gradgen.frontend.known_lists import STATIC_VALUES
 from gradgen.frontend.lower_calls import returns_a_tuple
@@ -22,6 +22,8 @@ class AssignLowering:
     def _assign(self, scope, target, value, stmt):
         if isinstance(target, ast.Name) and effects.is_draw(self.m, value, lambda n: _lookup(scope, n)):
             self._bind(scope, target.id, self._draw_call(scope, value), stmt)  # eps = rs.randn(n)
+        elif flattening.called(self.m, value):  # v, _ = flatten(params) (gradgen/frontend/flattening.py)
+            flattening.assign(self, scope, target, value, stmt)
         elif isinstance(target, ast.Name) and self._function_list(scope, value) is not None:
             self._bind_static(scope, target.id, self._function_list(scope, value), stmt)  # acts = [relu, np.tanh]
         elif isinstance(target, ast.Name) and isinstance(value, (ast.List, ast.ListComp)):

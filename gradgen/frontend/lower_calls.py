@@ -10,7 +10,7 @@ import builtins
 import contextlib
 import operator
 
-from gradgen.frontend import custom_calls, effects, inactive, local_imports, nested
+from gradgen.frontend import custom_calls, effects, flattening, inactive, local_imports, nested
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, own_nodes
 from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticList
 from gradgen.frontend.parse import constant_value
@@ -68,6 +68,7 @@ class CallLowering:
         extreme = self._extreme_of_list(scope, node)
         if extreme is not None:
             return extreme
+        flattening.refuse_call(self, node, callee)  # flatten(params) as one value, unflatten(v)
         if isinstance(callee, LibraryFunction):  # act(x) with act = np.tanh
             return self._primitive_call(scope, node, callee.spelled, *table.lookup(callee.qualified))
         if isinstance(func, ast.Name) and func.id in self.m.not_constants:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from gradgen.errors import CompileError, Final
-from gradgen.frontend import comprehensions, inactive, local_imports
+from gradgen.frontend import comprehensions, flattening, inactive, local_imports
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def
 from gradgen.frontend.known_lists import STATIC_VALUES
 from gradgen.frontend.parse import NAMED
@@ -167,6 +167,8 @@ class ExprLowering:
         ref = self._ref(scope, node)
         if ref is not None:  # params[i][0], layer["W"]: a part of a structured parameter
             return self._leaf(ref, node)
+        if flattening.called(self.m, node.value):  # flatten(params)[0] (gradgen/frontend/flattening.py)
+            return flattening.item(self, scope, node)
         items = self._args_tuple(scope, node.value)
         if items is not None:  # args[0] of a helper's *args
             index = _static_int(node.slice)

@@ -21,7 +21,8 @@ globals (never running anything), and the generated function takes the numbers a
 among them as keyword arguments, passed again on every call.
 
 autograd's names for these (`elementwise_grad`, `hessian_vector_product`, `argnum=`) are in
-`aliases`; a derivative of a derivative compiles the module gradgen generated (`again`).
+`aliases`; a derivative of a derivative compiles the module gradgen generated (`again`); the
+derivatives of a function `gradgen.flatten_func` made are `f`'s, flattened (`flat`).
 Where the module for any shapes cannot tell a number from an array, the function handed out
 compiles again for the shapes of its calls, one module per signature (`ranks`).
 
@@ -48,7 +49,7 @@ import numpy as np
 
 import gradgen
 from gradgen.errors import CompileError
-from gradgen.live import again, aliases, display, ranks
+from gradgen.live import again, aliases, display, flat, ranks
 from gradgen.live import outside as outside_values
 
 CACHE_FORMAT = 1
@@ -133,6 +134,8 @@ def _public(f, wrt, kind, role, checkpoint=(None, None)):
     the compiler (its message already says where the problem is in the user's source)."""
     __tracebackhide__ = True  # (IPython and pytest leave this frame out of a traceback)
     wrt = _wrt(wrt)
+    if flat.made(f) is not None:  # a function flatten_func made: f's derivative, flattened (gradgen/live/flat.py)
+        return flat.derivative(f, wrt, role, lambda func, inner: _public(func, inner, kind, role, checkpoint))
     if checkpoint != (None, None):  # (a derivative with checkpointed loops: `kind` says so)
         kind = (kind, *checkpoint)
     again = _again(f, wrt, kind, role)

@@ -17,7 +17,7 @@ The lowering of these reads (paths, loops, unpacking) is in gradgen.frontend.str
 from __future__ import annotations
 
 from gradgen.ir.nodes import Call
-from gradgen.rules.table import ARRAY_RULES, helper, primitive
+from gradgen.rules.table import ARRAY_RULES, HELPER_NAMES, SMOOTH_HELPER_SOURCES, helper, primitive
 
 
 def _add_at(i):
@@ -89,4 +89,65 @@ helper("shaped_like", '''def shaped_like(x, g):
 ''', tangent="linear", value_slots=(1,))  # the gradient carries the tangent; x gives the containers
 
 
-ARRAY_RULES.update({"tree_get"})
+# `flatten(params)[0]` (gradgen.flatten, autograd.misc.flatten) of a structured parameter or a
+# part: its leaves raveled and joined, a dict's by its sorted keys (gradgen/frontend/flattening.py).
+# Written as a call of the helper flatten_tree(params, *path); the vector's gradient is cut back
+# into the leaves' shapes and added at the same path of the parameter's gradient (add_flat_at).
+def _add_flat(i):
+    if i != 0:
+        return None
+    return lambda g, out, root, *path: Call("tree_add_flat", (g, root, *path), None)
+
+
+SMOOTH_HELPER_SOURCES["flatten_tree"] = ((), '''def flatten_tree(x, *path):
+    """The leaves of x[k1][k2]... (nested lists, tuples and dicts of arrays and numbers)
+    raveled into one vector, a dict's values by its sorted keys: gradgen.flatten(...)[0]."""
+    for step in path:
+        x = x[step]
+    if isinstance(x, dict):
+        parts = [flatten_tree(x[key]) for key in sorted(x)]
+    elif isinstance(x, (list, tuple)):
+        parts = [flatten_tree(part) for part in x]
+    else:
+        flat = np.ravel(x)
+        if flat.dtype == object:
+            raise TypeError(f"flatten takes lists, tuples and dicts of arrays and numbers, not {type(x).__name__}")
+        return flat
+    return np.concatenate(parts) if parts else np.zeros(0)
+''')
+primitive("tree_flatten", None, min_args=1, elementwise=False, vjp=(_add_flat,), tangent="linear", value_slots=(0,))
+HELPER_NAMES["tree_flatten"] = "flatten_tree"
+# backward only: a flattened gradient added, leaf by leaf, at a path of the parameter's gradient
+primitive("tree_add_flat", None, kind="piecewise", min_args=2)
+helper("add_flat_at", '''def add_flat_at(tree, g, *path):
+    """tree (a structured gradient) with g, the gradient of flatten_tree(x, *path), added
+    into tree[k1][k2]... piece by piece, each piece shaped as its leaf; in place where the
+    path reaches a container (then tree itself is returned), else the sum returned."""
+    def leaf(value):
+        return isinstance(value, (np.ndarray, int, float, complex, np.number))
+
+    def add(part, at):  # the gradient's container, and where in g its leaves start
+        for key in sorted(part) if isinstance(part, dict) else range(len(part)):
+            if leaf(part[key]):
+                size = np.size(part[key])
+                part[key] = part[key] + np.reshape(g[at:at + size], np.shape(part[key]))
+                at += size
+            else:
+                at = add(part[key], at)
+        return at
+
+    root, parent, key = tree, None, None
+    for step in path:
+        parent, key, tree = tree, step, tree[step]
+    if not leaf(tree):
+        add(tree, 0)
+        return root
+    added = tree + np.reshape(g, np.shape(tree))
+    if parent is None:
+        return added
+    parent[key] = added
+    return root
+''', tangent="linear", value_slots=(0, 1))
+
+
+ARRAY_RULES.update({"tree_get", "tree_flatten"})

@@ -85,6 +85,10 @@ class ListGradients:
                 return out + [IndexAdd(adj, (), tuple(path), as_float(g), at=True, chained=True)]
             entry = Call("tree_get", (Var(adj), *path), "builtins")
             return out + [IndexAdd(adj, (), tuple(path), simplify.add(entry, as_float(g)), assign=True, chained=True)]
+        if isinstance(contribution, Call) and contribution.prim == "tree_add_flat":  # flatten(params[i])'s gradient
+            g, _, *path = contribution.args
+            out = self.list_gradient(name)
+            return out + [Assign(adj, Call("add_flat_at", (Var(adj), as_float(g), *path)))]
         if isinstance(contribution, Call) and contribution.prim == "list_add_at":
             g, _, index = contribution.args
             out = self.list_gradient(name)
