@@ -289,3 +289,20 @@ def test_forward_mode_reads_data_bound_again_in_a_later_branch_as_data():
     with pytest.raises(CompileError) as caught:
         compile_source(after, "f.py", emit_kinds=("jvp",), wrt=["w"])
     assert caught.value.message.startswith("no derivative rule for 'np.quantile' on the value of 'S'")
+
+
+def test_a_check_that_raises_raises_in_the_generated_code_too():
+    """New users' repro 4: `else: raise ValueError(...)` closing an if/elif chain on a string
+    option was "'raise' is not supported". The branch that raises is an `if` of its own now,
+    kept as written (`elif loss != "l1": raise ...`), and the generated gradient raises where
+    the user's function does."""
+    source = (CORPUS / "checks.py").read_text()
+    module = load_module(compile_source(source, "checks.py", functions=["penalised_fit"]).text)
+    assert '    elif loss != "l1":\n        raise ValueError("loss must be \'l1\' or \'l2\'")\n' in \
+        compile_source(source, "checks.py", functions=["penalised_fit"]).text
+    inputs = _program("checks.py")["inputs_penalised_fit"]()
+    for options, message in (({"loss": "huber"}, "loss must be 'l1' or 'l2'"),
+                             ({"penalty": "elastic"}, "unknown penalty 'elastic'")):
+        with pytest.raises(ValueError) as caught:
+            module.penalised_fit_grad(**inputs, **options)
+        assert str(caught.value) == message

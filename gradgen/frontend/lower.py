@@ -14,7 +14,7 @@ import ast
 
 from gradgen.analysis.stated import annotated_shape
 from gradgen.errors import CompileError
-from gradgen.frontend import custom_calls, effects, inactive, local_imports, loop_returns
+from gradgen.frontend import custom_calls, effects, inactive, local_imports, loop_returns, raises
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
 from gradgen.frontend.fold import NotConstant, fold
 from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticList, StaticLowering
@@ -41,7 +41,6 @@ _UNSUPPORTED_STMT = {
     ast.With: "'with' is not supported", ast.Global: "'global' is not supported",
     ast.Nonlocal: "'nonlocal' is not supported", ast.ClassDef: "classes are not supported",
     ast.AsyncFunctionDef: "async functions are not supported", ast.Delete: "'del' is not supported",
-    ast.Raise: "'raise' is not supported",
     ast.Import: "imports inside functions are not supported: import at the top of the file",
     ast.ImportFrom: "imports inside functions are not supported: import at the top of the file",
     ast.AsyncFor: "'async for' is not supported", ast.AsyncWith: "'async with' is not supported",
@@ -175,7 +174,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         after an `if` that may return move into its other branch.
         """
         self._refuse_unsupported(_skip_docstring(stmts))
-        stmts = self._close_returns(loop_returns.lift(_skip_docstring(stmts), scope.node, self.m.error))
+        stmts = raises.hoist(_skip_docstring(stmts))  # (a branch that raises never reaches the result)
+        stmts = self._close_returns(loop_returns.lift(stmts, scope.node, self.m.error))
         if not _always_returns(stmts):
             some = any(isinstance(n, ast.Return) for n in own_nodes(stmts))
             message = (f"not every path through '{scope.node.name}' ends in a 'return'" if some
@@ -298,6 +298,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             self._function_binding(scope, stmt.name, FunctionValue(stmt, scope), stmt)
         elif isinstance(stmt, ast.Assert):
             self._effect(scope, stmt, "an assert")
+        elif isinstance(stmt, ast.Raise):  # (gradgen.frontend.raises: a check, run as written)
+            self._effect(scope, stmt, "a raise")
         elif isinstance(stmt, ast.Expr) and effects.is_effect_call(self.m, stmt.value):
             self._effect(scope, stmt, f"'{ast.unparse(stmt.value.func)}(...)'")
         elif isinstance(stmt, ast.Expr) and effects.is_draw(self.m, stmt.value, lambda n: _lookup(scope, n)):
