@@ -17,6 +17,7 @@ from gradgen.errors import CompileError
 from gradgen.frontend import custom_calls, effects, inactive, local_imports, loop_returns
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
 from gradgen.frontend.fold import NotConstant, fold
+from gradgen.frontend.generators import GeneratorLowering, is_generator
 from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticList, StaticLowering
 from gradgen.frontend.lower_assign import AssignLowering
 from gradgen.frontend.lower_calls import CallLowering, _draw_name, sigmoid_pattern
@@ -49,7 +50,7 @@ _UNSUPPORTED_STMT = {
 
 
 class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowering, StructuredLowering,
-              TreeLoopLowering, RecordLowering, StaticLowering):
+              TreeLoopLowering, RecordLowering, StaticLowering, GeneratorLowering):
     """Lowers one top-level function (and the helpers it calls) into one IR Function."""
 
     def __init__(self, module, fnode, namer, sigmoid_name, structured=frozenset(), arrays_only=frozenset()):
@@ -78,6 +79,7 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         self.arrays_only = set(arrays_only)  # looped over, but also used whole: arrays (gradgen.frontend.structured)
         self.parts = set()  # the variables of origins that hold a part (`layer = params[k]`)
         self.held = []  # (scope, name, TreeRef) whose path reads a variable (gradgen.frontend.structured)
+        self.consumers = []  # the loops over generators being inlined (gradgen.frontend.generators)
 
     # ---- functions -------------------------------------------------------------------
     def lower(self) -> Function:
@@ -109,9 +111,9 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
                         helpers=self.helpers, display=dict(self.namer.base_of))
 
     def _params(self, fnode, helper=False):
-        for node in ast.walk(fnode):
-            if isinstance(node, (ast.Yield, ast.YieldFrom)):
-                raise self.m.error(node, "generators are not supported")
+        if not helper and is_generator(fnode):
+            raise self.m.error(fnode, f"'{fnode.name}' is a generator function, which returns no number: gradgen "
+                                      "inlines a generator where a loop of the function it differentiates consumes it")
         args = fnode.args
         if fnode.decorator_list:
             raise self.m.error(fnode.decorator_list[0], "decorators are not supported")
@@ -292,6 +294,10 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             self.body.append(Continue(stmt.lineno))
         elif isinstance(stmt, ast.Return) and scope.result is not None:
             self._return(scope, stmt)
+        elif isinstance(stmt, ast.Return) and scope.generator:
+            pass  # the end of a path through a generator (gradgen.frontend.generators)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Yield):
+            self._yield(scope, stmt)
         elif isinstance(stmt, ast.Pass):
             pass
         elif isinstance(stmt, ast.FunctionDef):  # a nested def: a value, inlined where it is called
@@ -421,6 +427,7 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         so that all branches and iterations write the same variable. A helper's parameter it
         rebinds there is first copied into a variable of the helper's own (`a_1 = a`): the
         caller's variable must keep its value."""
+        self._prebind_consumers(scope, stmts, stmt)  # a generator's loop that yields: the consuming loop's names
         lists = self._made_lists(scope, stmts)
         for name in _stored_names(stmts):
             current = scope.env.get(name)

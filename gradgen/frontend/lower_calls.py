@@ -12,6 +12,7 @@ import operator
 
 from gradgen.frontend import custom_calls, effects, inactive, local_imports, nested
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, own_nodes
+from gradgen.frontend.generators import is_generator
 from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticList
 from gradgen.frontend.parse import constant_value
 from gradgen.frontend.scopes import (
@@ -338,9 +339,12 @@ class CallLowering:
         keywords = [kw for kw in node.keywords if kw.arg not in moved]
         return ast.copy_location(ast.Call(func=node.func, args=args, keywords=keywords), node)
 
-    def _inline(self, scope, node, hnode, unpacked=None, closure=None):
+    def _inline(self, scope, node, hnode, unpacked=None, closure=None, consumer=None):
         """A call to a same-file function: the sigmoid primitive, or the helper's body inlined
-        (`unpacked`: its call is unpacked into that many names; the result is then a tuple)."""
+        (`unpacked`: its call is unpacked into that many names; the result is then a tuple;
+        `consumer`: the loop over a generator's call, run at its yields)."""
+        if consumer is None and is_generator(hnode):
+            self._refuse_generator(node, hnode)
         home = local_imports.home(self.m, hnode, closure)
         custom = custom_calls.custom_of(home, hnode)
         if custom is not None:  # @gradgen.custom_vjp: its body's value, differentiated by its rule
@@ -354,7 +358,7 @@ class CallLowering:
             if sigmoid_ns is not None and unpacked is None:
                 self.helpers["sigmoid"] = self.sigmoid_name
                 return self._call("sigmoid", (args[hnode.args.args[0].arg],), sigmoid_ns, node)
-            return self._inline_bound(node, hnode, args, unpacked, closure)
+            return self._inline_bound(node, hnode, args, unpacked, closure, consumer)
 
     def _inline_limits(self, node, hnode, args=None):
         """Refuse recursion on a depth known only when the code runs (`args`: the call's, by
@@ -387,7 +391,7 @@ class CallLowering:
             raise self.m.error(node, f"recursive call to '{hnode.name}' on a depth known only when it runs: "
                                      "write it as a loop")
 
-    def _inline_bound(self, node, hnode, args, unpacked=None, closure=None):
+    def _inline_bound(self, node, hnode, args, unpacked=None, closure=None, consumer=None):
         """The helper's body inlined, its parameters bound to `args` (name -> value) in a
         scope of its own: its locals never clash with the caller's names."""
         env = {}
@@ -404,7 +408,10 @@ class CallLowering:
         self.activations.append((hnode.name, _known_arguments(args), node))
         inner = Scope(hnode, env, _assigned_names(hnode), hnode.name, unpacked=unpacked, owned=set(), closure=closure,
                       depth=self.depth)
-        result, _ = self._body(inner, hnode.body)
+        if consumer is not None:
+            result, _ = self._generator_body(inner, hnode, consumer)
+        else:
+            result, _ = self._body(inner, hnode.body)
         self.stack.pop()
         self.activations.pop()
         return result

@@ -15,6 +15,8 @@ class LoopLowering:
     """Loops: `for` and `while`, read by index."""
 
     def _for(self, scope, stmt):
+        if self._generator_for(scope, stmt):  # over a generator's call (gradgen.frontend.generators)
+            return
         stmt = self._helper_iterable(scope, stmt)
         if self._unroll(scope, stmt):  # over a list known when compiling (gradgen.frontend.known_lists)
             return
