@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from gradgen.frontend import inactive, loop_returns
 from gradgen.frontend.closures import FunctionValue, own_nodes
-from gradgen.frontend.scopes import _always_returns, _exits, _skip_docstring
+from gradgen.frontend.scopes import ArgsTuple, _always_returns, _exits, _skip_docstring
 
 # the builtins that consume an iterable whole: a generator's call there is the list it yields
 CONSUMERS = ("list", "tuple", "sum", "min", "max", "sorted")
@@ -56,6 +56,7 @@ class _Consumer:
     module: object  # the file the loop is in (the generator may be another file's)
     stack: list = field(default_factory=list)
     activations: list = field(default_factory=list)
+    forward: bool = False  # `yield from g(...)`: g's yields are the yields of the generator `scope` is
 
     @property
     def stmts(self):
@@ -100,9 +101,6 @@ class GeneratorLowering:
         gen_scope.generator = True
         stmts = _skip_docstring(fnode.body)
         self._refuse_unsupported(stmts)
-        taken = {n.id for n in ast.walk(fnode) if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(fnode.args)
-                                                                               if isinstance(a, ast.arg)}
-        stmts = [_yields_from(s, loop_returns.fresh("item", taken)) for s in stmts]
         returns = [n for n in own_nodes(stmts) if isinstance(n, ast.Return)]
         for ret in returns:
             if ret.value is not None and not (isinstance(ret.value, ast.Constant) and ret.value.value is None):
@@ -124,10 +122,8 @@ class GeneratorLowering:
     def _yield(self, scope, stmt):
         """`yield v` of the generator being inlined: the consuming loop's body, its target
         bound to v (every part of v computed first, in the generator's scope)."""
-        consumer = next((c for c in reversed(self.consumers) if c.generator is scope), None)
+        consumer = self._consumer_of(scope)
         node = stmt.value.value
-        if consumer is None:  # (a generator is lowered only by its loop)
-            raise self.m.error(stmt, "'yield' outside a generator gradgen inlines")
         target = consumer.stmt.target
         if node is None:
             node = ast.copy_location(ast.Constant(None), stmt)
@@ -142,25 +138,61 @@ class GeneratorLowering:
                 names.append(ast.copy_location(ast.Name(f"{hidden} #{k}", ast.Load()), e := node.elts[k]))
                 names[-1].end_lineno, names[-1].end_col_offset = e.end_lineno, e.end_col_offset
             value_node = ast.copy_location(ast.Tuple(names, ast.Load()), node)
+        elif isinstance(node, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in node.elts):
+            # `yield a, b` to one name (`for pair in g()`, `yield from g()`): a tuple of values
+            cscope.env[hidden] = ArgsTuple(tuple(self._named("item", self._argument(scope, e), stmt)
+                                                 for e in node.elts))
+            value_node = ast.copy_location(ast.Name(hidden, ast.Load()), node)
+            if isinstance(target, ast.Name):
+                self._yield_body(consumer, lambda: cscope.env.__setitem__(target.id, cscope.env[hidden]))
+                return
         else:
             cscope.env[hidden] = self._argument(scope, node)
             value_node = ast.copy_location(ast.Name(hidden, ast.Load()), node)
             value_node.end_lineno, value_node.end_col_offset = node.end_lineno, node.end_col_offset
+        self._yield_body(consumer, lambda: self._assign(cscope, target, value_node, stmt))
+
+    def _consumer_of(self, scope):
+        """The loop that consumes the yields of the generator `scope` is (through `yield from`s)."""
+        consumer = next(c for c in reversed(self.consumers) if c.generator is scope)
+        return self._consumer_of(consumer.scope) if consumer.forward else consumer
+
+    def _yield_from(self, scope, stmt):
+        """`yield from g(...)` of a generator g: g inlined, its yields this generator's; `yield
+        from xs` of anything else: `for item in xs: yield item`."""
+        node = stmt.value.value
+        callee = self._generator_call(scope, node)
+        if callee is None:
+            taken = {n.id for n in ast.walk(scope.node) if isinstance(n, ast.Name)}
+            self._statement(scope, _yields_from(stmt, loop_returns.fresh("item", taken)))
+            return
+        consumer = _Consumer(scope, None, None, self.m, list(self.stack), list(self.activations), forward=True)
+        self._inline(scope, node, callee.node, closure=callee.closure, consumer=consumer)
+
+    def _yield_body(self, consumer, bind):
+        """The consuming loop's body, after `bind()` binds its target, as the loop's own code:
+        in its file, with what was being inlined where the loop is."""
         stack, activations = self.stack, self.activations
         self.stack, self.activations = list(consumer.stack), list(consumer.activations)
         try:
             with self._in_module(consumer.module):
-                self._assign(cscope, target, value_node, stmt)
+                bind()
                 for inner in consumer.stmt.body:
-                    self._statement(cscope, inner)
+                    self._statement(consumer.scope, inner)
         finally:
             self.stack, self.activations = stack, activations
 
     def _prebind_consumers(self, scope, stmts, stmt):
         """Before a loop or branch of a generator that yields inside it: the names the
         consuming loop's body assigns are given theirs too (they are written there)."""
+        if yields_in(stmts):
+            self._prebind_consumer_of(scope, stmt)
+
+    def _prebind_consumer_of(self, scope, stmt):
         for consumer in list(self.consumers):
-            if consumer.generator is scope and yields_in(stmts):
+            if consumer.generator is scope and consumer.forward:
+                self._prebind_consumer_of(consumer.scope, stmt)
+            elif consumer.generator is scope:
                 self._prebind(consumer.scope, consumer.stmts, stmt)
 
     def _refuse_generator(self, node, hnode):
@@ -172,19 +204,12 @@ class GeneratorLowering:
 
 
 def _yields_from(stmt, name):
-    """`yield from xs` (a statement) as `for name in xs: yield name`, in `stmt` and below
-    (`name` one the generator never mentions)."""
-    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.YieldFrom):
-        item = ast.copy_location(ast.Name(name, ast.Load()), stmt.value)
-        inner = ast.copy_location(ast.Expr(ast.copy_location(ast.Yield(item), stmt.value)), stmt)
-        loop = ast.For(ast.copy_location(ast.Name(name, ast.Store()), stmt.value), stmt.value.value, [inner], [])
-        return ast.fix_missing_locations(ast.copy_location(loop, stmt))
-    if isinstance(stmt, (ast.If, ast.For, ast.While)) and yields_in([stmt]):
-        new = copy.copy(stmt)
-        new.body = [_yields_from(s, name) for s in stmt.body]
-        new.orelse = [_yields_from(s, name) for s in stmt.orelse]
-        return new
-    return stmt
+    """`yield from xs` (a statement) as `for name in xs: yield name` (`name` one the
+    generator never mentions)."""
+    item = ast.copy_location(ast.Name(name, ast.Load()), stmt.value)
+    inner = ast.copy_location(ast.Expr(ast.copy_location(ast.Yield(item), stmt.value)), stmt)
+    loop = ast.For(ast.copy_location(ast.Name(name, ast.Store()), stmt.value), stmt.value.value, [inner], [])
+    return ast.fix_missing_locations(ast.copy_location(loop, stmt))
 
 
 class _ReturnsNone(ast.NodeTransformer):

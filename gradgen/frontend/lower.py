@@ -24,6 +24,7 @@ from gradgen.frontend.lower_calls import CallLowering, _draw_name, sigmoid_patte
 from gradgen.frontend.lower_exprs import _UNSUPPORTED_EXPR, ExprLowering
 from gradgen.frontend.lower_lists import ListLowering
 from gradgen.frontend.lower_loops import LoopLowering
+from gradgen.frontend.mapping import MapLowering
 from gradgen.frontend.parse import constant_value
 from gradgen.frontend.records import RecordLowering
 from gradgen.frontend.scopes import (
@@ -50,7 +51,8 @@ _UNSUPPORTED_STMT = {
 
 
 class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowering, StructuredLowering,
-              TreeLoopLowering, RecordLowering, StaticLowering, GeneratorLowering):
+              TreeLoopLowering, RecordLowering, StaticLowering, GeneratorLowering,
+              MapLowering):
     """Lowers one top-level function (and the helpers it calls) into one IR Function."""
 
     def __init__(self, module, fnode, namer, sigmoid_name, structured=frozenset(), arrays_only=frozenset()):
@@ -296,8 +298,10 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             self._return(scope, stmt)
         elif isinstance(stmt, ast.Return) and scope.generator:
             pass  # the end of a path through a generator (gradgen.frontend.generators)
-        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Yield):
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Yield) and scope.generator:
             self._yield(scope, stmt)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.YieldFrom) and scope.generator:
+            self._yield_from(scope, stmt)
         elif isinstance(stmt, ast.Pass):
             pass
         elif isinstance(stmt, ast.FunctionDef):  # a nested def: a value, inlined where it is called

@@ -11,7 +11,7 @@ import contextlib
 import operator
 
 from gradgen.frontend import custom_calls, effects, inactive, local_imports, nested
-from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, own_nodes
+from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes
 from gradgen.frontend.generators import is_generator
 from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticList
 from gradgen.frontend.parse import constant_value
@@ -39,6 +39,12 @@ class CallLowering:
 
     # ---- calls -----------------------------------------------------------------------
     def _call_node(self, scope, node):
+        node = self._desugared(scope, node)  # map, partial, list(...) (gradgen.frontend.mapping)
+        if isinstance(node, ast.ListComp):
+            return self._comprehension(scope, node)
+        partial = self._partial_value(scope, node)
+        if partial is not None:
+            return partial
         func = node.func
         derivative = nested.function_value(self, scope, node, sigmoid_pattern)
         if derivative is not None:  # `force = gradgen.grad(potential)`: a function value, inlined where called
@@ -128,6 +134,8 @@ class CallLowering:
         """The function value `node` calls, if it calls one by name: a same-file function or
         one of the user's other files, a nested def or lambda, a function passed in
         (`nonlinearity(x)`), an item of a list of functions (`acts[1](x)`)."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Lambda):  # (lambda v: v * v)(x)
+            return FunctionValue(lambda_as_def(node.func, "lambda"), scope)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Call):  # gradgen.grad(potential)(x)
             return nested.function_value(self, scope, node.func, sigmoid_pattern)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):  # acts[1](x): a list of functions
