@@ -27,6 +27,7 @@ from gradgen.frontend.lower_loops import LoopLowering
 from gradgen.frontend.mapping import MapLowering
 from gradgen.frontend.parse import constant_value
 from gradgen.frontend.records import RecordLowering
+from gradgen.frontend.recursion import RecursionLowering
 from gradgen.frontend.scopes import (
     ArgsTuple, PartsOfAPath, Scope, _always_returns, _assigned_names, _lookup, _LoopVariable, _names_a_number,
     _skip_docstring, _stored_names, parameter_names
@@ -52,7 +53,7 @@ _UNSUPPORTED_STMT = {
 
 class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowering, StructuredLowering,
               TreeLoopLowering, RecordLowering, StaticLowering, GeneratorLowering,
-              MapLowering):
+              MapLowering, RecursionLowering):
     """Lowers one top-level function (and the helpers it calls) into one IR Function."""
 
     def __init__(self, module, fnode, namer, sigmoid_name, structured=frozenset(), arrays_only=frozenset()):
@@ -82,6 +83,7 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         self.parts = set()  # the variables of origins that hold a part (`layer = params[k]`)
         self.held = []  # (scope, name, TreeRef) whose path reads a variable (gradgen.frontend.structured)
         self.consumers = []  # the loops over generators being inlined (gradgen.frontend.generators)
+        self.kind_checks = {}  # (parameter, depth) -> the kind an isinstance test relied on (gradgen.frontend.recursion)
 
     # ---- functions -------------------------------------------------------------------
     def lower(self) -> Function:
@@ -109,6 +111,7 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             result, result_name = Var(name), self.fnode.name
         else:
             result, result_name = self._body(scope, self.fnode.body)
+        self.body[0:0] = self._kind_guards()
         return Function(self.fnode.name, params, self.body, result, result_name, self.fnode.lineno,
                         helpers=self.helpers, display=dict(self.namer.base_of))
 
@@ -502,6 +505,9 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             if isinstance(value, StaticList):  # (only its length is known)
                 return (None,) * len(value.items)
             raise NotConstant
+        known = self._known_isinstance(scope, node)
+        if known is not None:  # isinstance(data, list) of a parameter of a stated kind
+            return known
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):  # `if not cs:` of a list
             inner = self._known_test(scope, node.operand)
             return None if inner is None else not inner

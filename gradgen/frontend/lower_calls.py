@@ -13,10 +13,10 @@ import operator
 from gradgen.frontend import custom_calls, effects, inactive, local_imports, nested
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes
 from gradgen.frontend.generators import is_generator
-from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticList
+from gradgen.frontend.known_lists import STATIC_VALUES, ConstList
 from gradgen.frontend.parse import constant_value
 from gradgen.frontend.scopes import (
-    MAX_INLINE_DEPTH, MAX_INLINED_NODES, ArgsTuple, Scope, _assigned_names, _lookup, _skip_docstring, _static_int,
+    ArgsTuple, Scope, _assigned_names, _lookup, _skip_docstring, _static_int,
     parameter_names
 )
 from gradgen.frontend.structured import TreeRef
@@ -368,37 +368,6 @@ class CallLowering:
                 return self._call("sigmoid", (args[hnode.args.args[0].arg],), sigmoid_ns, node)
             return self._inline_bound(node, hnode, args, unpacked, closure, consumer)
 
-    def _inline_limits(self, node, hnode, args=None):
-        """Refuse recursion on a depth known only when the code runs (`args`: the call's, by
-        parameter; None for a custom rule's, never unrolled), and inlining past its bounds
-        (depth, syntax nodes copied)."""
-        if hnode.name in self.stack:
-            self._recursion(node, hnode, args or {})
-        if len(self.stack) > MAX_INLINE_DEPTH:
-            recursive = [(name, at) for k, (name, _, at) in enumerate(self.activations)
-                         if name in [a[0] for a in self.activations[:k]] or name == self.fnode.name]
-            if recursive:  # (said where the recursion recurses, not at whichever call reached the bound)
-                name, at = recursive[-1]
-                raise self.m.error(at, f"recursive call to '{name}' more than {MAX_INLINE_DEPTH} calls deep when "
-                                       "unrolled: gradgen unrolls recursion whose depth constants fix when "
-                                       "compiling, and stops there; write it as a loop")
-            raise self.m.error(node, f"helpers call helpers more than {MAX_INLINE_DEPTH} deep here; "
-                                     "gradgen inlines each call and stops there")
-        self.inlined = getattr(self, "inlined", 0) + sum(1 for _ in ast.walk(hnode))
-        if self.inlined > MAX_INLINED_NODES:  # helpers calling a helper twice double at every level
-            raise self.m.error(node, f"inlining the helpers '{self.fnode.name}' calls copies more than "
-                                     f"{MAX_INLINED_NODES:,} syntax nodes; gradgen stops here")
-
-    def _recursion(self, node, hnode, args):
-        """A call to a function already being inlined is unrolled like any helper's when values
-        known when compiling (a count, a list) differ from those of every call of it being
-        inlined: its base case then folds (`if n == 0: return x`) at a depth they fix.
-        Otherwise the depth is known only when the code runs."""
-        known = _known_arguments(args)
-        if not known or any(name == hnode.name and earlier == known for name, earlier, _ in self.activations):
-            raise self.m.error(node, f"recursive call to '{hnode.name}' on a depth known only when it runs: "
-                                     "write it as a loop")
-
     def _inline_bound(self, node, hnode, args, unpacked=None, closure=None, consumer=None):
         """The helper's body inlined, its parameters bound to `args` (name -> value) in a
         scope of its own: its locals never clash with the caller's names."""
@@ -413,7 +382,7 @@ class CallLowering:
                 value = Var(ssa)
             env[name] = value
         self.stack.append(hnode.name)
-        self.activations.append((hnode.name, _known_arguments(args), node))
+        self.activations.append((hnode.name, self._known_arguments(args), node))
         inner = Scope(hnode, env, _assigned_names(hnode), hnode.name, unpacked=unpacked, owned=set(), closure=closure,
                       depth=self.depth)
         if consumer is not None:
@@ -542,20 +511,6 @@ def _folded(value):
             except (ArithmeticError, TypeError):
                 return value
     return value
-
-
-def _known_arguments(args):
-    """The arguments of a call known when compiling, by parameter: numbers, lists of them,
-    a list of values kept while compiling (by its length)."""
-    known = []
-    for name, value in args.items():
-        if isinstance(value, Const) and type(value.value) in (int, float, bool, str):
-            known.append((name, value.value))
-        elif isinstance(value, ConstList):
-            known.append((name, repr(value.value)))
-        elif isinstance(value, StaticList):
-            known.append((name, ("a list of", len(value.items))))
-    return tuple(known)
 
 
 def _draw_name(node):
