@@ -106,7 +106,8 @@ class MapLowering:
         else:
             names = self._fresh_names(len(sequences))
             reads = [ast.copy_location(ast.Name(n, ast.Load()), node) for n in names]
-            elt = ast.copy_location(ast.Call(f, reads, []), node)
+            elt = ast.copy_location(ast.Call(f, reads, []), f)  # (said at the function mapped)
+            elt.end_lineno, elt.end_col_offset = f.end_lineno, f.end_col_offset
         stores = [ast.copy_location(ast.Name(n, ast.Store()), node) for n in names]
         if len(sequences) == 1:
             return stores[0], sequences[0], elt
