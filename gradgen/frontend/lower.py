@@ -117,7 +117,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
 
     def _params(self, fnode, helper=False):
         if not helper and is_generator(fnode):
-            raise self.m.error(fnode, f"'{fnode.name}' is a generator function, which returns no number: gradgen "
+            first = next(n for n in own_nodes(fnode.body) if isinstance(n, (ast.Yield, ast.YieldFrom)))
+            raise self.m.error(first, f"'{fnode.name}' is a generator function, which returns no number: gradgen "
                                       "inlines a generator where a loop of the function it differentiates consumes it")
         args = fnode.args
         if fnode.decorator_list:
