@@ -65,13 +65,15 @@ class CompiledModule:
 
 def compile_source(source, filename="<string>", functions=None, wrt=None, emit_kinds=("grad",),
                    backend="numpy", jit="none", shapes=None, shapes_from=None, constants=None,
-                   keep=(), outside=None, checkpoint=None, memory=None) -> CompiledModule:
+                   keep=(), outside=None, checkpoint=None, memory=None, kinds=None) -> CompiledModule:
     """Compile every selected top-level function of `source` (str or bytes) to gradient code
     (and the other kinds `emit_kinds` names: see gradgen.codegen.derivatives); `backend="array-api"`
     respells the NumPy module for any Array API library (gradgen/codegen/array_api.py); `jit="numba"`
     decorates its functions for numba.njit (gradgen/codegen/numba_jit.py). `shapes` ({parameter: shape},
     from `--shapes FILE:FUNC`, named in the header as `shapes_from`) are the shapes the
     module assumes, as if each parameter were annotated with them (gradgen.analysis.stated).
+    `kinds` ({parameter: ("list", "ndarray")}: a list of arrays) are the kinds of parameters and
+    their items the module assumes, as an annotation states them (gradgen.frontend.recursion).
     `constants` ({name: value}) replace the values the source gives its module constants
     (the Python API compiles again for a notebook that changed one gradgen folds).
 
@@ -93,7 +95,7 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
                                "(the checkpoint schedule is one); choose one", filename)
         compiled = _compile_source(source, filename, functions, wrt, tuple(emit_kinds), shapes or {}, shapes_from,
                                    guarded=jit == "none", constants=constants, keep=frozenset(keep or ()),
-                                   outside=outside, snapshots=snapshots)
+                                   outside=outside, snapshots=snapshots, kinds=kinds)
         if backend != "numpy":
             compiled.text, compiled.backend = backends.rewrite(compiled, backend), backend
         if jit != "none":
@@ -107,7 +109,7 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
 
 
 def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assumed=None, shapes_from=None,
-                    guarded=True, constants=None, keep=(), outside=None, snapshots=None):
+                    guarded=True, constants=None, keep=(), outside=None, snapshots=None, kinds=None):
     """`guarded`: constants as keyword arguments and shapes checked on entry (gradgen.codegen.guards);
     not for --jit numba, which compiles module globals as the constants they are. `keep`: see
     compile_source."""
@@ -116,6 +118,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
     if outside is not None:
         _take_outside(module, outside)
     module.assumed_shapes = dict(assumed or {})
+    module.assumed_kinds = dict(kinds or {})
     module.snapshots = snapshots  # --checkpoint: K, or ("auto", bytes)
     selected = _select(module, functions)
     whole = not functions  # the whole file: what compiles, and a line for each function skipped

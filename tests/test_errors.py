@@ -43,7 +43,8 @@ CASES = [
      "        return f(x)\n"
      "               ^"),
     ("generator", "def f(x):\n    yield x\n", {"functions": ["f"]},
-     "bad.py:2:5: generators are not supported\n        yield x\n        ^"),
+     "bad.py:2:5: 'f' is a generator function, which returns no number: gradgen inlines a generator where a "
+     "loop of the function it differentiates consumes it\n        yield x\n        ^"),
     ("global", "def f(x):\n    global k\n    return x\n", {},
      "bad.py:2:5: 'global' is not supported\n        global k\n        ^"),
     ("try", "def f(x):\n    try:\n        y = x\n    except Exception:\n        y = 0\n    return y\n", {},

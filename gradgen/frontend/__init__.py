@@ -3,7 +3,9 @@
 `source` reads the file (a regular file of bounded size), `parse` makes the Module record
 (imports, constants, functions), `local_imports` the user's own files it imports (read
 the same way, never run, their functions inlined), `lower` and its mixins (`lower_calls`, `lower_exprs`,
-`lower_lists`, `lower_loops`, `lower_assign`, `known_lists`) turn one function's AST into straight-line SSA
+`lower_lists`, `lower_loops`, `lower_assign`, `known_lists`, `generators` (a generator inlined
+where a loop consumes it), `mapping` (map, functools.partial, list(...) of iterables), `recursion`
+(recursion unrolled to a depth known when compiling)) turn one function's AST into straight-line SSA
 over primitives, with `scopes`, `loop_returns` (a `return` inside a loop made a `break` out of
 it), `fold` (values known when compiling), `closures`,
 `comprehensions`, `structured` (parameters that are lists, tuples, dicts) with

@@ -75,7 +75,7 @@ def lift(stmts, fnode, error):
     `error(node, message)` makes the located CompileError."""
     taken = {n.id for n in ast.walk(fnode) if isinstance(n, ast.Name)}
     taken |= {a.arg for a in ast.walk(fnode.args) if isinstance(a, ast.arg)} | {fnode.name}
-    names = (_fresh(fnode.name, taken - {fnode.name}), _fresh("returned", taken))
+    names = (fresh(fnode.name, taken - {fnode.name}), fresh("returned", taken))
     return _lift(stmts, names, error)
 
 
@@ -135,7 +135,7 @@ def _inner_returns(stmts):
     return any(isinstance(n, (ast.For, ast.While)) and _returns_in(n) for n in own_nodes(stmts))
 
 
-def _fresh(base, taken):
+def fresh(base, taken):
     name, k = base, 0
     while name in taken:
         k += 1

@@ -17,14 +17,17 @@ from gradgen.errors import CompileError
 from gradgen.frontend import custom_calls, effects, inactive, local_imports, loop_returns, raises
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
 from gradgen.frontend.fold import NotConstant, fold
+from gradgen.frontend.generators import GeneratorLowering, is_generator
 from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticList, StaticLowering
 from gradgen.frontend.lower_assign import AssignLowering
 from gradgen.frontend.lower_calls import CallLowering, _draw_name, sigmoid_pattern
 from gradgen.frontend.lower_exprs import _UNSUPPORTED_EXPR, ExprLowering
 from gradgen.frontend.lower_lists import ListLowering
 from gradgen.frontend.lower_loops import LoopLowering
+from gradgen.frontend.mapping import MapLowering
 from gradgen.frontend.parse import constant_value
 from gradgen.frontend.records import RecordLowering
+from gradgen.frontend.recursion import RecursionLowering
 from gradgen.frontend.scopes import (
     ArgsTuple, PartsOfAPath, Scope, _always_returns, _assigned_names, _lookup, _LoopVariable, _names_a_number,
     _skip_docstring, _stored_names, parameter_names
@@ -48,7 +51,8 @@ _UNSUPPORTED_STMT = {
 
 
 class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowering, StructuredLowering,
-              TreeLoopLowering, RecordLowering, StaticLowering):
+              TreeLoopLowering, RecordLowering, StaticLowering, GeneratorLowering,
+              MapLowering, RecursionLowering):
     """Lowers one top-level function (and the helpers it calls) into one IR Function."""
 
     def __init__(self, module, fnode, namer, sigmoid_name, structured=frozenset(), arrays_only=frozenset()):
@@ -77,6 +81,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         self.arrays_only = set(arrays_only)  # looped over, but also used whole: arrays (gradgen.frontend.structured)
         self.parts = set()  # the variables of origins that hold a part (`layer = params[k]`)
         self.held = []  # (scope, name, TreeRef) whose path reads a variable (gradgen.frontend.structured)
+        self.consumers = []  # the loops over generators being inlined (gradgen.frontend.generators)
+        self.kind_checks = {}  # (parameter, depth) -> the kind an isinstance test relied on (gradgen.frontend.recursion)
 
     # ---- functions -------------------------------------------------------------------
     def lower(self) -> Function:
@@ -104,13 +110,15 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             result, result_name = Var(name), self.fnode.name
         else:
             result, result_name = self._body(scope, self.fnode.body)
+        self.body[0:0] = self._kind_guards()
         return Function(self.fnode.name, params, self.body, result, result_name, self.fnode.lineno,
                         helpers=self.helpers, display=dict(self.namer.base_of))
 
     def _params(self, fnode, helper=False):
-        for node in ast.walk(fnode):
-            if isinstance(node, (ast.Yield, ast.YieldFrom)):
-                raise self.m.error(node, "generators are not supported")
+        if not helper and is_generator(fnode):
+            first = next(n for n in own_nodes(fnode.body) if isinstance(n, (ast.Yield, ast.YieldFrom)))
+            raise self.m.error(first, f"'{fnode.name}' is a generator function, which returns no number: gradgen "
+                                      "inlines a generator where a loop of the function it differentiates consumes it")
         args = fnode.args
         if fnode.decorator_list:
             raise self.m.error(fnode.decorator_list[0], "decorators are not supported")
@@ -292,6 +300,12 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             self.body.append(Continue(stmt.lineno))
         elif isinstance(stmt, ast.Return) and scope.result is not None:
             self._return(scope, stmt)
+        elif isinstance(stmt, ast.Return) and scope.generator:
+            pass  # the end of a path through a generator (gradgen.frontend.generators)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Yield) and scope.generator:
+            self._yield(scope, stmt)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.YieldFrom) and scope.generator:
+            self._yield_from(scope, stmt)
         elif isinstance(stmt, ast.Pass):
             pass
         elif isinstance(stmt, ast.FunctionDef):  # a nested def: a value, inlined where it is called
@@ -423,6 +437,7 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         so that all branches and iterations write the same variable. A helper's parameter it
         rebinds there is first copied into a variable of the helper's own (`a_1 = a`): the
         caller's variable must keep its value."""
+        self._prebind_consumers(scope, stmts, stmt)  # a generator's loop that yields: the consuming loop's names
         lists = self._made_lists(scope, stmts)
         for name in _stored_names(stmts):
             current = scope.env.get(name)
@@ -493,6 +508,9 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             if isinstance(value, StaticList):  # (only its length is known)
                 return (None,) * len(value.items)
             raise NotConstant
+        known = self._known_isinstance(scope, node)
+        if known is not None:  # isinstance(data, list) of a parameter of a stated kind
+            return known
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):  # `if not cs:` of a list
             inner = self._known_test(scope, node.operand)
             return None if inner is None else not inner

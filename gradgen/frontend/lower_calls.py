@@ -11,11 +11,12 @@ import contextlib
 import operator
 
 from gradgen.frontend import custom_calls, effects, flattening, inactive, local_imports, nested
-from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, own_nodes
-from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticList
+from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes
+from gradgen.frontend.generators import is_generator
+from gradgen.frontend.known_lists import STATIC_VALUES, ConstList
 from gradgen.frontend.parse import constant_value
 from gradgen.frontend.scopes import (
-    MAX_INLINE_DEPTH, MAX_INLINED_NODES, ArgsTuple, Scope, _assigned_names, _lookup, _skip_docstring, _static_int,
+    ArgsTuple, Scope, _assigned_names, _lookup, _skip_docstring, _static_int,
     parameter_names
 )
 from gradgen.frontend.structured import TreeRef
@@ -38,6 +39,12 @@ class CallLowering:
 
     # ---- calls -----------------------------------------------------------------------
     def _call_node(self, scope, node):
+        node = self._desugared(scope, node)  # map, partial, list(...) (gradgen.frontend.mapping)
+        if isinstance(node, ast.ListComp):
+            return self._comprehension(scope, node)
+        partial = self._partial_value(scope, node)
+        if partial is not None:
+            return partial
         func = node.func
         derivative = nested.function_value(self, scope, node, sigmoid_pattern)
         if derivative is not None:  # `force = gradgen.grad(potential)`: a function value, inlined where called
@@ -128,6 +135,8 @@ class CallLowering:
         """The function value `node` calls, if it calls one by name: a same-file function or
         one of the user's other files, a nested def or lambda, a function passed in
         (`nonlinearity(x)`), an item of a list of functions (`acts[1](x)`)."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Lambda):  # (lambda v: v * v)(x)
+            return FunctionValue(lambda_as_def(node.func, "lambda"), scope)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Call):  # gradgen.grad(potential)(x)
             return nested.function_value(self, scope, node.func, sigmoid_pattern)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):  # acts[1](x): a list of functions
@@ -339,9 +348,12 @@ class CallLowering:
         keywords = [kw for kw in node.keywords if kw.arg not in moved]
         return ast.copy_location(ast.Call(func=node.func, args=args, keywords=keywords), node)
 
-    def _inline(self, scope, node, hnode, unpacked=None, closure=None):
+    def _inline(self, scope, node, hnode, unpacked=None, closure=None, consumer=None):
         """A call to a same-file function: the sigmoid primitive, or the helper's body inlined
-        (`unpacked`: its call is unpacked into that many names; the result is then a tuple)."""
+        (`unpacked`: its call is unpacked into that many names; the result is then a tuple;
+        `consumer`: the loop over a generator's call, run at its yields)."""
+        if consumer is None and is_generator(hnode):
+            self._refuse_generator(node, hnode)
         home = local_imports.home(self.m, hnode, closure)
         custom = custom_calls.custom_of(home, hnode)
         if custom is not None:  # @gradgen.custom_vjp: its body's value, differentiated by its rule
@@ -355,40 +367,9 @@ class CallLowering:
             if sigmoid_ns is not None and unpacked is None:
                 self.helpers["sigmoid"] = self.sigmoid_name
                 return self._call("sigmoid", (args[hnode.args.args[0].arg],), sigmoid_ns, node)
-            return self._inline_bound(node, hnode, args, unpacked, closure)
+            return self._inline_bound(node, hnode, args, unpacked, closure, consumer)
 
-    def _inline_limits(self, node, hnode, args=None):
-        """Refuse recursion on a depth known only when the code runs (`args`: the call's, by
-        parameter; None for a custom rule's, never unrolled), and inlining past its bounds
-        (depth, syntax nodes copied)."""
-        if hnode.name in self.stack:
-            self._recursion(node, hnode, args or {})
-        if len(self.stack) > MAX_INLINE_DEPTH:
-            recursive = [(name, at) for k, (name, _, at) in enumerate(self.activations)
-                         if name in [a[0] for a in self.activations[:k]] or name == self.fnode.name]
-            if recursive:  # (said where the recursion recurses, not at whichever call reached the bound)
-                name, at = recursive[-1]
-                raise self.m.error(at, f"recursive call to '{name}' more than {MAX_INLINE_DEPTH} calls deep when "
-                                       "unrolled: gradgen unrolls recursion whose depth constants fix when "
-                                       "compiling, and stops there; write it as a loop")
-            raise self.m.error(node, f"helpers call helpers more than {MAX_INLINE_DEPTH} deep here; "
-                                     "gradgen inlines each call and stops there")
-        self.inlined = getattr(self, "inlined", 0) + sum(1 for _ in ast.walk(hnode))
-        if self.inlined > MAX_INLINED_NODES:  # helpers calling a helper twice double at every level
-            raise self.m.error(node, f"inlining the helpers '{self.fnode.name}' calls copies more than "
-                                     f"{MAX_INLINED_NODES:,} syntax nodes; gradgen stops here")
-
-    def _recursion(self, node, hnode, args):
-        """A call to a function already being inlined is unrolled like any helper's when values
-        known when compiling (a count, a list) differ from those of every call of it being
-        inlined: its base case then folds (`if n == 0: return x`) at a depth they fix.
-        Otherwise the depth is known only when the code runs."""
-        known = _known_arguments(args)
-        if not known or any(name == hnode.name and earlier == known for name, earlier, _ in self.activations):
-            raise self.m.error(node, f"recursive call to '{hnode.name}' on a depth known only when it runs: "
-                                     "write it as a loop")
-
-    def _inline_bound(self, node, hnode, args, unpacked=None, closure=None):
+    def _inline_bound(self, node, hnode, args, unpacked=None, closure=None, consumer=None):
         """The helper's body inlined, its parameters bound to `args` (name -> value) in a
         scope of its own: its locals never clash with the caller's names."""
         env = {}
@@ -402,10 +383,13 @@ class CallLowering:
                 value = Var(ssa)
             env[name] = value
         self.stack.append(hnode.name)
-        self.activations.append((hnode.name, _known_arguments(args), node))
+        self.activations.append((hnode.name, self._known_arguments(args), node))
         inner = Scope(hnode, env, _assigned_names(hnode), hnode.name, unpacked=unpacked, owned=set(), closure=closure,
                       depth=self.depth)
-        result, _ = self._body(inner, hnode.body)
+        if consumer is not None:
+            result, _ = self._generator_body(inner, hnode, consumer)
+        else:
+            result, _ = self._body(inner, hnode.body)
         self.stack.pop()
         self.activations.pop()
         return result
@@ -528,20 +512,6 @@ def _folded(value):
             except (ArithmeticError, TypeError):
                 return value
     return value
-
-
-def _known_arguments(args):
-    """The arguments of a call known when compiling, by parameter: numbers, lists of them,
-    a list of values kept while compiling (by its length)."""
-    known = []
-    for name, value in args.items():
-        if isinstance(value, Const) and type(value.value) in (int, float, bool, str):
-            known.append((name, value.value))
-        elif isinstance(value, ConstList):
-            known.append((name, repr(value.value)))
-        elif isinstance(value, StaticList):
-            known.append((name, ("a list of", len(value.items))))
-    return tuple(known)
 
 
 def _draw_name(node):

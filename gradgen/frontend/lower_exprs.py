@@ -28,8 +28,10 @@ _UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not", ast.Invert: "invert"
 _COMPARE = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
 
 _UNSUPPORTED_EXPR = {
-    ast.Yield: "generators are not supported",
-    ast.YieldFrom: "generators are not supported", ast.Await: "'await' is not supported",
+    ast.Yield: "'yield' inside an expression (x = yield v) is not supported: gradgen inlines a generator that "
+               "yields values (a statement 'yield v') where a loop consumes it",
+    ast.YieldFrom: "'yield from' is supported as a statement only (yield from g(...))",
+    ast.Await: "'await' is not supported",
     ast.ListComp: "comprehensions are not supported", ast.SetComp: "comprehensions are not supported",
     ast.DictComp: "comprehensions are not supported", ast.GeneratorExp: "comprehensions are not supported",
     ast.Starred: "starred expressions are not supported",

@@ -15,6 +15,9 @@ class LoopLowering:
     """Loops: `for` and `while`, read by index."""
 
     def _for(self, scope, stmt):
+        stmt = self._listed_for(scope, self._map_for(scope, stmt))  # (gradgen.frontend.mapping)
+        if self._generator_for(scope, stmt):  # over a generator's call (gradgen.frontend.generators)
+            return
         stmt = self._helper_iterable(scope, stmt)
         if self._unroll(scope, stmt):  # over a list known when compiling (gradgen.frontend.known_lists)
             return

@@ -34,6 +34,7 @@ class Scope:
     owned: set | None = None  # SSA names this body may overwrite in place (None: all, at top level)
     closure: object = None  # the Scope a nested def or lambda was defined in: it reads its variables
     depth: int = 0  # the nesting of loops and branches its body starts at (an inlined helper's: its call's)
+    generator: bool = False  # a generator's body, inlined where a loop consumes it (gradgen.frontend.generators)
 
     def owns(self, name):
         """Whether `name` is this body's own variable. An inlined helper's parameters are the

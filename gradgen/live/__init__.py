@@ -147,6 +147,8 @@ def _public(f, wrt, kind, role, checkpoint=(None, None)):
             made = _specialising(made, f, wrt, kind, role)
     except CompileError as exc:
         error = exc
+        if ranks.kinds_help(exc.message):  # recursion on a list: compiled for the kinds of the first call
+            return ranks.by_kinds(f, exc, lambda kinds: _derivative(f, wrt, _with_kinds(kind, kinds), role))
     else:
         _remember(f, wrt, kind, role, made)
         return made
@@ -208,6 +210,11 @@ class Entry:
 
 
 _MEMORY: dict = {}
+
+
+def _with_kinds(kind, kinds):
+    base, checkpoint, memory = kind if isinstance(kind, tuple) else (kind, None, None)
+    return base, checkpoint, memory, None, kinds
 
 
 def _specialising(made, f, wrt, kind, role):
@@ -426,11 +433,13 @@ def _compile(key, origin, wrt, kind, constants=None):
 
     try:
         name = origin.outside.target if origin.outside is not None else origin.name
-        kind, checkpoint, memory, shapes = (kind + (None,))[:4] if isinstance(kind, tuple) else (kind, None, None, None)
+        kind, checkpoint, memory, shapes, kinds = (kind + (None, None))[:5] if isinstance(kind, tuple) \
+            else (kind, None, None, None, None)
         compiled = api.compile_source(origin.source, origin.filename, functions=[name], wrt=wrt,
                                       emit_kinds=(kind,), constants=constants, outside=origin.outside,
                                       checkpoint=checkpoint, memory=memory, shapes=dict(shapes or ()),
-                                      shapes_from="the shapes of its first call" if shapes else None)
+                                      shapes_from="the shapes of its first call" if shapes else None,
+                                      kinds=dict(kinds or ()))
     except CompileError as exc:
         raise _with_cell_hint(exc, origin) from None
     fn = compiled.functions[0]

@@ -73,6 +73,46 @@ def specialising(plain, names, compile_for):
     return specialised
 
 
+def kinds_help(message):
+    """Whether knowing the kinds of the arguments (a list of arrays) may let a refused
+    compile through: recursion whose depth an isinstance test decides."""
+    return message.startswith("recursive call to ") and "depth known only when it runs" in message
+
+
+def by_kinds(f, error, compile_for):
+    """The function handed out for `f`, which compiles only for the kinds of its arguments
+    (`isinstance(data, list)` decides a recursion's depth): each call's kinds (a list, a tuple,
+    a dict, an array; and those of their items) pick the module `compile_for(kinds)` writes,
+    compiled once per kinds; `error` where the arguments state none."""
+    names = [n for n in f.__code__.co_varnames[:f.__code__.co_argcount]]
+    modules = {}
+
+    @functools.wraps(f)
+    def by_kind(*args, **kwargs):
+        key = tuple((name, chain) for name, chain in ((n, _chain(v)) for n, v in [*zip(names, args), *kwargs.items()])
+                    if chain)
+        if not key:
+            raise error.with_traceback(None)
+        g = modules.get(key)
+        if g is None:
+            g = modules[key] = compile_for(key)
+        return g(*args, **kwargs)
+
+    by_kind.modules = modules
+    return by_kind
+
+
+def _chain(value, depth=0):
+    """("list", "ndarray") for a list of arrays: the kind of `value` and of its items."""
+    kind = type(value)
+    head = {list: "list", tuple: "tuple", dict: "dict"}.get(kind)
+    if head is None:
+        return ("ndarray",) if getattr(kind, "__module__", None) == "numpy" and kind.__name__ == "ndarray" else ()
+    items = list(value.values() if head == "dict" else value)
+    inner = {_chain(v, depth + 1)[:1] for v in items} if depth == 0 else set()
+    return (head, *inner.pop()) if len(inner) == 1 else (head,)
+
+
 def _for(key, plain, compile_for):
     shapes = tuple((name, dims) for name, dims, _ in key)
     if not shapes:
