@@ -4,7 +4,8 @@ the typed versions of gradgen's array helpers.
 * `CALLS`: the NumPy functions numba compiles on arrays, each with the keywords it takes
   there (numba's `np.sum` takes `axis`, its `np.max` none); a call outside it is refused,
   located at the user's call (gradgen/codegen/numba_check.py).
-* `Respell`: the forms numba lacks, written as ones it has: `np.sum(a, axis=k, keepdims=True)`
+* `Respell`: the forms numba lacks, written as ones it has: `np.take(g, k, axis=1)` as
+  `g[:, k]`, `np.sum(a, axis=k, keepdims=True)`
   as `np.expand_dims(np.sum(a, axis=k), k)`, `np.mean(a, axis=k)` as the sum over the
   length, `np.zeros_like(a, dtype=float)` with `dtype=np.float64`, a list of arrays given to
   `np.concatenate`/`np.stack` as a tuple.
@@ -59,6 +60,12 @@ class Respell(ast.NodeTransformer):
             self.changed = True
             if spelled in ("np.zeros_like", "np.ones_like", "np.full_like"):  # (of a number: a number, not 0-d)
                 return ast.Subscript(node, ast.Tuple([], ast.Load()), ast.Load())
+        elif spelled == "np.take" and len(node.args) == 2 and set(keywords) == {"axis"} \
+                and isinstance(keywords["axis"], ast.Constant) and type(keywords["axis"].value) is int \
+                and keywords["axis"].value >= 0:  # np.take(g, k, axis=1): g[:, k]
+            full = [ast.Slice()] * keywords["axis"].value
+            new = ast.Subscript(node.args[0], ast.Tuple([*full, node.args[1]], ast.Load()) if full else node.args[1],
+                                ast.Load())
         elif spelled in ("np.concatenate", "np.stack") and node.args and isinstance(node.args[0], ast.List):
             node.args[0] = ast.Tuple(node.args[0].elts, ast.Load())
             self.changed = True
@@ -100,8 +107,13 @@ def kind_of_call(node, spelled):
 
 
 def respelled_reduction(node):
-    """Whether `node` is an np.sum / np.mean of one axis that Respell writes as numba's."""
-    return ast.unparse(node.func) in ("np.sum", "np.mean") and _one_axis(node, {k.arg: k.value for k in node.keywords})
+    """Whether `node` is an np.sum / np.mean of one axis, or np.take along one, that Respell
+    writes as numba has it."""
+    keywords = {k.arg: k.value for k in node.keywords}
+    if ast.unparse(node.func) == "np.take":
+        axis = keywords.get("axis")
+        return len(node.args) == 2 and isinstance(axis, ast.Constant) and type(axis.value) is int and axis.value >= 0
+    return ast.unparse(node.func) in ("np.sum", "np.mean") and _one_axis(node, keywords)
 
 
 def _one_axis(node, keywords):

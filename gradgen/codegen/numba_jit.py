@@ -38,7 +38,8 @@ NUMBA = "numba"
 JIT_LINE = "Jit: numba (each function is compiled by numba.njit on its first call; needs numba)."
 DECORATOR = "@numba.njit(cache=False)"
 _RECORDED = re.compile(rb"# Jit: (?P<name>[\w-]+)")
-TAIL = "--jit numba covers scalar code (numbers, if/for/while, math calls): compile this file without --jit"
+TAIL = ("--jit numba compiles numbers, arrays, if/for/while and the NumPy functions numba has: compile this file "
+        "without --jit")
 
 def rewrite(compiled, jit):
     """The text of `compiled` (a gradgen.api.CompiledModule) for `jit` ("none": as it is)."""
