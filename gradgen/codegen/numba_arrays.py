@@ -30,7 +30,7 @@ CALLS = {
         broadcast_to swapaxes flip fliplr flipud diag diagonal trace tril triu cross sort argsort delete repeat
         nonzero count_nonzero all any isclose allclose sign interp diff ediff1d hstack vstack dstack column_stack
         convolve searchsorted unique""".split()},
-    "sum": _AXIS, "argmax": _AXIS, "argmin": _AXIS, "cumsum": _NONE, "concatenate": _AXIS, "stack": _AXIS,
+    "sum": _AXIS, "expand_dims": _AXIS, "argmax": _AXIS, "argmin": _AXIS, "cumsum": _NONE, "concatenate": _AXIS, "stack": _AXIS,
     "zeros_like": frozenset({"dtype"}), "ones_like": frozenset({"dtype"}), "full_like": frozenset({"dtype"}),
     "zeros": frozenset({"dtype"}), "ones": frozenset({"dtype"}), "empty": frozenset({"dtype"}),
     "linalg.norm": _NONE, "linalg.det": _NONE, "linalg.inv": _NONE, "linalg.solve": _NONE,
