@@ -10,7 +10,8 @@ generated code uses is made here), `freshness` (the header and `gradgen status`)
 schedule written out), `derivatives` (jvp, hvp, hessian, vjp and
 jacobian beside the gradient), `array_api` with `array_api_calls` and `array_api_helpers`
 (the module respelled for any Array API library), and `numba_jit` (the module made for
-numba.njit) with `numba_check` (what numba compiles) and `numba_spell` (the respellings);
+numba.njit) with `numba_check` (what numba compiles), `numba_spell` (the respellings) and
+`numba_arrays` (array code: numba's NumPy, its respellings, typed helpers);
 both edit the finished text with `rewrite`.
 May import everything below it (ir, rules, analysis, frontend, transform).
 """

@@ -17,6 +17,7 @@ import ast
 import numpy as np
 
 from gradgen.codegen import emit
+from gradgen.codegen.numba_arrays import ATTRIBUTES, CALLS, DTYPES, METHODS, OVERLOADS, respelled_reduction
 
 MATH = frozenset("""sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh exp expm1 exp2 log log1p
     log10 log2 sqrt pow fabs floor ceil trunc erf erfc gamma lgamma hypot copysign isnan isinf isfinite degrees
@@ -59,17 +60,14 @@ def _of_type(kind):
 class Checker:
     """Raises Refusal at the first construct of a function numba cannot compile."""
 
-    def __init__(self, constants, functions, refused=(), unknown=lambda fdef: set()):
+    def __init__(self, constants, functions, refused=()):
         self.constants = constants  # module-level name -> value (None: not a literal)
         self.functions = functions  # the names of the module's functions
         self.refused = refused  # those of them numba cannot compile (gradgen's helpers for arrays)
-        self.unknown = unknown  # fdef -> its parameters nothing says are numbers
         self.stacks = set()
-        self.params = set()
 
     def function(self, fdef):
         args = fdef.args
-        self.params = self.unknown(fdef)
         for extra in (args.vararg, args.kwarg):
             if extra is not None:
                 raise Refusal(f"the parameter {'*' if extra is args.vararg else '**'}{extra.arg}", extra,
@@ -137,8 +135,8 @@ class Checker:
             for elt in node.elts:
                 self.target(elt)
             return
-        if isinstance(node, ast.Subscript):
-            raise Refusal(f"writing into {ast.unparse(node)} (an array or a list)", node, _of_type(ast.Subscript))
+        if isinstance(node, ast.Subscript):  # a write into an array
+            return self._subscript(node)
         self.expr(node)
 
     def iterable(self, node):
@@ -175,9 +173,6 @@ class Checker:
             return self._attribute(node)
         if isinstance(node, ast.Subscript):
             return self._subscript(node)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-            raise Refusal("a matrix product (@)", node, lambda n: isinstance(n, ast.BinOp)
-                          and isinstance(n.op, ast.MatMult))
         if isinstance(node, ast.Compare):
             for op in node.ops:
                 if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
@@ -207,23 +202,49 @@ class Checker:
         if "random" in spelled.split(".") or (isinstance(node.func, ast.Attribute) and node.func.attr in DRAWS
                                               and ast.unparse(node.func.value) not in ("np", "math")):
             raise Refusal(f"a random draw ({spelled}(...))", node, _spelled(spelled))
+        if spelled in OVERLOADS:
+            return self._arguments(node)
         if spelled in emit.HELPERS or spelled in self.refused:
             raise Refusal(f"array code (the helper {spelled} gradgen writes for arrays)", node)
+        if spelled.startswith("np.") and spelled[3:] in CALLS:
+            return self._array_call(node, spelled)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in METHODS and not node.keywords \
+                and not (isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "math")):
+            self.expr(node.func.value)
+            return self._arguments(node)
         if not self._callable(node.func):
-            first = node.args[0] if node.args else None
-            if spelled.startswith("np.") and isinstance(first, ast.Name) and first.id in self.params:
-                shown = f"{spelled}({first.id}{', ...' if len(node.args) > 1 or node.keywords else ''})"
-                raise Refusal(f"the array function {shown}, as gradgen cannot tell that "
-                              f"'{first.id}' is a number", first, _parameter(first.id),
-                              advice=f"annotate it '{first.id}: float' or give it a float default, or compile "
-                                     "this file without --jit")
             what = f"the array function {spelled}" if spelled.startswith("np.") else f"the call {spelled}"
             raise Refusal(what, node, _spelled(spelled))
         if node.keywords:
             raise Refusal(f"the call {spelled} with keyword arguments", node, _spelled(spelled))
-        if spelled == "len" and not (len(node.args) == 1 and isinstance(node.args[0], ast.Name)
-                                     and isinstance(self.constants.get(node.args[0].id), tuple)):
-            raise Refusal(f"{ast.unparse(node)} (the length of a sequence or an array)", node, _spelled("len"))
+        return self._arguments(node)
+
+    def _arguments(self, node):
+        for arg in node.args:
+            self.expr(arg)
+        for keyword in node.keywords:
+            self.expr(keyword.value)
+        return None
+
+    def _array_call(self, node, spelled):
+        """np.<f>(...) of numba's NumPy, with only the keywords numba takes for it (dtype a
+        NumPy type)."""
+        allowed = CALLS[spelled[3:]] | ({"axis", "keepdims"} if respelled_reduction(node) else set())
+        for keyword in node.keywords:
+            if keyword.arg not in allowed:
+                raise Refusal(f"{spelled}(..., {keyword.arg}=...), which numba does not compile", node,
+                              _spelled(spelled), advice=f"write {spelled} without {keyword.arg}= (a loop, say), or "
+                              "compile this file without --jit")
+            if keyword.arg == "dtype":
+                if not (isinstance(keyword.value, ast.Attribute) and ast.unparse(keyword.value.value) == "np") \
+                        and ast.unparse(keyword.value) not in DTYPES:  # (dtype=float: respelled np.float64)
+                    raise Refusal(f"{spelled}(..., dtype={ast.unparse(keyword.value)})", node, _spelled(spelled))
+                continue
+            self.expr(keyword.value)
+        if node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):  # np.array([a, b]): their elements
+            for elt in node.args[0].elts:
+                self.expr(elt)
+            node = ast.Call(node.func, node.args[1:], [])
         for arg in node.args:
             self.expr(arg)
         return None
@@ -241,15 +262,26 @@ class Checker:
             return None
         if isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy"):
             raise Refusal(f"{ast.unparse(node)} (array code)", node)
+        if node.attr in ATTRIBUTES:  # x.T, x.shape
+            return self.expr(node.value)
         raise Refusal(f"the attribute {ast.unparse(node)} (of an array or a Python object)", node,
                       lambda n: isinstance(n, ast.Attribute) and n.attr == node.attr)
 
     def _subscript(self, node):
-        if isinstance(node.value, ast.Name) and isinstance(self.constants.get(node.value.id), tuple) \
-                and not isinstance(node.slice, ast.Slice):
+        if isinstance(node.value, ast.Name) and isinstance(self.constants.get(node.value.id), tuple):
+            if isinstance(node.slice, ast.Slice):
+                raise Refusal(f"slicing the module-level tuple {ast.unparse(node)}", node, _of_type(ast.Subscript))
             self.tuple_constant(node.value)
             return self.expr(node.slice)
-        raise Refusal(f"indexing {ast.unparse(node)} (an array or a list)", node, _of_type(ast.Subscript))
+        self.expr(node.value)  # an array's element, slice, or elements picked by an index array
+        for part in node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]:
+            if isinstance(part, ast.Slice):
+                for bound in (part.lower, part.upper, part.step):
+                    if bound is not None:
+                        self.expr(bound)
+            elif not (isinstance(part, ast.Constant) and (part.value is None or part.value is Ellipsis)):
+                self.expr(part)
+        return None
 
 
 def _parameter(name):

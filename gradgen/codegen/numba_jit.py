@@ -26,6 +26,7 @@ import ast
 import re
 
 from gradgen.codegen import emit, freshness
+from gradgen.codegen.numba_arrays import OVERLOADS, overloads
 from gradgen.codegen.numba_check import Checker, Refusal
 from gradgen.codegen.numba_spell import defaults, loops, placeholders, respellings
 from gradgen.codegen.rewrite import ModuleEdits
@@ -37,7 +38,8 @@ NUMBA = "numba"
 JIT_LINE = "Jit: numba (each function is compiled by numba.njit on its first call; needs numba)."
 DECORATOR = "@numba.njit(cache=False)"
 _RECORDED = re.compile(rb"# Jit: (?P<name>[\w-]+)")
-TAIL = "--jit numba covers scalar code (numbers, if/for/while, math calls): compile this file without --jit"
+TAIL = ("--jit numba compiles numbers, arrays, if/for/while and the NumPy functions numba has: compile this file "
+        "without --jit")
 
 def rewrite(compiled, jit):
     """The text of `compiled` (a gradgen.api.CompiledModule) for `jit` ("none": as it is)."""
@@ -85,7 +87,8 @@ class _Module(ModuleEdits):
         # the module's helpers first, to know which of them numba cannot compile (gradgen's for
         # arrays); then value-and-gradient functions: their forward pass holds the user's own
         # code, so a refusal names what the user wrote before anything its derivative makes
-        helpers = [d for d in self.defs if d.name not in self.users]
+        plain = self._plain_helpers()
+        helpers = [d for d in self.defs if d.name not in self.users and d.name not in plain]
         refused = {}
         for fdef in helpers:
             try:
@@ -93,30 +96,38 @@ class _Module(ModuleEdits):
             except Refusal as refusal:
                 refused[fdef.name] = (refusal, fdef)
         for fdef in sorted(self.defs, key=lambda d: not d.name.endswith("value_and_grad")):
-            if fdef.name not in refused:
+            if fdef.name not in refused and fdef.name not in plain:
                 self._function(fdef, set(refused))
         if refused:  # a helper none of the functions calls
             raise self._refused(*next(iter(refused.values())))
         self._docstring()
         self._import()
+        self._overloads(plain)
         return "\n\n".join(self._pieces())
 
     # --- the module's parts -----------------------------------------------------------
 
-    def _checker(self, refused):
-        return Checker(self.constants, {d.name for d in self.defs}, refused, self._unknown_numbers)
+    def _plain_helpers(self):
+        """gradgen's helpers that numba calls through their typed overloads
+        (gradgen/codegen/numba_arrays.py), and the helpers only they call: left as Python."""
+        calls = {d.name: {ast.unparse(n.func) for n in ast.walk(d) if isinstance(n, ast.Call)} for d in self.defs}
+        plain = {d.name for d in self.defs if d.name in OVERLOADS and d.name not in self.users}
+        for d in self.defs:
+            callers = {name for name, called in calls.items() if d.name in called and name != d.name}
+            if d.name in emit.HELPERS and d.name not in self.users and callers and callers <= plain:
+                plain.add(d.name)
+        return plain
 
-    def _unknown_numbers(self, fdef):
-        """The parameters of the user's function behind `fdef` that nothing says are numbers
-        (no annotation, no default): gradgen writes array code for them."""
-        user_def = self.user.functions.get(self.users.get(fdef.name, fdef.name))
-        if user_def is None:
-            return set()
-        args = user_def.args
-        positional = args.posonlyargs + args.args
-        defaulted = {a.arg for a in positional[len(positional) - len(args.defaults):]}
-        defaulted |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None}
-        return {a.arg for a in positional + args.kwonlyargs if a.annotation is None and a.arg not in defaulted}
+    def _overloads(self, plain):
+        """The typed overloads of the plain helpers, after the last of them."""
+        texts = overloads(plain)
+        if texts:
+            last = max((d for d in self.defs if d.name in plain), key=lambda d: d.end_lineno)
+            end = self._span(last)[1]
+            self.edits.append((end, end, "\n\n\n" + "\n\n".join(texts).rstrip("\n")))
+
+    def _checker(self, refused):
+        return Checker(self.constants, {d.name for d in self.defs}, refused)
 
     def _function(self, fdef, refused):
         try:
@@ -157,11 +168,11 @@ class _Module(ModuleEdits):
         for line in data.split(b"\n"):
             starts.append(starts[-1] + len(line) + 1)
         functions = [s for s in tree.body if isinstance(s, ast.FunctionDef)]
-        first = functions[0].decorator_list[0].lineno if functions else None
+        first = _first_line(functions[0]) if functions else None
         head_end = starts[first - 1] if first is not None else len(data)
         pieces = [emit.format_source(data[:head_end].decode("utf-8").rstrip("\n") + "\n")]
         for f in functions:
-            start, end = starts[f.decorator_list[0].lineno - 1], starts[f.end_lineno]
+            start, end = starts[_first_line(f) - 1], starts[f.end_lineno]
             pieces.append(emit.format_source(data[start:end].decode("utf-8")))
         return pieces
 
@@ -282,6 +293,10 @@ def _ir_calls(expr):
             (getattr(expr, part, None) for part in ("test", "body", "orelse")):
         if child is not None and not isinstance(child, (str, int, float)):
             yield from _ir_calls(child)
+
+
+def _first_line(fdef):
+    return (fdef.decorator_list[0] if fdef.decorator_list else fdef).lineno
 
 
 def _position(node):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 
+from gradgen.codegen import numba_arrays
 from gradgen.codegen.naming import unused
 from gradgen.codegen.numba_check import call_to, is_head, is_none, kind_of
 
@@ -109,9 +110,9 @@ def respellings(fdef):
             node = stmt.test
         else:
             continue
-        respell = Respell()
-        new = respell.visit(_copy(node))
-        if respell.changed:
+        respell, arrays = Respell(), numba_arrays.Respell()
+        new = arrays.visit(respell.visit(_copy(node)))
+        if respell.changed or arrays.changed:
             edits.append((node, ast.unparse(new)))
     return edits
 
@@ -119,8 +120,8 @@ def respellings(fdef):
 class Respell(ast.NodeTransformer):
     """`math.log(x, b)` is `math.log(x) / math.log(b)` (CPython computes it so); `math.hypot(a,
     b, c)` `math.hypot(math.hypot(a, b), c)` (to an ulp or so); `np.clip(a,
-    lo, hi)` of numbers `np.minimum(np.maximum(a, lo), hi)` (NaN passes, as in clip); `np.where(c,
-    a, b)` of numbers `a if c else b`."""
+    lo, hi)` `np.minimum(np.maximum(a, lo), hi)` (NaN passes, as in clip); `np.where(c, a, b)`
+    `np.where(c, a, b)[()]` (a number where c, a and b are, an array where one is)."""
 
     changed = False
 
@@ -137,8 +138,8 @@ class Respell(ast.NodeTransformer):
                 _call("math.hypot", [self.visit_Call(_call("math.hypot", args[:-1])), args[-1]])
         elif spelled == "np.clip" and len(args) == 3:
             new = _call("np.minimum", [_call("np.maximum", args[:2]), args[2]])
-        elif spelled == "np.where" and len(args) == 3:
-            new = ast.IfExp(args[0], args[1], args[2])
+        elif spelled == "np.where" and len(args) == 3:  # (numba's np.where of numbers is a 0-d array)
+            new = ast.Subscript(node, ast.Tuple([], ast.Load()), ast.Load())
         else:
             return node
         self.changed = True
@@ -223,12 +224,14 @@ def placeholders(fdef, constants):
 
 
 def _zero(kind):
+    if kind == "array":  # (numba types `None` then an array as an optional array)
+        return "None"
     if isinstance(kind, tuple):
         return "(" + ", ".join(_zero(k) for k in kind) + ("," if len(kind) == 1 else "") + ")"
     return {"bool": "False", "int": "0"}.get(kind, "0.0")
 
 
-_ORDER = {"bool": 0, "int": 1, "float": 2}
+_ORDER = {"bool": 0, "int": 1, "float": 2, "array": 3}
 
 
 def _join(a, b):
@@ -325,6 +328,8 @@ class Kinds:
             return "int"
         if spelled == "bool":
             return "bool"
+        if spelled.startswith("np.") and spelled[3:] in numba_arrays.CALLS:
+            return numba_arrays.kind_of_call(node, spelled)
         if spelled in ("abs", "min", "max"):
             return _join_all(self.of(a) for a in node.args)
         return "float"

@@ -57,21 +57,22 @@ MEMORY_LIMIT = 512  # compiled modules kept per process; the oldest goes first
 GENERATED = "<gradgen "  # how the file name of a module gradgen generated and loaded begins
 
 
-def grad(f, wrt=None, checkpoint=None, memory=None, *, argnum=None):
+def grad(f, wrt=None, checkpoint=None, memory=None, *, argnum=None, jit=None):
     """The gradient of `f`: `f_grad(<f's params>)` returns df/dp for each differentiated
     parameter (a tuple for several). `wrt`: the parameters to differentiate ("a,b" or a
     list; "all" for every one that can carry a derivative); by default the first parameter,
     or all of them when every parameter has a number default (as `gradgen compile`).
     `argnum` (autograd's spelling): their positions, a number or a tuple. `checkpoint`: K,
     or "auto" within `memory` ("256MB"): long loops in bounded memory, as
-    `gradgen compile --checkpoint`."""
-    return _public(f, _chosen(f, wrt, argnum), "grad", "grad", (checkpoint, memory))
+    `gradgen compile --checkpoint`. `jit="numba"`: the module `gradgen compile --jit numba`
+    writes, its functions compiled by numba.njit for the types of each call."""
+    return _public(f, _chosen(f, wrt, argnum), "grad", "grad", (checkpoint, memory), jit)
 
 
-def value_and_grad(f, wrt=None, checkpoint=None, memory=None, *, argnum=None):
+def value_and_grad(f, wrt=None, checkpoint=None, memory=None, *, argnum=None, jit=None):
     """`f_value_and_grad(<f's params>)` returns (f's value, its gradient), from one forward pass;
-    `argnum`, `checkpoint`, `memory`: as for grad."""
-    return _public(f, _chosen(f, wrt, argnum), "grad", "value_and_grad", (checkpoint, memory))
+    `argnum`, `checkpoint`, `memory`, `jit`: as for grad."""
+    return _public(f, _chosen(f, wrt, argnum), "grad", "value_and_grad", (checkpoint, memory), jit)
 
 
 def elementwise_grad(f, wrt=None, *, argnum=None):
@@ -129,21 +130,23 @@ def clear_cache(disk=False):
             path.unlink(missing_ok=True)
 
 
-def _public(f, wrt, kind, role, checkpoint=(None, None)):
+def _public(f, wrt, kind, role, checkpoint=(None, None), jit=None):
     """The generated function; a CompileError is raised from here, without the frames of
     the compiler (its message already says where the problem is in the user's source)."""
     __tracebackhide__ = True  # (IPython and pytest leave this frame out of a traceback)
     wrt = _wrt(wrt)
     if flat.made(f) is not None:  # a function flatten_func made: f's derivative, flattened (gradgen/live/flat.py)
-        return flat.derivative(f, wrt, role, lambda func, inner: _public(func, inner, kind, role, checkpoint))
-    if checkpoint != (None, None):  # (a derivative with checkpointed loops: `kind` says so)
+        return flat.derivative(f, wrt, role, lambda func, inner: _public(func, inner, kind, role, checkpoint, jit))
+    if jit not in (None, "none"):  # (numba specialises on the types of each call itself: no shapes)
+        kind = (kind, *checkpoint, None, None, jit)
+    elif checkpoint != (None, None):  # (a derivative with checkpointed loops: `kind` says so)
         kind = (kind, *checkpoint)
     again = _again(f, wrt, kind, role)
     if again is not None:
         return again
     try:
         made = _derivative(f, wrt, kind, role)
-        if role in ("grad", "value_and_grad") and ranks.helps(getattr(made, "source", "")):  # (gradgen/live/ranks.py)
+        if role in ("grad", "value_and_grad") and jit in (None, "none") and ranks.helps(getattr(made, "source", "")):  # (gradgen/live/ranks.py)
             made = _specialising(made, f, wrt, kind, role)
     except CompileError as exc:
         error = exc
@@ -213,12 +216,12 @@ _MEMORY: dict = {}
 
 
 def _with_kinds(kind, kinds):
-    base, checkpoint, memory = kind if isinstance(kind, tuple) else (kind, None, None)
-    return base, checkpoint, memory, None, kinds
+    base, checkpoint, memory, _, _, jit = (kind + (None,) * 3)[:6] if isinstance(kind, tuple) else (kind,) + (None,) * 5
+    return base, checkpoint, memory, None, kinds, jit
 
 
 def _specialising(made, f, wrt, kind, role):
-    kind, checkpoint, memory = kind if isinstance(kind, tuple) else (kind, None, None)
+    kind, checkpoint, memory = kind[:3] if isinstance(kind, tuple) else (kind, None, None)
     names = [p.name for p in inspect.signature(made).parameters.values()
              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return ranks.specialising(made, names, lambda shapes: _derivative(f, wrt, (kind, checkpoint, memory, shapes), role))
@@ -433,10 +436,10 @@ def _compile(key, origin, wrt, kind, constants=None):
 
     try:
         name = origin.outside.target if origin.outside is not None else origin.name
-        kind, checkpoint, memory, shapes, kinds = (kind + (None, None))[:5] if isinstance(kind, tuple) \
-            else (kind, None, None, None, None)
+        kind, checkpoint, memory, shapes, kinds, jit = (kind + (None,) * 3)[:6] if isinstance(kind, tuple) \
+            else (kind, None, None, None, None, None)
         compiled = api.compile_source(origin.source, origin.filename, functions=[name], wrt=wrt,
-                                      emit_kinds=(kind,), constants=constants, outside=origin.outside,
+                                      emit_kinds=(kind,), constants=constants, outside=origin.outside, jit=jit or "none",
                                       checkpoint=checkpoint, memory=memory, shapes=dict(shapes or ()),
                                       shapes_from="the shapes of its first call" if shapes else None,
                                       kinds=dict(kinds or ()))
@@ -473,11 +476,24 @@ def _load(key, origin, kind, text, names):
     functions = {}
     for role, name in names.items():
         g = getattr(module, name)
+        if not isinstance(g, types.FunctionType):  # a numba dispatcher (jit="numba"): a function in front of it
+            g = _in_front(g)
         g.source = text
         g.__doc__ = _doc(g.__doc__, role, origin, text)
         display.attach(g, text, f"gradgen.{role}({origin.name})")  # (a notebook cell shows it: gradgen/live/display.py)
         functions[role] = g
     return Entry(text, functions)
+
+
+def _in_front(dispatcher):
+    """A Python function calling `dispatcher` (numba's), with the generated function's name,
+    signature and docstring; `.dispatcher` is numba's."""
+    @functools.wraps(dispatcher.py_func)
+    def jitted(*args, **kwargs):
+        return dispatcher(*args, **kwargs)
+
+    jitted.dispatcher = dispatcher
+    return jitted
 
 
 def _doc(generated, role, origin, text):

@@ -1,0 +1,232 @@
+"""Array code under `--jit numba`: what numba compiles of NumPy, what gradgen respells for it, and
+the typed versions of gradgen's array helpers.
+
+* `CALLS`: the NumPy functions numba compiles on arrays, each with the keywords it takes
+  there (numba's `np.sum` takes `axis`, its `np.max` none); a call outside it is refused,
+  located at the user's call (gradgen/codegen/numba_check.py).
+* `Respell`: the forms numba lacks, written as ones it has: `np.take(g, k, axis=1)` as
+  `g[:, k]`, `np.sum(a, axis=k, keepdims=True)`
+  as `np.expand_dims(np.sum(a, axis=k), k)`, `np.mean(a, axis=k)` as the sum over the
+  length, `np.zeros_like(a, dtype=float)` with `dtype=np.float64`, a list of arrays given to
+  `np.concatenate`/`np.stack` as a tuple.
+* `OVERLOADS`: gradgen's helpers that undo broadcasting (`unbroadcast`, `matmul_grad_a`,
+  `matmul_grad_b`) ask NumPy for shapes and ranks while they run; numba types a function once
+  per argument types, so each gets a `numba.extending.overload` that picks, from the types
+  of a call, the code for those ranks (a number's gradient is the number, a vector's sum of
+  a stretched matrix a loop). The plain helper stays beside it for Python callers.
+"""
+
+from __future__ import annotations
+
+import ast
+
+# numba's NumPy (0.59+), on arrays and numbers: function -> the keywords numba takes for it
+_NONE = frozenset()
+_AXIS = frozenset({"axis"})
+CALLS = {
+    **{name: _NONE for name in """zeros ones empty zeros_like ones_like empty_like full full_like arange linspace
+        eye identity array asarray ascontiguousarray copy shape size prod cumsum cumprod mean var std max min amax amin
+        median dot vdot outer kron transpose ravel reshape expand_dims squeeze atleast_1d atleast_2d atleast_3d
+        broadcast_to swapaxes flip fliplr flipud diag diagonal trace tril triu cross sort argsort delete repeat
+        nonzero count_nonzero all any isclose allclose sign interp diff ediff1d hstack vstack dstack column_stack
+        convolve searchsorted unique""".split()},
+    "sum": _AXIS, "expand_dims": _AXIS, "argmax": _AXIS, "argmin": _AXIS, "cumsum": _NONE, "concatenate": _AXIS, "stack": _AXIS,
+    "zeros_like": frozenset({"dtype"}), "ones_like": frozenset({"dtype"}), "full_like": frozenset({"dtype"}),
+    "zeros": frozenset({"dtype"}), "ones": frozenset({"dtype"}), "empty": frozenset({"dtype"}),
+    "linalg.norm": _NONE, "linalg.det": _NONE, "linalg.inv": _NONE, "linalg.solve": _NONE,
+    "linalg.cholesky": _NONE, "linalg.slogdet": _NONE, "linalg.eigh": _NONE, "linalg.lstsq": _NONE,
+    "take": _NONE, "where": _NONE, "clip": _NONE,
+}
+ATTRIBUTES = frozenset({"T", "shape", "ndim", "size", "dtype"})
+METHODS = frozenset({"copy", "reshape", "ravel", "flatten", "transpose", "sum", "astype", "dot"})
+DTYPES = {"float": "np.float64", "int": "np.int64", "bool": "np.bool_"}
+
+
+class Respell(ast.NodeTransformer):
+    """The array calls numba lacks, each written as calls it has (see the module docstring)."""
+
+    changed = False
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        spelled = ast.unparse(node.func)
+        keywords = {k.arg: k.value for k in node.keywords}
+        new = None
+        if spelled in ("np.sum", "np.mean") and _one_axis(node, keywords):
+            new = self._reduced(node, spelled, keywords)
+        elif "dtype" in keywords and isinstance(keywords["dtype"], ast.Name) and keywords["dtype"].id in DTYPES:
+            node.keywords = [k if k.arg != "dtype" else ast.keyword("dtype", _attribute(DTYPES[k.value.id]))
+                             for k in node.keywords]
+            self.changed = True
+            if spelled in ("np.zeros_like", "np.ones_like", "np.full_like"):  # (of a number: a number, not 0-d)
+                return ast.Subscript(node, ast.Tuple([], ast.Load()), ast.Load())
+        elif spelled == "np.take" and len(node.args) == 2 and set(keywords) == {"axis"} \
+                and isinstance(keywords["axis"], ast.Constant) and type(keywords["axis"].value) is int \
+                and keywords["axis"].value >= 0:  # np.take(g, k, axis=1): g[:, k]
+            full = [ast.Slice()] * keywords["axis"].value
+            new = ast.Subscript(node.args[0], ast.Tuple([*full, node.args[1]], ast.Load()) if full else node.args[1],
+                                ast.Load())
+        elif spelled in ("np.concatenate", "np.stack") and node.args and isinstance(node.args[0], ast.List):
+            node.args[0] = ast.Tuple(node.args[0].elts, ast.Load())
+            self.changed = True
+        if new is not None:
+            self.changed = True
+            return new
+        return node
+
+    def _reduced(self, node, spelled, keywords):
+        """np.sum / np.mean of one axis (keepdims or not) as numba's np.sum(a, axis=k)."""
+        array, axis = node.args[0], keywords.get("axis", node.args[1] if len(node.args) > 1 else None)
+        keep = keywords.get("keepdims")
+        if keep is not None and not (isinstance(keep, ast.Constant) and isinstance(keep.value, bool)):
+            return None
+        summed = ast.Call(_attribute("np.sum"), [array], [ast.keyword("axis", axis)])
+        if spelled == "np.mean":
+            length = ast.Subscript(ast.Call(_attribute("np.shape"), [array], []), axis, ast.Load())
+            summed = ast.BinOp(summed, ast.Div(), length)
+        if keep is not None and keep.value:
+            summed = ast.Call(_attribute("np.expand_dims"), [summed, axis], [])
+        elif spelled == "np.sum" and len(node.args) == 2 and not node.keywords:
+            return None  # np.sum(a, k): numba's own spelling already
+        return summed
+
+
+NUMBERS = frozenset({"sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "median", "vdot", "trace",
+                     "argmax", "argmin", "count_nonzero", "linalg.norm", "linalg.det"})
+
+
+def kind_of_call(node, spelled):
+    """"array" for a call of numba's NumPy that makes an array, "float" for a reduction to a
+    number (no axis), None where the arguments decide (np.dot, np.where, np.zeros_like)."""
+    name = spelled[3:]
+    if name in NUMBERS:
+        return "float" if len(node.args) == 1 and not node.keywords else "array"
+    if name in ("dot", "where", "zeros_like", "ones_like", "full_like", "copy", "asarray", "sign", "clip"):
+        return None
+    return "array"
+
+
+def respelled_reduction(node):
+    """Whether `node` is an np.sum / np.mean of one axis, or np.take along one, that Respell
+    writes as numba has it."""
+    keywords = {k.arg: k.value for k in node.keywords}
+    if ast.unparse(node.func) == "np.take":
+        axis = keywords.get("axis")
+        return len(node.args) == 2 and isinstance(axis, ast.Constant) and type(axis.value) is int and axis.value >= 0
+    return ast.unparse(node.func) in ("np.sum", "np.mean") and _one_axis(node, keywords)
+
+
+def _one_axis(node, keywords):
+    """np.sum(a, axis=<an int>) with no other keyword but keepdims."""
+    axis = keywords.get("axis", node.args[1] if len(node.args) > 1 else None)
+    if axis is None or len(node.args) > 2 or set(keywords) - {"axis", "keepdims"}:
+        return False
+    if isinstance(axis, ast.UnaryOp) and isinstance(axis.op, ast.USub):
+        axis = axis.operand
+    return isinstance(axis, ast.Constant) and type(axis.value) is int
+
+
+def _attribute(spelled):
+    return ast.parse(spelled, mode="eval").body
+
+
+# --- gradgen's helpers, typed for numba ---------------------------------------------------------
+
+OVERLOADS = {
+    "unbroadcast": '''@numba.extending.overload(unbroadcast)
+def unbroadcast_typed(g, like):
+    """unbroadcast under numba, chosen by the types of g and like: a number's gradient is g
+    summed, an array's the sum over the axes broadcasting stretched."""
+    if not isinstance(like, numba.types.Array):
+        if isinstance(g, numba.types.Array):
+            return lambda g, like: np.sum(g)
+        return lambda g, like: g
+    if not isinstance(g, numba.types.Array):
+        return lambda g, like: np.zeros(np.shape(like)) + g
+    return unbroadcast_arrays
+
+
+def unbroadcast_arrays(g, like):
+    """g summed into an array shaped like `like`, element by element."""
+    shape = np.shape(like)
+    out = np.zeros(shape)
+    if g.ndim == like.ndim and np.shape(g) == shape:
+        out[...] = g
+        return out
+    flat = out.reshape(-1)
+    skip = g.ndim - like.ndim
+    for index in np.ndindex(np.shape(g)):
+        k = 0
+        for j in range(like.ndim):
+            k = k * shape[j] + (index[skip + j] if shape[j] != 1 else 0)
+        flat[k] += g[index]
+    return out
+''',
+    "matmul_grad_a": '''@numba.extending.overload(matmul_grad_a)
+def matmul_grad_a_typed(g, a, b):
+    """matmul_grad_a under numba, for vectors and matrices (chosen by the ranks of a and b);
+    g has the product's shape (checked: a product broadcast further is not written this way)."""
+    if not isinstance(g, numba.types.Array):
+        return matmul_grad_a_vectors if a.ndim == 1 and b.ndim == 1 else None
+    if g.ndim != a.ndim + b.ndim - 2:
+        return None
+    return {(2, 2): matmul_grad_a_matrices, (2, 1): matmul_grad_a_matrix_vector,
+            (1, 2): matmul_grad_a_vector_matrix}.get((a.ndim, b.ndim))
+
+
+def matmul_grad_a_vectors(g, a, b):
+    return g * b
+
+
+def matmul_grad_a_matrices(g, a, b):
+    matmul_fits(g, a, b)
+    return g @ np.ascontiguousarray(b.T)
+
+
+def matmul_grad_a_matrix_vector(g, a, b):
+    matmul_fits(g, a, b)
+    return np.outer(g, b)
+
+
+def matmul_grad_a_vector_matrix(g, a, b):
+    matmul_fits(g, a, b)
+    return b @ g
+''',
+    "matmul_grad_b": '''@numba.extending.overload(matmul_grad_b)
+def matmul_grad_b_typed(g, a, b):
+    """matmul_grad_b under numba, for vectors and matrices (chosen by the ranks of a and b);
+    g has the product's shape (checked: a product broadcast further is not written this way)."""
+    if not isinstance(g, numba.types.Array):
+        return matmul_grad_b_vectors if a.ndim == 1 and b.ndim == 1 else None
+    if g.ndim != a.ndim + b.ndim - 2 or a.ndim > 2 or b.ndim > 2:
+        return None
+    return matmul_grad_b_matrix if a.ndim == 2 else matmul_grad_b_vector_matrix
+
+
+def matmul_grad_b_vectors(g, a, b):
+    return g * a
+
+
+def matmul_grad_b_matrix(g, a, b):
+    matmul_fits(g, a, b)
+    return np.ascontiguousarray(a.T) @ g
+
+
+def matmul_grad_b_vector_matrix(g, a, b):
+    matmul_fits(g, a, b)
+    return np.outer(a, g)
+''',
+    "matmul_fits": '''@numba.njit(cache=False)
+def matmul_fits(g, a, b):
+    """Raise ValueError unless g has the shape of a @ b (a product broadcast further)."""
+    if np.shape(g) != np.shape(a)[:-1] + np.shape(b)[1:]:
+        raise ValueError("the gradient of a @ b has another shape than the product: compile this without --jit")
+''',
+}
+
+
+def overloads(used):
+    """The overloads of the helpers `used` (names defined in the module), in a fixed order."""
+    if "matmul_grad_a" in used or "matmul_grad_b" in used:
+        used = set(used) | {"matmul_fits"}
+    return [text for name, text in OVERLOADS.items() if name in used]

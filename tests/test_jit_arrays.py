@@ -1,0 +1,120 @@
+"""`--jit numba` on array code (gradgen/codegen/numba_arrays.py): array programs njit-compiled give
+the plain module's gradients (rtol 1e-10), GradBench's Kalman filter among them; the typed
+overloads of unbroadcast and the matmul gradients against the plain helpers; the respellings'
+text; and `gradgen.grad(f, jit="numba")`.
+
+numba compiles slowly (about a second a function): few programs, small ones."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gradgen
+from gradgen import compile_source, load_module
+
+ROOT = Path(__file__).resolve().parent.parent
+HAS_NUMBA = importlib.util.find_spec("numba") is not None
+needs_numba = pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed (pip install 'gradgen[numba]')")
+
+ARRAYS = '''import numpy as np
+
+
+def loss(W, b, X, y, idx):
+    hidden = np.tanh(X @ W + b)
+    scores = np.sum(hidden * hidden, axis=1, keepdims=True)
+    picked = scores[1:, 0]
+    centred = hidden - np.mean(hidden, axis=0)
+    total = np.sum((picked - y[idx]) ** 2) + np.sum(centred ** 2)
+    for i in range(X.shape[0]):
+        total = total + np.sum(hidden[i] * W[0]) * 0.1
+    return total
+'''
+
+
+def assert_agree(got, want):
+    got, want = (got if isinstance(got, tuple) else (got,)), (want if isinstance(want, tuple) else (want,))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if isinstance(w, tuple):
+            assert_agree(g, w)
+            continue
+        assert np.shape(g) == np.shape(w)
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+def both(source, filename, **options):
+    plain = load_module(compile_source(source, filename, **options).text, f"{Path(filename).stem}_plain")
+    jitted = load_module(compile_source(source, filename, jit="numba", **options).text, f"{Path(filename).stem}_nb")
+    return plain, jitted
+
+
+def test_the_respellings_numba_needs():
+    text = compile_source(ARRAYS, "arrays.py", jit="numba", wrt=["W", "b"]).text
+    assert "np.expand_dims(np.sum(hidden * hidden, axis=1), 1)" in text  # keepdims
+    assert "np.sum(hidden, axis=0) / np.shape(hidden)[0]" in text  # np.mean of one axis
+    assert "dtype=float" not in text.split("def loss_grad")[1]
+    assert "@numba.extending.overload(unbroadcast)\ndef unbroadcast_typed(g, like):" in text
+    assert "\ndef unbroadcast(g, like):" in text  # the plain helper stays, undecorated, for Python callers
+
+
+@needs_numba
+def test_an_array_program_agrees_with_the_plain_module():
+    rng = np.random.default_rng(0)
+    point = dict(W=rng.standard_normal((3, 4)), b=rng.standard_normal(4), X=rng.standard_normal((5, 3)),
+                 y=rng.standard_normal(6), idx=np.array([0, 2, 2, 4]))  # (y[idx]: data picked by an index array)
+    plain, jitted = both(ARRAYS, "arrays.py", wrt=["W", "b"])
+    assert_agree(jitted.loss_grad(**point), plain.loss_grad(**point))
+    assert_agree(jitted.loss_value_and_grad(**point), plain.loss_value_and_grad(**point))
+
+
+@needs_numba
+@pytest.mark.parametrize("name", ["kalman", "rosenbrock"])
+def test_gradbench_programs_agree_with_the_plain_module(name):
+    sys.path.insert(0, str(ROOT / "benchmarks" / "gradbench"))
+    if name == "kalman":
+        import kalman
+
+        source, args, wrt = (ROOT / "benchmarks" / "gradbench" / "kalman.py").read_text(), kalman.inputs("small"), \
+            list(kalman.PARAMETERS)
+    else:
+        source, wrt = (ROOT / "benchmarks" / "references" / "rosenbrock.py").read_text(), ["x"]
+        args = {"x": np.linspace(-1.0, 1.5, 7)}
+    function = "objective" if name == "kalman" else "rosenbrock"
+    plain, jitted = both(source, f"{name}.py", functions=[function], wrt=wrt)
+    assert_agree(getattr(jitted, f"{function}_grad")(**args), getattr(plain, f"{function}_grad")(**args))
+
+
+@needs_numba
+def test_typed_helpers_match_the_plain_ones():
+    import numba
+
+    plain, jitted = both("import numpy as np\n\n\ndef f(A, x):\n    return np.sum((A @ x) ** 2)\n", "mm.py",
+                         wrt=["A", "x"])
+    unbroadcast = numba.njit(lambda g, like: jitted.unbroadcast(g, like))
+    rng = np.random.default_rng(1)
+    for g_shape, like_shape in [((), ()), ((3,), ()), ((), (3,)), ((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)),
+                                ((4, 2, 3), (2, 1)), ((2, 3), (2, 3))]:
+        g = rng.standard_normal(g_shape) if g_shape else 1.5
+        like = np.ones(like_shape) if like_shape else 2.0
+        assert_agree(unbroadcast(g, like), plain.unbroadcast(g, like))
+    for a_shape, x_shape in [((3, 4), (4,)), ((3, 4), (4, 2)), ((4,), (4, 2)), ((4,), (4,))]:
+        A, x = rng.standard_normal(a_shape), rng.standard_normal(x_shape)
+        assert_agree(jitted.f_grad(A, x), plain.f_grad(A, x))
+
+
+@needs_numba
+def test_gradgen_grad_jit_numba():
+    import numba
+
+    sys.path.insert(0, str(ROOT / "benchmarks" / "gradbench"))
+    import kalman
+
+    args = kalman.inputs("small")
+    g = gradgen.grad(kalman.objective, wrt=list(kalman.PARAMETERS), jit="numba")
+    assert isinstance(g.dispatcher, numba.core.registry.CPUDispatcher) and "@numba.njit(cache=False)" in g.source
+    assert_agree(g(**args), gradgen.grad(kalman.objective, wrt=list(kalman.PARAMETERS))(**args))
+    value, grads = gradgen.value_and_grad(kalman.objective, wrt=list(kalman.PARAMETERS), jit="numba")(**args)
+    np.testing.assert_allclose(value, kalman.objective(**args), rtol=1e-12)
