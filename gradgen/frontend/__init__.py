@@ -7,7 +7,8 @@ the same way, never run, their functions inlined), `lower` and its mixins (`lowe
 where a loop consumes it), `mapping` (map, functools.partial, list(...) of iterables), `recursion`
 (recursion unrolled to a depth known when compiling)) turn one function's AST into straight-line SSA
 over primitives, with `scopes`, `loop_returns` (a `return` inside a loop made a `break` out of
-it), `fold` (values known when compiling), `closures`,
+it), `raises` (a branch that ends in `raise` made an `if` of its own), `fold` (values known when
+compiling), `closures`,
 `comprehensions`, `structured` (parameters that are lists, tuples, dicts) with
 `structured_loops` (loops over their parts) and `records` (NamedTuples and dataclasses
 declared in the file), `effects` (print, assert, logging), `inactive` (code outside the
