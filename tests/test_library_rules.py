@@ -87,6 +87,9 @@ CASES = {
     "norm_logcdf": ("norm.logcdf(x, m, s)", lambda r: {"x": 3 * r.standard_normal(5), "m": r.standard_normal(5),
                                                        "s": r.uniform(0.5, 2.0, 5)}),
     "norm_cdf_standard": ("norm.cdf(x)", lambda r: {"x": r.standard_normal(5)}),
+    "ndtr": ("scipy.special.ndtr(x)", lambda r: {"x": 2 * r.standard_normal(5)}),
+    "log_ndtr": ("scipy.special.log_ndtr(x)", lambda r: {"x": 3 * r.standard_normal(5)}),
+    "ndtri": ("scipy.special.ndtri(x)", lambda r: {"x": r.uniform(0.05, 0.95, 5)}),
     "mvn_logpdf_rows": ("multivariate_normal.logpdf(x, m, S)",
                         lambda r: {"x": r.standard_normal((4, 3)), "m": r.standard_normal(3), "S": spd(r, 3)}),
     "mvn_logpdf_keywords": ("multivariate_normal.logpdf(x, mean=m, cov=S)",
@@ -258,7 +261,7 @@ def test_every_library_rule_is_exercised():
                "log_softmax", "log_expit", "norm_logpdf", "norm_pdf", "norm_cdf", "norm_logcdf", "mvn_logpdf",
                "solve", "inv", "det", "slogdet", "cholesky", "solve_triangular", "trace", "diag", "tril", "triu",
                "repeat", "tile", "roll", "atleast_2d", "atleast_3d", "meshgrid", "var", "std", "astype", "sort", "copy",
-               "t_logpdf",
+               "t_logpdf", "ndtr", "log_ndtr", "ndtri",
                "take_along_axis", "cross", "swapaxes", "convolve", "cho_factor", "cho_solve", "norm", "cumprod",
                "vdot", "inner", "einsum"}
     assert library <= set(TABLE)

@@ -26,7 +26,7 @@ from gradgen.rules.table import LIBRARY_HELPERS, TABLE, TANGENT_CLASSES
 TODAY = {
     "elementwise": (
         "abs acos add asin atan atan2 clip cos cosh digamma div erf erfc exp expm1 float gammaln hypot log "
-        "log10 log1p log2 log_expit logaddexp logaddexp2 logb max maximum min minimum mod mul neg norm_cdf "
+        "log10 log1p log2 log_expit log_ndtr logaddexp logaddexp2 logb max maximum min minimum mod mul ndtr ndtri neg norm_cdf "
         "norm_logcdf norm_logpdf norm_pdf polygamma pos pow reciprocal sigmoid sin sinh sqrt square sub "
         "t_logpdf tan tanh where xlogy"
     ).split(),

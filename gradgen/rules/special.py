@@ -131,6 +131,17 @@ primitive("norm_logcdf", spellings=["scipy.stats.norm.logcdf"], **_NORM,
                          lambda g, out, xs, p: -g * F.exp(F.norm_logpdf(*_density_args(xs, p)) - out)
                          * _standard(xs, p)[0]))
 
+# --- the standard normal's cdf as scipy.special writes it: ndtr, log_ndtr, and its inverse ndtri ---
+primitive("ndtr", spellings=["scipy.special.ndtr"], sympy=lambda x: (1 + sympy.erf(x / sympy.sqrt(2))) / 2,
+          vjp=lambda g, out, x: g * F.norm_pdf(x))
+# d log_ndtr = pdf / cdf = exp(logpdf - log_ndtr): finite far in the left tail, where ndtr underflows
+primitive("log_ndtr", spellings=["scipy.special.log_ndtr"],
+          sympy=lambda x: sympy.log((1 + sympy.erf(x / sympy.sqrt(2))) / 2),
+          vjp=lambda g, out, x: g * F.exp(F.norm_logpdf(x) - out))
+# x = ndtri(p) solves ndtr(x) = p: dx/dp = 1 / pdf(x)
+primitive("ndtri", spellings=["scipy.special.ndtri"], sympy=lambda p: sympy.sqrt(2) * sympy.erfinv(2 * p - 1),
+          vjp=lambda g, out, p: g / F.norm_pdf(out))
+
 # --- Student's t: scipy.stats.t.logpdf(x, df, loc=0, scale=1) --------------------------------------
 # With z = (x - loc) / scale: logpdf = gammaln((df + 1) / 2) - gammaln(df / 2) - log(df pi) / 2
 # - log(scale) - (df + 1) / 2 log1p(z^2 / df).
