@@ -15,6 +15,7 @@ the numbers and the arrays they lead to do.
 from __future__ import annotations
 
 import ast
+import keyword
 
 from gradgen.frontend import local_imports
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, own_nodes
@@ -40,7 +41,16 @@ class StaticList:
         self.items = list(items)
 
 
-STATIC_VALUES = (ConstList, StaticList)
+class StaticDict:
+    """A dict with constant keys built in straight code (`params = {"beta": b, "gamma": g}`, to
+    hand a helper named values): its values by key, in the order written. Indexed by a key
+    known when compiling, it is the value; it never reaches the generated code."""
+
+    def __init__(self, items=()):
+        self.items = dict(items)
+
+
+STATIC_VALUES = (ConstList, StaticList, StaticDict)
 
 
 class StaticLowering:
@@ -89,6 +99,10 @@ class StaticLowering:
             return None
         if isinstance(node, ast.Name):
             return _lookup(scope, node.id)
+        base = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else \
+            node.value if isinstance(node, ast.Subscript) else None
+        if isinstance(base, ast.Name) and isinstance(_lookup(scope, base.id), StaticDict):
+            return self._static_item(scope, node)  # params["beta"], params.items()
         try:
             return self._known(self._fold(scope, node), node)
         except NotConstant:
@@ -106,12 +120,29 @@ class StaticLowering:
 
     def _static_item(self, scope, node):
         """`len(layers)`, `layers[k]`, `layers[1:]` of a StaticList (k and the bounds constants),
-        else None."""
+        `params["beta"]`, `len(params)` and `params.items()` (`.keys()`, `.values()`) of a
+        StaticDict, else None."""
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" \
                 and self._is_builtin(scope, "len") and len(node.args) == 1 and not node.keywords:
             value = self._static_expr(scope, node.args[0])
-            if isinstance(value, StaticList):
+            if isinstance(value, (StaticList, StaticDict)):
                 return Const(len(value.items))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args \
+                and not node.keywords and node.func.attr in ("items", "keys", "values"):
+            value = self._static_expr(scope, node.func.value)
+            if isinstance(value, StaticDict):
+                pairs = list(value.items.items())
+                return StaticList(ArgsTuple((Const(k), v)) for k, v in pairs) if node.func.attr == "items" else \
+                    StaticList(Const(k) for k, _ in pairs) if node.func.attr == "keys" else StaticList(v for _, v in pairs)
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice) \
+                and isinstance(self._static_expr(scope, node.value), StaticDict):
+            value = self._static_expr(scope, node.value)
+            key = self._key(scope, node.slice)
+            if key is None or isinstance(key, (list, dict)) or key not in value.items:
+                keys = ", ".join(repr(k) for k in value.items)
+                raise self.m.error(node, f"'{self.m.segment(node.value)}' is a dict gradgen keeps while compiling "
+                                         f"(keys {keys}): index it by one of them, written as a constant")
+            return value.items[key]
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
             value = self._static_expr(scope, node.value)
             if isinstance(value, StaticList):  # `apply(x, layers[1:])`: the rest, as a list kept too
@@ -163,14 +194,49 @@ class StaticLowering:
                                       f"({_short(value.value)}): use it in a loop (unrolled), len(...), an index "
                                       f"known when compiling, zip, a slice, sum(...) or np.array({text}), or pass it "
                                       "to a helper")
+        if isinstance(value, StaticDict):
+            return self.m.error(node, f"'{text}' is a dict gradgen keeps while compiling (keys "
+                                      f"{', '.join(repr(k) for k in value.items)}): index it by a key written as a "
+                                      "constant, loop over its .items(), take its len(...), or pass it to a helper")
         return self.m.error(node, f"'{text}' is a list gradgen keeps while compiling (it holds tuples or functions): "
                                   "loop over it, index it by a constant, take its len(...), or pass it to a helper")
+
+    def _key(self, scope, node):
+        """A dict key written as a constant (a string, or a number folded while compiling), else None."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float)):
+            return node.value
+        try:
+            return None if node is None else self._fold(scope, node)
+        except NotConstant:
+            return None
+
+    def _static_dict_made(self, scope, name, value, stmt):
+        """`params = {"beta": np.exp(theta[0]), "gamma": ...}`: a StaticDict (keys constants,
+        no `**`), bound in straight code; True if made."""
+        if not isinstance(value, ast.Dict):
+            return False
+        keys = []
+        for key in value.keys:
+            folded = self._key(scope, key)
+            if folded is None or isinstance(folded, (list, tuple, dict)):
+                where = key if key is not None else value
+                raise self.m.error(where, "a dict built in the function needs keys written as constants "
+                                          "(`{\"beta\": b, \"gamma\": g}`), which gradgen reads while compiling")
+            keys.append(folded)
+        self.statics = True
+        values = [self._static_element(scope, e) if isinstance(e, ast.Tuple) else
+                  self._named(k if isinstance(k, str) and k.isidentifier() and not keyword.iskeyword(k) else "item",
+                              self.expr(scope, e, function_ok=True), e)
+                  for k, e in zip(keys, value.values)]  # (each in a variable named after its key)
+        self._bind_static(scope, name, StaticDict(zip(keys, values)), stmt)
+        return True
 
     def _bind_static(self, scope, name, value, stmt):
         """`shapes = list(zip(...))`, `pair = layers[0]`: the name holds the value while
         compiling; only in straight code, where it is bound exactly once per call."""
         if self.depth > scope.depth:
-            raise self.m.error(stmt, f"'{name}' is bound to a list known when compiling inside a loop or branch; "
+            what = "a dict" if isinstance(value, StaticDict) else "a list"
+            raise self.m.error(stmt, f"'{name}' is bound to {what} known when compiling inside a loop or branch; "
                                      "bind it before the loop or branch")
         scope.env[name] = value
 
@@ -282,6 +348,10 @@ class StaticLowering:
         if functions is None and not self._mentions_static(scope, node):
             return False
         value = functions or (_lookup(scope, node.id) if isinstance(node, ast.Name) else None)
+        if value is None and isinstance(node, ast.Call):  # `for key, value in params.items():` of a StaticDict
+            value = self._static_item(scope, node)
+        if isinstance(value, StaticDict):  # `for key in params:`: its keys
+            value = StaticList(Const(k) for k in value.items)
         try:
             items = value.items if isinstance(value, StaticList) else items_of(self._fold(scope, node))
         except NotConstant:
@@ -335,8 +405,8 @@ class StaticLowering:
                     self._bind(scope, name, part, stmt)
                 else:
                     scope.env[name] = part
-            elif isinstance(part, Var) or type(part) in (int, float, bool):
-                value = part if isinstance(part, Var) else Const(part)
+            elif isinstance(part, (Var, Const)) or type(part) in (int, float, bool):
+                value = part if isinstance(part, (Var, Const)) else Const(part)  # (a dict's key: a Const)
                 if assigned:  # as `name = value` would bind it
                     self._bind(scope, name, value, stmt)
                 else:  # an unrolled trip's: what the body reads

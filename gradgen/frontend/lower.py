@@ -18,7 +18,7 @@ from gradgen.frontend import custom_calls, effects, inactive, local_imports, loo
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
 from gradgen.frontend.fold import NotConstant, fold
 from gradgen.frontend.generators import GeneratorLowering, is_generator
-from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticList, StaticLowering
+from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticDict, StaticList, StaticLowering
 from gradgen.frontend.lower_assign import AssignLowering
 from gradgen.frontend.lower_calls import CallLowering, _draw_name, sigmoid_pattern
 from gradgen.frontend.lower_exprs import _UNSUPPORTED_EXPR, ExprLowering
@@ -310,6 +310,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             pass
         elif isinstance(stmt, ast.FunctionDef):  # a nested def: a value, inlined where it is called
             self._function_binding(scope, stmt.name, FunctionValue(stmt, scope), stmt)
+        elif isinstance(stmt, ast.Assert) and self._known_test(scope, stmt.test) is True:
+            pass  # `assert len(params) == 3` of values known when compiling: it holds
         elif isinstance(stmt, ast.Assert):
             self._effect(scope, stmt, "an assert")
         elif isinstance(stmt, ast.Raise):  # (gradgen.frontend.raises: a check, run as written)
@@ -501,16 +503,21 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         A module-level constant stays a value (the generated function takes it as a keyword)."""
         def lookup(name):
             value = _lookup(scope, name)
-            if isinstance(value, Const) and type(value.value) in (int, float, bool):
+            if isinstance(value, Const) and type(value.value) in (int, float, bool, str):  # (a str: a dict's key)
                 return value.value
             if isinstance(value, ConstList):
                 return value.value
-            if isinstance(value, StaticList):  # (only its length is known)
+            if isinstance(value, (StaticList, StaticDict)):  # (only its length is known)
                 return (None,) * len(value.items)
             raise NotConstant
         known = self._known_isinstance(scope, node)
         if known is not None:  # isinstance(data, list) of a parameter of a stated kind
             return known
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            sides = [n.value if isinstance(n, ast.Constant) else _known_name(scope, n.id) if isinstance(n, ast.Name)
+                     else None for n in (node.left, node.comparators[0])]  # `key != "label"` of a dict's key
+            if all(isinstance(v, str) for v in sides):
+                return (sides[0] == sides[1]) == isinstance(node.ops[0], ast.Eq)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):  # `if not cs:` of a list
             inner = self._known_test(scope, node.operand)
             return None if inner is None else not inner
@@ -575,3 +582,7 @@ def returns_a_number(fnode):
     return _names_a_number(fnode.returns)
 
 
+def _known_name(scope, name):
+    """The string a name holds when compiling (a dict's key in an unrolled loop), else None."""
+    value = _lookup(scope, name)
+    return value.value if isinstance(value, Const) and isinstance(value.value, str) else None

@@ -26,6 +26,8 @@ class AssignLowering:
             flattening.assign(self, scope, target, value, stmt)
         elif isinstance(target, ast.Name) and self._function_list(scope, value) is not None:
             self._bind_static(scope, target.id, self._function_list(scope, value), stmt)  # acts = [relu, np.tanh]
+        elif isinstance(target, ast.Name) and self._static_dict_made(scope, target.id, value, stmt):
+            pass  # params = {"beta": b, "gamma": g}: values by key, known when compiling
         elif isinstance(target, ast.Name) and isinstance(value, (ast.List, ast.ListComp)):
             self._new_list(scope, target.id, value, stmt)
         elif isinstance(target, ast.Name) and self._tuple_of_values(scope, value, stmt) is not None:
