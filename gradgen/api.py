@@ -107,10 +107,12 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
 
 
 def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assumed=None, shapes_from=None,
-                    guarded=True, constants=None, keep=(), outside=None, snapshots=None):
+                    guarded=True, constants=None, keep=(), outside=None, snapshots=None, excluded=None):
     """`guarded`: constants as keyword arguments and shapes checked on entry (gradgen.codegen.guards);
     not for --jit numba, which compiles module globals as the constants they are. `keep`: see
-    compile_source."""
+    compile_source. `excluded`: {function: why} a whole file skips (its generated text was refused)."""
+    again = functools.partial(_compile_source, source, filename, functions, wrt, emit_kinds, assumed, shapes_from,
+                              guarded, constants, keep, outside, snapshots)  # (the same compile, a function less)
     module = local_imports.read_imports(parse.parse_module(source, filename))
     module.constants.update({k: v for k, v in (constants or {}).items() if k in module.constants})
     if outside is not None:
@@ -120,6 +122,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
     selected = _select(module, functions)
     whole = not functions  # the whole file: what compiles, and a line for each function skipped
     before = {f: why for f, why in selection.skipped_before_compiling(module).items() if f not in keep} if whole else {}
+    before.update(excluded or {})
     tried = [f for f in selected if f not in before]
     helper_of = selection.called_by(module, tried) if whole else {}
     namer = ModuleNamer(identifiers(module.tree), list(module.constants), top_level_identifiers(module.tree))
@@ -194,7 +197,15 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
                                  generated.differentiated_line(results, wrt)]),
         generated.module_docstring(compiled_names, shown, emit_kinds),
         carried, helpers, texts, imports)
-    generated.check_generated(text, module, results, carried)
+    try:
+        generated.check_generated(text, module, results, carried)
+    except CompileError as exc:
+        culprit = getattr(exc, "function", None)
+        if not whole or culprit is None or culprit in keep or len(results) == 1:
+            raise
+        # a whole file: that function is skipped (its reason located), and the file compiled without it
+        skip = {**(excluded or {}), culprit: _refused_here(exc, module.functions[culprit], None)}
+        return again(skip)
     top_level = selection.top_level_code(module) if whole else []
     return CompiledModule(filename, text, results, module, skipped, top_level=top_level)
 
