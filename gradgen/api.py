@@ -29,7 +29,7 @@ from gradgen.frontend import closures, custom_calls, local_imports, lower, neste
 from gradgen.frontend.scopes import MAX_INLINED_NODES
 from gradgen.frontend.structured import NeedsStructure, UsedWhole
 from gradgen.ir import simplify
-from gradgen.ir.nodes import Call, Var, assigned, expressions, subexpressions, variables, walk
+from gradgen.ir.nodes import Call, Const, Var, assigned, expressions, subexpressions, variables, walk
 from gradgen.transform.reverse import checkpoint as checkpointing
 from gradgen.transform.reverse.driver import reverse_parts
 
@@ -124,7 +124,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
     before = {f: why for f, why in selection.skipped_before_compiling(module).items() if f not in keep} if whole else {}
     before.update(excluded or {})
     tried = [f for f in selected if f not in before]
-    helper_of = selection.called_by(module, tried) if whole else {}
+    helper_of = selection.helpers_of(module, tried, before) if whole else {}
     namer = ModuleNamer(identifiers(module.tree), list(module.constants), top_level_identifiers(module.tree))
     _check_wrt(module, selected, wrt)
     sigmoid_name = namer.helper(lower.sigmoid_helper_name(module))
@@ -328,8 +328,14 @@ def _compile_selected(module, fname, namer, names, sigmoid_name, wrt, emitter, e
         raise _Skipped(f"its result may be an array, and '{caller}' calls it: it is inlined there (annotate "
                        "'-> float' if it is a loss too)")
     if emit_kinds == ("grad",):
-        return _compile_function(module, fn, fnamer, names, wrt, emitter)
-    return _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, array_result)
+        compiled, texts = _compile_function(module, fn, fnamer, names, wrt, emitter)
+    else:
+        compiled, texts = _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, array_result)
+    nothing = _nothing_differentiated(compiled)
+    if nothing is not None and (wrt is None or tuple(wrt) == activity.ALL):  # (--wrt names what it asks for)
+        _skip(strict, module, fnode, f"'{fname}' has no parameter to differentiate: {nothing}",
+              f"has no parameter to differentiate: {nothing}")
+    return compiled, texts
 
 
 def _number_defaults_relied_on(module, fn, fnode):
@@ -346,6 +352,27 @@ def _number_defaults_relied_on(module, fn, fnode):
     if not may_be_array(False) or may_be_array(True):
         return []
     return [p.name for p in fn.params if array_facts.number_default(p)]
+
+
+def _nothing_differentiated(compiled):
+    """Why no derivative of the function can be taken (each parameter, why), if none can: none
+    is differentiated, or no derivative reaches the result from any that is (`seed` in
+    `np.random.default_rng(seed)`); else None."""
+    grads = getattr(compiled.reversed, "grads", None)
+    if compiled.wrt and (grads is None or not all(_exact_zero(g) for g in grads)):
+        return None
+    why = {**compiled.left_out, **{p: "no derivative reaches the result from it" for p in compiled.wrt}}
+    if not why:
+        return "it takes none"
+    return "; ".join(f"{p} ({why[p]})" for p in compiled.params if p in why)
+
+
+def _exact_zero(gradient):
+    """Whether a parameter's gradient is the zero of a parameter read nowhere differentiably."""
+    if isinstance(gradient, Call) and gradient.prim == "shaped_like":
+        gradient = gradient.args[1]
+    return (isinstance(gradient, Call) and gradient.prim in ("zero_gradient", "zeros_like_tree")) or \
+        (isinstance(gradient, Const) and gradient.value == 0)
 
 
 def _take_outside(module, outside):

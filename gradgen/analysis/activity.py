@@ -101,11 +101,12 @@ def _number_default(p):
 
 def _not_differentiable(fn, names):
     """{parameter: why no derivative can be taken with respect to it}."""
-    used, used_diff, drawn_from = set(), set(), set()
+    used, used_diff, drawn_from, sizes = set(), set(), set(), set()
     for expr, differentiable in _all_expressions(fn):
         used |= {v.name for v in variables(expr)}
         if is_draw(expr):
             drawn_from |= {v.name for v in variables(expr)}
+        sizes |= _sizes(expr)
         if differentiable:
             diff_vars(expr, used_diff)
     data = {p.name for p in fn.params if p.keyword_only}
@@ -124,10 +125,26 @@ def _not_differentiable(fn, names):
         elif n in counts:
             why[n] = "a count or an index: it reaches range(), int() or an index"
         elif n in used and n not in used_diff and n in drawn_from:
-            why[n] = "a random state: it draws, and a draw has no derivative"
+            why[n] = "used only in a random draw, which has no derivative"
+        elif n in used and n not in used_diff and n in sizes:
+            why[n] = "a size: it gives the shape of an array the function makes (np.zeros, np.eye, ...)"
         elif n in used and n not in used_diff:
             why[n] = "used only where no derivative exists (comparisons, floor, ...)"
     return why
+
+
+_MADE = {"zeros", "ones", "eye", "full"}  # arrays made of a shape, their first argument
+
+
+def _sizes(expr):
+    """The names an expression makes an array's shape of (`np.eye(n)`, `np.zeros((n, d))`)."""
+    found = set()
+    for e in subexpressions(expr):
+        if isinstance(e, Call) and e.prim in _MADE and e.args:
+            shape = e.args[0]
+            parts = shape.args if isinstance(shape, Call) and shape.prim == "tuple" else (shape,)
+            found |= {a.name for a in parts if isinstance(a, Var)}
+    return found
 
 
 def _integer_parameters(fn, names):

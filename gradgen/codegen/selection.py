@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from gradgen.frontend import local_imports
+from gradgen.frontend import local_imports, records
 from gradgen.frontend.closures import called_parameter, own_nodes
 
 PLOTTING = ("matplotlib", "seaborn", "plotly")  # a function that uses one draws a plot
@@ -49,6 +49,22 @@ def called_by(module, names, walked=None):
             if isinstance(node, ast.Name) and node.id in module.functions and node.id != caller \
                     and node.id not in local and id(node) not in handed:
                 found.setdefault(node.id, caller)
+    return found
+
+
+def helpers_of(module, tried, skipped):
+    """{function: the first of `tried` whose compiled code inlines it}: what those call or pass
+    by name, and what the helpers among `skipped` call in turn (`misfit` unpacks `solve(params)`,
+    which returns a tuple and calls `conductivity`: inlined into misfit too)."""
+    found = called_by(module, tried)
+    size = -1
+    while size != len(found):
+        size = len(found)
+        for helper, caller in list(found.items()):
+            if helper in skipped:
+                for name in called_by(module, [helper]):
+                    if name != caller:
+                        found.setdefault(name, caller)
     return found
 
 
@@ -115,7 +131,7 @@ def _returns(module, fnode, called, nodes):
     a tuple, a list, a string or nothing."""
     if fnode.args.vararg is not None and called:
         return "takes the *args its callers pass (it is inlined where a loss calls it)"
-    return _returns_no_number(called, nodes, set(module.classes))
+    return _returns_no_number(called, nodes, set(records.records(module)))
 
 
 def _drivers(module, walked, runs):
@@ -227,7 +243,8 @@ def _generated_call(imported, nodes):
 
 def _returns_no_number(called, nodes, classes):
     """Why every `return` of the function (its own `nodes`) gives something other than a
-    number, if they all do (an instance of one of the file's `classes` is no number)."""
+    number, if they all do (an instance of one of the file's NamedTuples or dataclasses, `classes`, is no
+    number)."""
     values = [n.value for n in nodes if isinstance(n, ast.Return)]
     if all(v is None or (isinstance(v, ast.Constant) and v.value is None) for v in values):
         return "returns nothing, not one number"
