@@ -180,6 +180,10 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         except ValueError:
             value = None
         if not isinstance(value, (int, float)):
+            if isinstance(node, ast.Name) and node.id in self.m.not_constants:  # (a record, a list of arrays, ...)
+                raise self.m.error(node, f"the default of '{name}' is module-level '{node.id}', which "
+                                         f"{self.m.not_constants[node.id][1]}: make '{name}' a parameter without "
+                                         f"a default, and pass {node.id} where the function is called")
             raise self.m.error(node, f"the default value of '{name}' must be a number")
         return value
 
