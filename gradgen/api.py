@@ -29,7 +29,7 @@ from gradgen.frontend import closures, custom_calls, local_imports, lower, neste
 from gradgen.frontend.scopes import MAX_INLINED_NODES
 from gradgen.frontend.structured import NeedsStructure, UsedWhole
 from gradgen.ir import simplify
-from gradgen.ir.nodes import Call, Const, Var, assigned, expressions, subexpressions, variables, walk
+from gradgen.ir.nodes import Call, Var, assigned, expressions, subexpressions, variables, walk
 from gradgen.transform.reverse import checkpoint as checkpointing
 from gradgen.transform.reverse.driver import reverse_parts
 
@@ -331,7 +331,7 @@ def _compile_selected(module, fname, namer, names, sigmoid_name, wrt, emitter, e
         compiled, texts = _compile_function(module, fn, fnamer, names, wrt, emitter)
     else:
         compiled, texts = _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, array_result)
-    nothing = _nothing_differentiated(compiled)
+    nothing = _nothing_differentiated(compiled) if not compiled.wrt else None
     if nothing is not None and (wrt is None or tuple(wrt) == activity.ALL):  # (--wrt names what it asks for)
         _skip(strict, module, fnode, f"'{fname}' has no parameter to differentiate: {nothing}",
               f"has no parameter to differentiate: {nothing}")
@@ -355,24 +355,12 @@ def _number_defaults_relied_on(module, fn, fnode):
 
 
 def _nothing_differentiated(compiled):
-    """Why no derivative of the function can be taken (each parameter, why), if none can: none
-    is differentiated, or no derivative reaches the result from any that is (`seed` in
-    `np.random.default_rng(seed)`); else None."""
-    grads = getattr(compiled.reversed, "grads", None)
-    if compiled.wrt and (grads is None or not all(_exact_zero(g) for g in grads)):
+    """Why no parameter of the function is differentiated (each, why); None if one is."""
+    if compiled.wrt:
         return None
-    why = {**compiled.left_out, **{p: "no derivative reaches the result from it" for p in compiled.wrt}}
-    if not why:
+    if not compiled.left_out:
         return "it takes none"
-    return "; ".join(f"{p} ({why[p]})" for p in compiled.params if p in why)
-
-
-def _exact_zero(gradient):
-    """Whether a parameter's gradient is the zero of a parameter read nowhere differentiably."""
-    if isinstance(gradient, Call) and gradient.prim == "shaped_like":
-        gradient = gradient.args[1]
-    return (isinstance(gradient, Call) and gradient.prim in ("zero_gradient", "zeros_like_tree")) or \
-        (isinstance(gradient, Const) and gradient.value == 0)
+    return "; ".join(f"{p} ({why})" for p, why in compiled.left_out.items())
 
 
 def _take_outside(module, outside):
