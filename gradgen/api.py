@@ -156,7 +156,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
                 raise
             _named_so_far(namer, emitter, kept)
             skipped[fname] = _refused_here(exc, module.functions[fname], helper_of.get(fname))
-            refusals.append(((fname in helper_of, _builds_data(module.functions[fname])), exc))
+            refusals.append(((fname in helper_of, selection.builds_data(module.functions[fname])), exc))
             continue
         finally:
             emitter.constant_params, emitter.stated = [], {}
@@ -164,7 +164,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         texts.extend(text)
         constants |= _constants_read(compiled.ir, module)
         sigmoid_ns.update(_sigmoid_namespaces(compiled.ir))
-    if not results:  # the refusal of the likeliest loss, located (see _builds_data); else why none has a gradient
+    if not results:  # the refusal of the likeliest loss, located (see selection.builds_data); else why none has a gradient
         if refusals:
             raise min(refusals, key=lambda refusal: refusal[0])[1]
         raise _nothing_compiled(module, skipped)
@@ -261,21 +261,6 @@ def _all_defaulted(fn):
     return all(p.has_default or p.keyword_only for p in fn.params)
 
 
-def _builds_data(fnode):
-    """Whether a function looks like a data builder rather than a loss: every parameter has a
-    default that is a count, a seed, a flag, a string or None (`load_market(n_assets=4,
-    seed=11)`); a loss takes what it differentiates (`frontier(market, grad_obj)` is likelier
-    the one the user meant than it). Of the refusals of a file where nothing compiled, a
-    loss's is said, the first in the file of those no other function calls."""
-    args = fnode.args
-    positional = args.posonlyargs + args.args
-    defaults = list(args.defaults) + [d for d in args.kw_defaults if d is not None]
-    if len(defaults) != len(positional) + len(args.kwonlyargs):
-        return False
-    return all(isinstance(d, ast.Constant) and (d.value is None or isinstance(d.value, (int, bool, str)))
-               for d in defaults)
-
-
 def _refused_here(exc, fnode, caller):
     """Why a function of a whole file was skipped: gradgen's refusal, where it is."""
     where = f" (line {exc.line})" if exc.line is not None and exc.line != fnode.lineno else ""
@@ -319,7 +304,7 @@ def _compile_selected(module, fname, namer, names, sigmoid_name, wrt, emitter, e
               "its result is an array (it is inlined where a loss calls it)")
     # a helper whose result may be an array is inlined where it is called (one whose every parameter
     # has a default runs alone: a loss too); a number default is a number for this judgement
-    relied = _number_defaults_relied_on(module, fn, fnode) if not strict and caller is not None else []
+    relied = selection.number_defaults_relied_on(module, fn, fnode) if not strict and caller is not None else []
     if guarded and relied:  # (a helper compiled as a loss too: its code checks that they are numbers, on entry)
         emitter.stated.update({name: () for name in relied})
     if not strict and caller is not None and not lower.returns_a_number(fnode) and not _all_defaulted(fn) \
@@ -331,36 +316,11 @@ def _compile_selected(module, fname, namer, names, sigmoid_name, wrt, emitter, e
         compiled, texts = _compile_function(module, fn, fnamer, names, wrt, emitter)
     else:
         compiled, texts = _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, array_result)
-    nothing = _nothing_differentiated(compiled) if not compiled.wrt else None
+    nothing = selection.nothing_differentiated(compiled)
     if nothing is not None and (wrt is None or tuple(wrt) == activity.ALL):  # (--wrt names what it asks for)
         _skip(strict, module, fnode, f"'{fname}' has no parameter to differentiate: {nothing}",
               f"has no parameter to differentiate: {nothing}")
     return compiled, texts
-
-
-def _number_defaults_relied_on(module, fn, fnode):
-    """The parameters with a number default (`sigma=0.1`) without which the result of `fn`
-    could be an array (`np.sum(r ** 2) / sigma ** 2`): a helper of a loss that is judged a loss
-    in its own right for them has a gradient right only where they are numbers, so its
-    generated function checks that they are."""
-    if lower.returns_a_number(fnode) or not any(array_facts.number_default(p) for p in fn.params):
-        return []
-    def may_be_array(defaults_numbers):
-        arrays = array_facts.array_values(fn, module, result_may_be_array=True, defaults_numbers=defaults_numbers)
-        return array_facts.may_be_array(fn.result, arrays)
-
-    if not may_be_array(False) or may_be_array(True):
-        return []
-    return [p.name for p in fn.params if array_facts.number_default(p)]
-
-
-def _nothing_differentiated(compiled):
-    """Why no parameter of the function is differentiated (each, why); None if one is."""
-    if compiled.wrt:
-        return None
-    if not compiled.left_out:
-        return "it takes none"
-    return "; ".join(f"{p} ({why})" for p, why in compiled.left_out.items())
 
 
 def _take_outside(module, outside):

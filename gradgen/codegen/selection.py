@@ -1,5 +1,6 @@
 """What a whole file compiles (`gradgen compile FILE`, no --function): which of its functions
-are tried, and why each of the others has no gradient of its own.
+are tried, and why each of the others has no gradient of its own (from its syntax, or, for
+a few judgements, from its lowered IR: gradgen.api asks those below).
 
 A scientific file holds more than losses: data builders, `init_params`, plots, training
 loops, a `main`. Each is recognised here from its syntax alone, before anything is lowered,
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 import ast
 
-from gradgen.frontend import local_imports, records
+from gradgen.analysis import arrays as array_facts
+from gradgen.frontend import local_imports, lower, records
 from gradgen.frontend.closures import called_parameter, own_nodes
 
 PLOTTING = ("matplotlib", "seaborn", "plotly")  # a function that uses one draws a plot
@@ -298,6 +300,49 @@ def _kind(value, bound, classes):
 
 def _calls(value, name):
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == name
+
+
+# ---- what is judged once a function is lowered ------------------------------------------
+
+def builds_data(fnode):
+    """Whether a function looks like a data builder rather than a loss: every parameter has a
+    default that is a count, a seed, a flag, a string or None (`load_market(n_assets=4,
+    seed=11)`); a loss takes what it differentiates (`frontier(market, grad_obj)` is likelier
+    the one the user meant than it). Of the refusals of a file where nothing compiled, a
+    loss's is said, the first in the file of those no other function calls."""
+    args = fnode.args
+    positional = args.posonlyargs + args.args
+    defaults = list(args.defaults) + [d for d in args.kw_defaults if d is not None]
+    if len(defaults) != len(positional) + len(args.kwonlyargs):
+        return False
+    return all(isinstance(d, ast.Constant) and (d.value is None or isinstance(d.value, (int, bool, str)))
+               for d in defaults)
+
+
+def number_defaults_relied_on(module, fn, fnode):
+    """The parameters with a number default (`sigma=0.1`) without which the result of `fn`
+    could be an array (`np.sum(r ** 2) / sigma ** 2`): a helper of a loss that is judged a loss
+    in its own right for them has a gradient right only where they are numbers, so its
+    generated function checks that they are."""
+    if lower.returns_a_number(fnode) or not any(array_facts.number_default(p) for p in fn.params):
+        return []
+
+    def may_be_array(defaults_numbers):
+        arrays = array_facts.array_values(fn, module, result_may_be_array=True, defaults_numbers=defaults_numbers)
+        return array_facts.may_be_array(fn.result, arrays)
+
+    if not may_be_array(False) or may_be_array(True):
+        return []
+    return [p.name for p in fn.params if array_facts.number_default(p)]
+
+
+def nothing_differentiated(compiled):
+    """Why no parameter of the function is differentiated (each, why); None if one is."""
+    if compiled.wrt:
+        return None
+    if not compiled.left_out:
+        return "it takes none"
+    return "; ".join(f"{p} ({why})" for p, why in compiled.left_out.items())
 
 
 # ---- module-level code ---------------------------------------------------------------------
