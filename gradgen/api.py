@@ -109,10 +109,12 @@ def compile_source(source, filename="<string>", functions=None, wrt=None, emit_k
 
 
 def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assumed=None, shapes_from=None,
-                    guarded=True, constants=None, keep=(), outside=None, snapshots=None, kinds=None):
+                    guarded=True, constants=None, keep=(), outside=None, snapshots=None, kinds=None, excluded=None):
     """`guarded`: constants as keyword arguments and shapes checked on entry (gradgen.codegen.guards);
     not for --jit numba, which compiles module globals as the constants they are. `keep`: see
-    compile_source."""
+    compile_source. `excluded`: {function: why} a whole file skips (its generated text was refused)."""
+    again = functools.partial(_compile_source, source, filename, functions, wrt, emit_kinds, assumed, shapes_from,
+                              guarded, constants, keep, outside, snapshots, kinds)  # (the same compile, a function less)
     module = local_imports.read_imports(parse.parse_module(source, filename))
     module.constants.update({k: v for k, v in (constants or {}).items() if k in module.constants})
     if outside is not None:
@@ -123,8 +125,9 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
     selected = _select(module, functions)
     whole = not functions  # the whole file: what compiles, and a line for each function skipped
     before = {f: why for f, why in selection.skipped_before_compiling(module).items() if f not in keep} if whole else {}
+    before.update(excluded or {})
     tried = [f for f in selected if f not in before]
-    helper_of = selection.called_by(module, tried) if whole else {}
+    helper_of = selection.helpers_of(module, tried, before) if whole else {}
     namer = ModuleNamer(identifiers(module.tree), list(module.constants), top_level_identifiers(module.tree))
     _check_wrt(module, selected, wrt)
     sigmoid_name = namer.helper(lower.sigmoid_helper_name(module))
@@ -156,7 +159,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
                 raise
             _named_so_far(namer, emitter, kept)
             skipped[fname] = _refused_here(exc, module.functions[fname], helper_of.get(fname))
-            refusals.append((fname in helper_of, exc))
+            refusals.append(((fname in helper_of, selection.builds_data(module.functions[fname])), exc))
             continue
         finally:
             emitter.constant_params, emitter.stated = [], {}
@@ -164,7 +167,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         texts.extend(text)
         constants |= _constants_read(compiled.ir, module)
         sigmoid_ns.update(_sigmoid_namespaces(compiled.ir))
-    if not results:  # the first refusal of a function no other calls, located; else why none has a gradient
+    if not results:  # the refusal of the likeliest loss, located (see selection.builds_data); else why none has a gradient
         if refusals:
             raise min(refusals, key=lambda refusal: refusal[0])[1]
         raise _nothing_compiled(module, skipped)
@@ -197,7 +200,15 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
                                  generated.differentiated_line(results, wrt)]),
         generated.module_docstring(compiled_names, shown, emit_kinds),
         carried, helpers, texts, imports)
-    generated.check_generated(text, module, results, carried)
+    try:
+        generated.check_generated(text, module, results, carried)
+    except CompileError as exc:
+        culprit = getattr(exc, "function", None)
+        if not whole or culprit is None or culprit in keep or len(results) == 1:
+            raise
+        # a whole file: that function is skipped (its reason located), and the file compiled without it
+        skip = {**(excluded or {}), culprit: _refused_here(exc, module.functions[culprit], None)}
+        return again(skip)
     top_level = selection.top_level_code(module) if whole else []
     return CompiledModule(filename, text, results, module, skipped, top_level=top_level)
 
@@ -295,14 +306,24 @@ def _compile_selected(module, fname, namer, names, sigmoid_name, wrt, emitter, e
         _skip(strict, module, fnode, _ARRAY_RESULT.format(name=fname),
               "its result is an array (it is inlined where a loss calls it)")
     # a helper whose result may be an array is inlined where it is called (one whose every parameter
-    # has a default runs alone: a loss too)
+    # has a default runs alone: a loss too); a number default is a number for this judgement
+    relied = selection.number_defaults_relied_on(module, fn, fnode) if not strict and caller is not None else []
+    if guarded and relied:  # (a helper compiled as a loss too: its code checks that they are numbers, on entry)
+        emitter.stated.update({name: () for name in relied})
     if not strict and caller is not None and not lower.returns_a_number(fnode) and not _all_defaulted(fn) \
-            and array_facts.may_be_array(fn.result, array_facts.array_values(fn, module, result_may_be_array=True)):
+            and array_facts.may_be_array(fn.result, array_facts.array_values(fn, module, result_may_be_array=True,
+                                                                             defaults_numbers=True)):
         raise _Skipped(f"its result may be an array, and '{caller}' calls it: it is inlined there (annotate "
                        "'-> float' if it is a loss too)")
     if emit_kinds == ("grad",):
-        return _compile_function(module, fn, fnamer, names, wrt, emitter)
-    return _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, array_result)
+        compiled, texts = _compile_function(module, fn, fnamer, names, wrt, emitter)
+    else:
+        compiled, texts = _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, array_result)
+    nothing = selection.nothing_differentiated(compiled)
+    if nothing is not None and (wrt is None or tuple(wrt) == activity.ALL):  # (--wrt names what it asks for)
+        _skip(strict, module, fnode, f"'{fname}' has no parameter to differentiate: {nothing}",
+              f"has no parameter to differentiate: {nothing}")
+    return compiled, texts
 
 
 def _take_outside(module, outside):

@@ -101,13 +101,15 @@ def _number_default(p):
 
 def _not_differentiable(fn, names):
     """{parameter: why no derivative can be taken with respect to it}."""
-    used, used_diff, drawn_from = set(), set(), set()
+    used, used_diff, drawn_from, sizes, seeds = set(), set(), set(), set(), set()
     for expr, differentiable in _all_expressions(fn):
         used |= {v.name for v in variables(expr)}
         if is_draw(expr):
             drawn_from |= {v.name for v in variables(expr)}
+        seeds |= {v.name for e in subexpressions(expr) if _seeds(e) for v in variables(e)}
+        sizes |= _sizes(expr)
         if differentiable:
-            diff_vars(expr, used_diff)
+            used_diff.update(e.name for e in subexpressions(expr, _differentiable_unless_seeded) if isinstance(e, Var))
     data = {p.name for p in fn.params if p.keyword_only}
     data_defaults = {p.name: p.default for p in fn.params
                      if p.has_default and not p.function and not isinstance(p.default, (int, float))}
@@ -123,11 +125,43 @@ def _not_differentiable(fn, names):
             why[n] = f"its default is {data_defaults[n]!r}, not a number: data"
         elif n in counts:
             why[n] = "a count or an index: it reaches range(), int() or an index"
-        elif n in used and n not in used_diff and n in drawn_from:
-            why[n] = "a random state: it draws, and a draw has no derivative"
+        elif n in used and n not in used_diff and n in seeds and n not in drawn_from:
+            why[n] = "a seed: it makes a random generator, and a draw has no derivative"
+        elif n in used and n not in used_diff and n in drawn_from | seeds:
+            why[n] = "used only in a random draw, which has no derivative"
+        elif n in used and n not in used_diff and n in sizes:
+            why[n] = "a size: it gives the shape of an array the function makes (np.zeros, np.eye, ...)"
         elif n in used and n not in used_diff:
             why[n] = "used only where no derivative exists (comparisons, floor, ...)"
     return why
+
+
+# a random generator made as written from a seed: no derivative reaches the seed, whatever draws
+_SEEDED = ("np.random.default_rng(", "np.random.RandomState(", "np.random.Generator(", "np.random.SeedSequence(",
+           "np.random.PCG64(")
+
+
+def _seeds(e):
+    """Whether `e` makes a random generator from a seed, kept as written."""
+    return isinstance(e, Call) and e.prim == "verbatim" and str(dict(e.params)["text"]).startswith(_SEEDED)
+
+
+def _differentiable_unless_seeded(e):
+    return () if _seeds(e) else _differentiable(e)
+
+
+_MADE = {"zeros", "ones", "eye", "full"}  # arrays made of a shape, their first argument
+
+
+def _sizes(expr):
+    """The names an expression makes an array's shape of (`np.eye(n)`, `np.zeros((n, d))`)."""
+    found = set()
+    for e in subexpressions(expr):
+        if isinstance(e, Call) and e.prim in _MADE and e.args:
+            shape = e.args[0]
+            parts = shape.args if isinstance(shape, Call) and shape.prim == "tuple" else (shape,)
+            found |= {a.name for a in parts if isinstance(a, Var)}
+    return found
 
 
 def _integer_parameters(fn, names):

@@ -6,6 +6,7 @@ with gradgen/codegen/emit.py and hands it here before anyone imports it."""
 from __future__ import annotations
 
 import ast
+import builtins
 import gc
 import math
 import os
@@ -62,6 +63,9 @@ _IMPORTED_AS = {"np": "NumPy (the generated code imports numpy as np)",
                 "dataclasses": "the dataclasses module (the generated code builds a dataclass's gradient with it)"}
 
 
+_BUILTINS = frozenset(dir(builtins))
+
+
 def check_generated(text, module, results, carried):
     """The generated module must mean what it says: no parameter may hide a module, helper
     or builtin the generated code calls, and no module-level name may be bound twice (a
@@ -92,12 +96,15 @@ def check_generated(text, module, results, carried):
                   and node.value.id in params and node.value.id in _IMPORTED_AS and node.value.id in top):
                 hidden = node.value.id
                 what = _IMPORTED_AS[hidden]
-            elif isinstance(node, ast.keyword) and isinstance(node.value, ast.Name) and node.value.id in params:
+            elif isinstance(node, ast.keyword) and isinstance(node.value, ast.Name) and node.value.id in params \
+                    and node.value.id in _BUILTINS:  # (`dtype=float`; `size=n` reads the parameter n)
                 hidden = node.value.id
                 what = f"the builtin '{hidden}' the generated code uses"
             if hidden is not None:
                 arg = next(a for a in _all_args(module.functions[compiled.name]) if a.arg == hidden)
-                raise module.error(arg, f"parameter '{hidden}' would hide {what}; rename the parameter")
+                error = module.error(arg, f"parameter '{hidden}' would hide {what}; rename the parameter")
+                error.function = compiled.name  # (a whole file compiles without it: gradgen.api)
+                raise error
 
 
 def _parse(text):

@@ -21,7 +21,7 @@ from gradgen.frontend.closures import FUNCTION_VALUES
 from gradgen.frontend.scopes import PartsOfAPath, _LoopVariable
 from gradgen.frontend.structured import TreeRef
 from gradgen.ir import nodes
-from gradgen.ir.nodes import Const, Var
+from gradgen.ir.nodes import Const, Spelled, Var
 from gradgen.rules.table import primitive
 
 # A draw in the rule table: piecewise (no derivative flows into it, its result is data); the
@@ -110,6 +110,10 @@ def rename(module, node, lookup, refuse, what):
             if isinstance(value, Var):
                 reads.append(value)
                 return ast.Name(value.name, ast.Load())
+            if isinstance(value, Const) and isinstance(value.value, Spelled):  # a helper's `dtype=np.float64`
+                if value.value.text.startswith("np."):
+                    modules.add("numpy")
+                return ast.parse(value.value.text, mode="eval").body
             if isinstance(value, Const):
                 return ast.Constant(value.value)
             if isinstance(value, TreeRef):  # (a part of) a structured parameter: read by its path

@@ -34,7 +34,7 @@ from gradgen.frontend.scopes import (
 )
 from gradgen.frontend.structured import StructuredLowering, TreeRef, UsedWhole, names_a_container
 from gradgen.frontend.structured_loops import TreeLoopLowering
-from gradgen.ir.nodes import Assign, Break, Call, Const, Continue, Effect, Function, If, Param, Var
+from gradgen.ir.nodes import Assign, Break, Call, Const, Continue, Effect, Function, If, Param, Spelled, Var
 from gradgen.rules import table
 
 # Statements outside the subset, with what to tell the user.
@@ -151,7 +151,9 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
 
     def _function_default(self, node):
         """The function a default names (`np.tanh`, a same-file function or one of the user's
-        other files, a lambda), or None."""
+        other files, a lambda), or None (a type such as np.float64 is data: see _default)."""
+        if self._type_default(node) is not None:
+            return None
         if isinstance(node, ast.Lambda):
             return FunctionValue(lambda_as_def(node, "lambda"))
         if isinstance(node, ast.Name) and node.id in self.m.functions:
@@ -163,14 +165,32 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         imported = local_imports.function(self.m, qualified)
         return FunctionValue(imported) if imported is not None else None  # `act=m.relu`: of the user's other file
 
+    def _type_default(self, node):
+        """`dtype=np.float64`, `dtype=float`: a type, data passed on as written (to np.empty,
+        `.astype`), spelled as the generated module writes it; else None."""
+        if isinstance(node, ast.Name) and node.id in _TYPES and node.id not in self.m.functions \
+                and node.id not in self.m.constants and node.id not in self.m.imports:
+            return Spelled(node.id)
+        qualified = self.m.qualified(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if qualified is not None and qualified.startswith("numpy.") and qualified[6:] in _NUMPY_TYPES:
+            return Spelled(effects.spelling(qualified)[0])
+        return None
+
     def _default(self, node, name):
         if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, str)):
             return node.value  # data, or a choice (`if x is None:`, `if kind == "l1":`)
+        spelled = self._type_default(node)
+        if spelled is not None:
+            return spelled
         try:
             value = constant_value(node, self.m)
         except ValueError:
             value = None
         if not isinstance(value, (int, float)):
+            if isinstance(node, ast.Name) and node.id in self.m.not_constants:  # (a record, a list of arrays, ...)
+                raise self.m.error(node, f"the default of '{name}' is module-level '{node.id}', which "
+                                         f"{self.m.not_constants[node.id][1]}: make '{name}' a parameter without "
+                                         f"a default, and pass {node.id} where the function is called")
             raise self.m.error(node, f"the default value of '{name}' must be a number")
         return value
 
@@ -525,6 +545,11 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             return bool(fold(node, lookup, lambda name: self._is_builtin(scope, name)))
         except (NotConstant, ArithmeticError, TypeError, ValueError):
             return None
+
+
+_TYPES = {"float", "int", "bool", "complex"}  # a default naming one is a dtype: data
+_NUMPY_TYPES = {"float64", "float32", "float16", "longdouble", "int64", "int32", "int16", "int8", "uint8", "uint16",
+                "uint32", "uint64", "intp", "bool_", "complex64", "complex128"}
 
 
 def _signature_spelling(function):

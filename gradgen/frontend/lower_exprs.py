@@ -312,7 +312,9 @@ class ExprLowering:
             return Var(name)
         if name in self.m.not_constants:
             what = self.m.not_constants[name][1]
-            raise self.m.error(node, f"module-level '{name}' {what}; pass it to the function as a parameter")
+            how = f" without a default (`def f(..., arg)`, called as `f(..., {name})`)" \
+                if what.startswith("is an instance of") else ""  # (a default naming it is refused too)
+            raise self.m.error(node, f"module-level '{name}' {what}; pass it to the function as a parameter{how}")
         if name in self.m.imports:
             return self._attribute(node, scope)
         if name in self.m.functions or name in self.m.classes:

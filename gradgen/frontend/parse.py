@@ -338,10 +338,19 @@ def _read_assignment(module, stmt):
                     else constant_value(value, module)
             except ValueError as exc:
                 why = f"is {exc}" if str(exc).startswith(("too large", "not finite", "not a real")) \
-                    else "is not a numeric constant"
+                    else _not_numeric(value, module)
                 module.not_constants[target.id] = (stmt, why)
         else:
             _forget_assigned(module, target)
+
+
+def _not_numeric(value, module):
+    """Why a module-level value is no constant gradgen copies: an instance of a class of the
+    file is said so (a record of arrays, `DEFAULT_ARM = Arm(lengths=...)`)."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in module.classes:
+        return (f"is an instance of {value.func.id}, which gradgen does not copy into the generated module "
+                "(it copies numbers and arrays)")
+    return "is not a numeric constant"
 
 
 def _forget_assigned(module, node):

@@ -381,6 +381,12 @@ class Param:
     record: str | None = None  # annotated with a NamedTuple or dataclass of the file: its name (frontend.records)
     shape: tuple | None = None  # what its annotation says (gradgen.analysis.stated): `"n d"` -> ("n", "d")
 
+    @property
+    def kept_default(self):
+        """A function or a type (`dtype=np.float64`) as the default: a check leaves it to the
+        functions it compares (each has it), never passing a value of its own."""
+        return self.function is not None or isinstance(self.default, Spelled)
+
 
 @dataclass
 class Function:

@@ -228,9 +228,9 @@ def _check(args):
     data = read_source(args.file)
     at = args.at
     given = args.shapes if args.shapes != "none" else None
-    shapes = _shapes(given) if given else None
+    shapes = _shapes(given, args.file) if given else None
     if args.inputs or given:  # (a module written for some shapes is checked at a point of them)
-        at = {**_inputs(args.inputs or given), **(args.at or {})}
+        at = {**_inputs(args.inputs or given, args.file), **(args.at or {})}
     kinds = getattr(args, "emit", None) or ("grad",)  # (compile: None keeps what the module has)
     numbers = _number_functions(data, args, kinds)
     reports = check_source(data, args.file, numbers, args.wrt, at, shapes=shapes) if numbers != [] else []
@@ -296,7 +296,7 @@ def _graph(args):
     if suffix not in writers:
         raise CompileError("the output must end in .svg (a picture) or .dot (graphviz text)", args.output)
     data = read_source(args.file)
-    at = {**(_inputs(args.inputs) if args.inputs else {}), **(args.at or {})}
+    at = {**(_inputs(args.inputs, args.file) if args.inputs else {}), **(args.at or {})}
     with time_limit(COMPILE_SECONDS, _OutOfTime):
         graph = graph_source(data, args.file, args.function, args.wrt, at)
     write_atomically(args.output, writers[suffix](graph))
@@ -308,19 +308,20 @@ def _is_rule(row):
     return row.param.startswith("rule ")
 
 
-def _shapes(spec):
+def _shapes(spec, beside):
     """{parameter: shape} of the point `--shapes FILE:FUNC` builds (gradgen.analysis.stated)."""
     from gradgen.analysis.stated import symbolic_shapes  # (start-up: each command imports its stages)
 
-    return symbolic_shapes(_inputs(spec))
+    return symbolic_shapes(_inputs(spec, beside))
 
 
-def _inputs(spec):
+def _inputs(spec, beside):
     """The point `--inputs FILE:FUNC` builds: FUNC() in FILE, the user's own code (what it
-    raises is reported at its line of FILE, status 1)."""
+    raises is reported at its line of FILE, status 1), which may import from `beside`'s folder
+    (the file it builds inputs for)."""
     from gradgen.verify.usercode import load_inputs  # (start-up: each command imports its stages)
 
-    return load_inputs(spec)
+    return load_inputs(spec, beside)
 
 
 def format_report(report):

@@ -75,7 +75,7 @@ def compile_file(path, out_dir="generated", functions=None, wrt=None, force=Fals
     if shapes_from == "none":  # `--shapes none`: for any shapes again
         shapes_from = None
     if shapes_from:
-        shapes = symbolic_shapes(load_inputs(shapes_from))  # lengths as letters: a partial batch is no other shape
+        shapes = symbolic_shapes(load_inputs(shapes_from, str(path)))  # lengths as letters: a partial batch is no other shape
 
     compiled = compile_source(data, str(path), functions, wrt, emit_kinds, backend, jit, shapes, shapes_from,
                               keep=keep or (), checkpoint=checkpoint, memory=memory)

@@ -88,7 +88,7 @@ def _chosen(compiled, filename):
 def _point(cf, module, at):
     """Each parameter's value: from `at`, else its default; numbers and arrays only."""
     fnode = module.functions[cf.name]
-    params = [p for p in cf.ir.params if not p.function]
+    params = [p for p in cf.ir.params if not p.kept_default]
     names = {p.name for p in params}
     for name in at:
         if name not in names:

@@ -84,7 +84,7 @@ def check_kinds(source, filename, functions, wrt, at, emit_kinds, n_points=3, se
 def _array_points(cf, at):
     """A function whose result is an array has no sampled points of its own: `at`, else its
     defaults."""
-    params = [p for p in cf.ir.params if not p.function]
+    params = [p for p in cf.ir.params if not p.kept_default]
     point = {p.name: p.default for p in params if p.has_default}
     point.update({p.name: at[p.name] for p in params if p.name in (at or {})})
     return [point] if all(p.name in point for p in params) else []

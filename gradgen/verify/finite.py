@@ -181,7 +181,7 @@ def sample_points(cf, f, at, n_points, seed, filename="<string>"):
     Random points are drawn until the original function is finite there and smooth along
     every parameter (inside every primitive's domain, away from kinks and boundaries).
     """
-    params = [p for p in cf.ir.params if not p.function]  # a function parameter keeps its default
+    params = [p for p in cf.ir.params if not p.kept_default]  # a function parameter keeps its default
     if at is not None:
         missing = lambda p: CompileError(f"no value for parameter '{p.name}' of '{cf.name}': give it with --at",
                                          filename)
@@ -208,7 +208,7 @@ def sample_points(cf, f, at, n_points, seed, filename="<string>"):
 def numbers_raise(cf, f, seed=0):
     """(the point, the exception) when `f` raises at a point of numbers gradgen draws (what
     happens when its parameters are arrays); None when it runs there."""
-    params = [p for p in cf.ir.params if not p.function]
+    params = [p for p in cf.ir.params if not p.kept_default]
     point = _candidate(params, cf.wrt, random.Random(seed), effects.random_states(cf.ir))
     try:
         with time_limit(2.0, _Timeout, clock="cpu"), np.errstate(all="ignore"):

@@ -74,6 +74,12 @@ def run_module(source, filename, name):
     `python FILE` would have it (so `import helpers` finds helpers.py next to it); a file of
     a package (an `__init__.py` beside it) runs in its package, as `python -m pkg.loss` would
     have it, so its relative imports (`from .model import predict`) find their files."""
+    with _paths_of(filename):
+        return _executed(source, filename, name)
+
+
+def _executed(source, filename, name):
+    """`source` executed as module `name` (sys.path as the caller set it)."""
     try:
         code = compile(source, filename, "exec", dont_inherit=True)
     except SyntaxError as exc:
@@ -83,10 +89,18 @@ def run_module(source, filename, name):
     root, package = package_of(filename)
     if package:
         module.__package__ = ".".join(package)
-    with _on_path(os.path.dirname(os.path.abspath(filename))), _on_path(root if package else None), \
-            users_code(filename, source):
+    with users_code(filename, source):
         exec(code, module.__dict__)  # noqa: S102 - `check` runs the user's file, by design
     return module
+
+
+@contextlib.contextmanager
+def _paths_of(filename):
+    """The folders `python FILE` (or `python -m pkg.module` for a file of a package) puts
+    first on sys.path, there meanwhile."""
+    root, package = package_of(filename)
+    with _on_path(os.path.dirname(os.path.abspath(filename))), _on_path(root if package else None):
+        yield
 
 
 def call(f, point, filename, source, where):
@@ -145,19 +159,23 @@ def syntax_error(exc, filename, source):
     return CompileError(f"syntax error: {exc.msg}", filename, line, col, _line(source, line))
 
 
-def load_inputs(spec):
+def load_inputs(spec, beside=None):
     """The dict FUNC() returns, for `--inputs FILE:FUNC` (the user's own input builder):
-    FILE is read like the differentiated file, and what it raises is the user's."""
+    FILE is read like the differentiated file, and what it raises is the user's. FUNC runs
+    with the same folders on sys.path as FILE's top level (an import inside FUNC finds what
+    one at the top finds), and so does the folder of `beside`, the file checked or compiled
+    (the builder of its inputs may import from it, wherever the inputs file is)."""
     path, sep, func = spec.rpartition(":")
     if not sep or not path or not func:
         raise CompileError(f"--inputs needs FILE:FUNC, got '{spec}'", "--inputs")
     source = read_source(path)
-    module = run_module(source, path, "gradgen_inputs")
-    builder = getattr(module, func, None)
-    if not callable(builder):
-        raise CompileError(f"no function '{func}' in {path} (from --inputs)", path)
-    with users_code(path, source):
-        inputs = builder()
+    with _on_path(os.path.dirname(os.path.abspath(beside)) if beside else None), _paths_of(path):
+        module = _executed(source, path, "gradgen_inputs")
+        builder = getattr(module, func, None)
+        if not callable(builder):
+            raise CompileError(f"no function '{func}' in {path} (from --inputs)", path)
+        with users_code(path, source):
+            inputs = builder()
     if not isinstance(inputs, dict):
         raise CompileError(f"{func}() must return a dict of parameter values, not {type(inputs).__name__}", path)
     return inputs
