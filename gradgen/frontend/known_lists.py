@@ -201,6 +201,36 @@ class StaticLowering:
         return self.m.error(node, f"'{text}' is a list gradgen keeps while compiling (it holds tuples or functions): "
                                   "loop over it, index it by a constant, take its len(...), or pass it to a helper")
 
+    # ---- conditions known when compiling --------------------------------------------------------
+    def _known_test(self, scope, node):
+        """The truth of a condition known when compiling, from numbers and lists bound to the
+        helper's names (`n == 0`, `len(sizes) > 1` of a call's constant arguments), else None.
+        A module-level constant stays a value (the generated function takes it as a keyword)."""
+        def lookup(name):
+            value = _lookup(scope, name)
+            if isinstance(value, Const) and type(value.value) in (int, float, bool, str):  # (a str: a dict's key)
+                return value.value
+            if isinstance(value, ConstList):
+                return value.value
+            if isinstance(value, (StaticList, StaticDict)):  # (only its length is known)
+                return (None,) * len(value.items)
+            raise NotConstant
+        known = self._known_isinstance(scope, node)
+        if known is not None:  # isinstance(data, list) of a parameter of a stated kind
+            return known
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            sides = [n.value if isinstance(n, ast.Constant) else _known_name(scope, n.id) if isinstance(n, ast.Name)
+                     else None for n in (node.left, node.comparators[0])]  # `key != "label"` of a dict's key
+            if all(isinstance(v, str) for v in sides):
+                return (sides[0] == sides[1]) == isinstance(node.ops[0], ast.Eq)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):  # `if not cs:` of a list
+            inner = self._known_test(scope, node.operand)
+            return None if inner is None else not inner
+        try:
+            return bool(fold(node, lookup, lambda name: self._is_builtin(scope, name)))
+        except (NotConstant, ArithmeticError, TypeError, ValueError):
+            return None
+
     def _key(self, scope, node):
         """A dict key written as a constant (a string, or a number folded while compiling), else None."""
         if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float)):
@@ -448,3 +478,8 @@ def _short(value):
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
+
+def _known_name(scope, name):
+    """The string a name holds when compiling (a dict's key in an unrolled loop), else None."""
+    value = _lookup(scope, name)
+    return value.value if isinstance(value, Const) and isinstance(value.value, str) else None

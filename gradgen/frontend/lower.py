@@ -16,9 +16,8 @@ from gradgen.analysis.stated import annotated_shape
 from gradgen.errors import CompileError
 from gradgen.frontend import custom_calls, effects, inactive, local_imports, loop_returns, raises
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
-from gradgen.frontend.fold import NotConstant, fold
 from gradgen.frontend.generators import GeneratorLowering, is_generator
-from gradgen.frontend.known_lists import STATIC_VALUES, ConstList, StaticDict, StaticList, StaticLowering
+from gradgen.frontend.known_lists import STATIC_VALUES, StaticLowering
 from gradgen.frontend.lower_assign import AssignLowering
 from gradgen.frontend.lower_calls import CallLowering, _draw_name, sigmoid_pattern
 from gradgen.frontend.lower_exprs import _UNSUPPORTED_EXPR, ExprLowering
@@ -517,35 +516,6 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         self.bound |= after_body
         self.body.append(If(test, body, orelse, stmt.lineno, self._text(stmt)))
 
-    def _known_test(self, scope, node):
-        """The truth of a condition known when compiling, from numbers and lists bound to the
-        helper's names (`n == 0`, `len(sizes) > 1` of a call's constant arguments), else None.
-        A module-level constant stays a value (the generated function takes it as a keyword)."""
-        def lookup(name):
-            value = _lookup(scope, name)
-            if isinstance(value, Const) and type(value.value) in (int, float, bool, str):  # (a str: a dict's key)
-                return value.value
-            if isinstance(value, ConstList):
-                return value.value
-            if isinstance(value, (StaticList, StaticDict)):  # (only its length is known)
-                return (None,) * len(value.items)
-            raise NotConstant
-        known = self._known_isinstance(scope, node)
-        if known is not None:  # isinstance(data, list) of a parameter of a stated kind
-            return known
-        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
-            sides = [n.value if isinstance(n, ast.Constant) else _known_name(scope, n.id) if isinstance(n, ast.Name)
-                     else None for n in (node.left, node.comparators[0])]  # `key != "label"` of a dict's key
-            if all(isinstance(v, str) for v in sides):
-                return (sides[0] == sides[1]) == isinstance(node.ops[0], ast.Eq)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):  # `if not cs:` of a list
-            inner = self._known_test(scope, node.operand)
-            return None if inner is None else not inner
-        try:
-            return bool(fold(node, lookup, lambda name: self._is_builtin(scope, name)))
-        except (NotConstant, ArithmeticError, TypeError, ValueError):
-            return None
-
 
 _TYPES = {"float", "int", "bool", "complex"}  # a default naming one is a dtype: data
 _NUMPY_TYPES = {"float64", "float32", "float16", "longdouble", "int64", "int32", "int16", "int8", "uint8", "uint16",
@@ -606,8 +576,3 @@ def returns_a_number(fnode):
     """`def f(x) -> float:` says the result is a number, even where it may look like an array."""
     return _names_a_number(fnode.returns)
 
-
-def _known_name(scope, name):
-    """The string a name holds when compiling (a dict's key in an unrolled loop), else None."""
-    value = _lookup(scope, name)
-    return value.value if isinstance(value, Const) and isinstance(value.value, str) else None
