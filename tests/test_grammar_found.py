@@ -380,3 +380,31 @@ def test_a_tangent_folded_to_zero_keeps_the_shape_a_stack_needs():
         value, derivative = module.f_jvp(0.7, ds=1.0)
         assert value == pytest.approx(2.8) and derivative == pytest.approx(4.0) == module.f_grad(0.7)
         assert module.f_hvp(0.7, ds=1.0) == 0.0
+
+
+def test_soak_38000_what_this_session_refused_and_should_not():
+    """Soak seeds 38000-38004 on this session's merges: (1) a function whose parameters reach
+    only floor or comparisons has an exact zero gradient, not "no parameter to differentiate"
+    (that skip is for counts, sizes, seeds and data); (2) `[v for v in r]` inside `for col in
+    v:` binds the comprehension's own v, not the sequence; (3) `acc[np.array([1, 0])]` of a
+    slice of a structured part is a copy, which `sel *= ...` may change."""
+    floor_only = "import math\n\n\ndef f(a, b):\n    return math.floor(a) + (1.0 if b > 0.5 else 0.0)\n"
+    compiled = compile_source(floor_only, "f.py", wrt="all")
+    assert [fn.name for fn in compiled.functions] == ["f"]
+    shadowed = ("import numpy as np\n\n\ndef f(params, v, x):\n    for col in v:\n        r = v\n"
+                "        z = np.array([v for v in r[:2]]).sum()\n        R = col * x + z\n    return R\n")
+    module = load_module(compile_source(shadowed, "f.py", wrt="all").text)
+    assert module.f_grad(0.0, np.array([1.0, 2.0]), 3.0)[2] == 2.0
+    picked = ("import numpy as np\n\n\ndef f(params):\n    acc = params['layer']['W'][:-1]\n"
+              "    sel = acc[np.array([1, 0])]\n    sel *= acc[1]\n    return acc.sum() + sel.sum()\n")
+    module = load_module(compile_source(picked, "f.py").text)
+    W = np.array([[0.5, -1.0], [2.0, 0.25], [1.5, 3.0]])
+    grad = module.f_grad({"layer": {"W": W}})["layer"]["W"]
+    h, numeric = 1e-6, np.zeros_like(W)
+    ns = {}
+    exec(picked, ns)
+    for k in np.ndindex(W.shape):
+        e = np.zeros_like(W)
+        e[k] = h
+        numeric[k] = (ns["f"]({"layer": {"W": W + e}}) - ns["f"]({"layer": {"W": W - e}})) / (2 * h)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-9)

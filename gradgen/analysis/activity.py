@@ -93,6 +93,7 @@ def left_out_parameters(fn, wrt):
 ALL = ("all",)  # `--wrt all`, `wrt="all"`: every parameter that can be differentiated
 DEFAULT_WRT = "the first parameter, or all of them when every parameter has a number default"
 NOT_FIRST = "the default is the first parameter: --wrt names others, --wrt all takes every one"
+NO_DERIVATIVE = "used only where no derivative exists (comparisons, floor, ...)"
 
 
 def _number_default(p):
@@ -132,7 +133,7 @@ def _not_differentiable(fn, names):
         elif n in used and n not in used_diff and n in sizes:
             why[n] = "a size: it gives the shape of an array the function makes (np.zeros, np.eye, ...)"
         elif n in used and n not in used_diff:
-            why[n] = "used only where no derivative exists (comparisons, floor, ...)"
+            why[n] = NO_DERIVATIVE
     return why
 
 

@@ -268,6 +268,11 @@ class Copies:
             return True
         if isinstance(e, Call) and e.prim == "invert":  # ~mask
             return self._advanced(e.args[0], depth + 1)
+        if isinstance(e, Call) and e.prim == "getitem" and len(e.args) == 2 and depth < 8 and \
+                self._advanced(e.args[0], depth + 1) and self._advanced(e.args[1], depth + 1):
+            # an array picked by an array is an array (`acc[np.array([1, 0])]` of a slice of a
+            # structured part: the path's step is `np.array(range(...))[idx]`; soak seed 38004 #1047)
+            return True
         return self._axes(e, depth) or isinstance(e, Call) and e.prim in ("array", "zeros", "ones", "full", "eye")
 
     def _axes(self, e, depth):

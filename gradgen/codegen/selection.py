@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 
 from gradgen.analysis import arrays as array_facts
+from gradgen.analysis.activity import NO_DERIVATIVE
 from gradgen.frontend import local_imports, lower, records
 from gradgen.frontend.closures import called_parameter, own_nodes
 
@@ -342,6 +343,8 @@ def nothing_differentiated(compiled):
         return None
     if not compiled.left_out:
         return "it takes none"
+    if NO_DERIVATIVE in compiled.left_out.values():  # (`floor(a)`: its derivative is an exact zero, not nothing)
+        return None
     return "; ".join(f"{p} ({why})" for p, why in compiled.left_out.items())
 
 

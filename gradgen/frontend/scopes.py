@@ -152,6 +152,8 @@ def _stored_names(stmts):
         for node in own_nodes([stmt]):
             if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
                 targets.add(id(node.target))
+            elif isinstance(node, ast.comprehension):  # (`[v for v in r]`: v is the comprehension's own)
+                targets |= {id(n) for n in ast.walk(node.target) if isinstance(n, ast.Name)}
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in names \
                     and id(node) not in targets:
                 names.append(node.id)
