@@ -13,6 +13,7 @@ import pytest
 
 from gradgen import CompileError, compile_source, load_module
 from gradgen.tools import cli
+from tests.test_whole_file import central  # (central differences, element by element)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -101,17 +102,6 @@ FIT_SKIPPED = {
               "loop)",
     "point": "takes no parameters",
 }
-
-
-def central(f, point, name, h=1e-6):
-    value = np.asarray(point[name], dtype=float)
-    grad = np.zeros_like(value)
-    for i in np.ndindex(value.shape):
-        up, down = value.copy(), value.copy()
-        up[i] += h
-        down[i] -= h
-        grad[i] = (f(**{**point, name: up}) - f(**{**point, name: down})) / (2 * h)
-    return grad
 
 
 def user(source):
