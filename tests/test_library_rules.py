@@ -232,7 +232,8 @@ FORWARD_CASES = sorted({"cross", "cross_stack", "swapaxes", "swapaxes_method", "
                         "norm_vector_ord_1", "cumprod", "cumprod_axis", "cumprod_method", "cumprod_with_a_zero",
                         "cumsum_axis", "solve_triangular_lower", "solve_triangular_trans", "convolve_same",
                         "convolve_same_longer_kernel", "convolve_valid", "convolve_valid_longer_kernel", "vdot",
-                        "inner_matrices", "inner_stacks", "einsum_to_a_number"})
+                        "inner_matrices", "inner_stacks", "einsum_to_a_number",
+                        "mvn_logpdf_rows", "mvn_logpdf_keywords", "mvn_logpdf_one"})
 
 
 @pytest.mark.parametrize("case", FORWARD_CASES)

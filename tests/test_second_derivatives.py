@@ -18,7 +18,7 @@ from gradgen import compile_source, load_module
 if importlib.util.find_spec("scipy.linalg") is None:
     pytest.skip("needs SciPy (the tests/stubs stand-in has scipy.special.expit only)", allow_module_level=True)
 
-HEADER = "import numpy as np\nimport scipy.linalg\nfrom scipy.linalg import solve_triangular\n\n\n"
+HEADER = "import numpy as np\nimport scipy.linalg\nimport scipy.stats\nfrom scipy.linalg import solve_triangular\n\n\n"
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gaussian_process.py"
 
 
@@ -69,6 +69,14 @@ CASES = {
     "inner": ("np.sum(np.inner(np.reshape(x, (2, 3)), np.reshape(x, (2, 3))) ** 2) + np.inner(x, x) ** 2",
               np.linspace(-1.0, 1.2, 6)),
     "vdot": ("np.vdot(np.reshape(x, (2, 3)), np.sin(x)) ** 2", np.linspace(-1.0, 1.2, 6)),
+    # the multivariate normal's log-density in every argument, rows and one point (autograd's gmm)
+    "mvn_logpdf_rows": (f"np.sum(np.sin(scipy.stats.multivariate_normal.logpdf(np.reshape(x[:6], (2, 3)) ** 2, "
+                        f"x[6:9], {_spd('x')})))", np.linspace(-1.0, 1.3, 9)),
+    "mvn_logpdf_one": (f"scipy.stats.multivariate_normal.logpdf(x[:3], np.cos(x[3:6]), {_spd('x')}) ** 2",
+                       np.linspace(-1.0, 1.3, 9)),
+    "mvn_logpdf_lower": (f"np.sum(scipy.stats.multivariate_normal.logpdf(np.reshape(x[:6], (2, 3)), x[3:6], "
+                         f"{_lower('x')} @ {_lower('x')}.T + np.triu(np.reshape(x, (3, 3)), 1)))",
+                         np.linspace(-1.0, 1.3, 9)),
 }
 PREAMBLE = {"cho_factor_unpacked": f"    c, low = scipy.linalg.cho_factor({_spd('x')})\n"}
 

@@ -54,15 +54,16 @@ TODAY = {
     ).split(),
     None: (  # refused by name: forward mode has no tangent for these
         "add_at_path broadcast cholesky_grad_tangent custom_estimator custom_vjp draw jacobian_parts "
-        "list_add_at mvn_logpdf mvn_logpdf_grad prod_grad_tangent ravel_all stop_gradient tree_add_at unravel_like"
+        "list_add_at prod_grad_tangent ravel_all stop_gradient tree_add_at unravel_like"
     ).split(),
 }
 ISSUE_22 = {
     "linear": ["swapaxes", "tree_flatten", "add_flat_at"], "multilinear": ["convolve", "cross", "vdot"],
-    "explicit": ["cho_factor", "cho_solve", "cumprod", "cumprod_grad", "cho_factor_grad", "cho_solve_grad_c"],
+    "explicit": ["cho_factor", "cho_solve", "cumprod", "cumprod_grad", "cho_factor_grad", "cho_solve_grad_c",
+                 "mvn_logpdf", "mvn_logpdf_grad"],
     "linear_in_first": ["cumprod_tangent"], "bilinear": ["convolve_grad", "inner_grad_a", "inner_grad_b"], "none": ["tree_data"],
     None: ["cho_factor_tangent", "cho_solve_tangent", "cumprod_grad_tangent", "cho_solve_grad_c_tangent",
-           "tree_add_flat"],
+           "tree_add_flat", "mvn_logpdf_tangent", "mvn_logpdf_grad_tangent"],
 }
 for _cls, _names in ISSUE_22.items():
     TODAY[_cls] = TODAY[_cls] + _names

@@ -179,9 +179,9 @@ helper("mvn_logpdf_grad", '''def mvn_logpdf_grad(g, x, mean, cov, i):
     (i = 0), mean (1) or cov (2), given g, the gradient of its result (one per row of x).
     With r = x - mean and a = cov^-1 r: d/dx = -g a, d/dmean = g a, and d/dcov is
     (a a^T - cov^-1) g / 2 summed over the rows. SciPy reads only the lower triangle of
-    cov, so that is where its gradient goes (tril(S + S^T) - diag(S) for the symmetric S):
-    along any symmetric change of cov it is the same derivative."""
-    cov = np.asarray(cov, dtype=float)
+    cov (the matrix it factors is that triangle, mirrored), so that is where its gradient
+    goes (tril(S + S^T) - diag(S) for the symmetric S)."""
+    cov = np.tril(cov) + np.tril(cov, -1).T
     d = cov.shape[-1]
     r = np.reshape(np.asarray(x, dtype=float) - mean, (-1, d))
     weights = np.reshape(np.broadcast_to(g, np.shape(r)[:1]), (-1, 1))
@@ -192,9 +192,47 @@ helper("mvn_logpdf_grad", '''def mvn_logpdf_grad(g, x, mean, cov, i):
         return np.reshape(np.sum(weights * a, axis=0), np.shape(mean))
     s = 0.5 * (a.T @ (weights * a) - np.sum(weights) * np.linalg.inv(cov))
     return np.tril(s + s.T) - np.diag(np.diag(s))
+''', tangent="explicit")
+# forward mode: the tangent of the log-density, and of its gradient (a Hessian-vector product)
+helper("mvn_logpdf_tangent", '''def mvn_logpdf_tangent(x, mean, cov, dx, dmean, dcov):
+    """Tangent of scipy.stats.multivariate_normal.logpdf(x, mean, cov) along dx, dmean, dcov
+    (0.0 where one stays): with r = x - mean and a = cov^-1 r, each row moves by
+    -a . dr + (a^T dcov a - trace(cov^-1 dcov)) / 2, cov and dcov their lower triangles
+    mirrored (what SciPy reads). Squeezed as SciPy squeezes the log-density."""
+    cov = np.tril(cov) + np.tril(cov, -1).T
+    d = cov.shape[-1]
+    dcov = np.broadcast_to(dcov, cov.shape)
+    dcov = np.tril(dcov) + np.tril(dcov, -1).T
+    r = np.reshape(np.asarray(x, dtype=float) - mean, (-1, d))
+    dr = np.reshape(np.broadcast_to(np.subtract(dx, dmean), np.shape(x)), (-1, d))
+    a = np.linalg.solve(cov, r.T).T
+    t = -np.sum(a * dr, axis=1) + 0.5 * (np.sum((a @ dcov) * a, axis=1) - np.trace(np.linalg.solve(cov, dcov)))
+    t = np.squeeze(t)
+    return t[()] if t.ndim == 0 else t
+''')
+helper("mvn_logpdf_grad_tangent", '''def mvn_logpdf_grad_tangent(g, x, mean, cov, i, dx, dmean, dcov):
+    """How mvn_logpdf_grad(g, x, mean, cov, i) moves as x, mean and cov move along dx, dmean,
+    dcov, g fixed (0.0 where one stays; a second derivative): a = cov^-1 r moves by
+    cov^-1 (dr - dcov a), cov^-1 by -cov^-1 dcov cov^-1, and each gradient by its product rule."""
+    cov = np.tril(cov) + np.tril(cov, -1).T
+    d = cov.shape[-1]
+    dcov = np.broadcast_to(dcov, cov.shape)
+    dcov = np.tril(dcov) + np.tril(dcov, -1).T
+    r = np.reshape(np.asarray(x, dtype=float) - mean, (-1, d))
+    dr = np.reshape(np.broadcast_to(np.subtract(dx, dmean), np.shape(x)), (-1, d))
+    w = np.reshape(np.broadcast_to(g, np.shape(r)[:1]), (-1, 1))
+    a = np.linalg.solve(cov, r.T).T
+    da = np.linalg.solve(cov, (dr - a @ dcov).T).T
+    if i == 0:
+        return np.reshape(-w * da, np.shape(x))
+    if i == 1:
+        return np.reshape(np.sum(w * da, axis=0), np.shape(mean))
+    inv = np.linalg.inv(cov)
+    ds = 0.5 * (da.T @ (w * a) + a.T @ (w * da) + np.sum(w) * inv @ dcov @ inv)
+    return np.tril(ds + ds.T) - np.diag(np.diag(ds))
 ''')
 primitive("mvn_logpdf", 3, spellings=["scipy.stats.multivariate_normal.logpdf"], elementwise=False,
-          positional=(("x", REQUIRED), ("mean", REQUIRED), ("cov", REQUIRED)),
+          positional=(("x", REQUIRED), ("mean", REQUIRED), ("cov", REQUIRED)), tangent="explicit",
           vjp=tuple((lambda k: lambda g, out, x, mean, cov: F.mvn_logpdf_grad(g, x, mean, cov, Const(k)))(k)
                     for k in range(3)))
 

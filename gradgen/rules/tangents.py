@@ -21,15 +21,15 @@ one place a derivative is written:
   bilinear         a helper bilinear in the gradient and one operand (`matmul_grad_a`).
   zero             a made zero (`zero_gradient`): its tangent is zero.
   explicit         a few written out here (softmax, log_softmax, inv, solve, det, slogdet, sort,
-                   cholesky, solve_triangular, cumprod, cho_factor, cho_solve), and the backward
-                   helpers of prod, einsum, solve, cholesky, solve_triangular, cumprod,
-                   cho_factor and cho_solve (a second derivative: linear in the gradient they
+                   cholesky, solve_triangular, cumprod, cho_factor, cho_solve, mvn_logpdf), and
+                   the backward helpers of prod, einsum, solve, cholesky, solve_triangular,
+                   cumprod, cho_factor, cho_solve and mvn_logpdf (a second derivative: linear in the gradient they
                    carry, plus how they move with the values they read).
   none             a result that carries no derivative (comparisons, floor, len, np.zeros).
 
 The helpers make a Hessian-vector product (forward over reverse) possible. A primitive that
-declares no class is refused by name: never a silent wrong tangent (mvn_logpdf's helper: its
-second derivative is not written yet; the tangent helpers themselves: no third derivatives).
+declares no class is refused by name: never a silent wrong tangent (the tangent helpers
+themselves: no third derivatives).
 """
 
 from __future__ import annotations
@@ -287,6 +287,22 @@ def _cho_solve_grad_c(ts, out, g, factor, x):
     return _plus(None if tg is None else F.cho_solve_grad_c(tg, factor, x), moved)
 
 
+def _zero_or(t):
+    return Const(0.0) if t is None else t
+
+
+def _mvn_logpdf(ts, out, x, mean, cov):
+    return F.mvn_logpdf_tangent(x, mean, cov, *(_zero_or(t) for t in ts[:3]))
+
+
+def _mvn_logpdf_grad(ts, out, g, x, mean, cov, i):
+    # linear in g; the other terms say how it moves with the values it reads
+    tg, moved = ts[0], ts[1:4]
+    return _plus(None if tg is None else F.mvn_logpdf_grad(tg, x, mean, cov, i),
+                 None if all(t is None for t in moved) else
+                 F.mvn_logpdf_grad_tangent(g, x, mean, cov, i, *(_zero_or(t) for t in moved)))
+
+
 def _cumprod(ts, out, x, axis=None):
     (t,) = ts
     return F.cumprod_tangent(t, x, *(() if axis is None else (Const(axis),)))
@@ -319,5 +335,6 @@ EXPLICIT = {"softmax": _softmax, "log_softmax": _log_softmax, "inv": _inv, "solv
             "solve_grad_a": _solve_grad_a, "solve_triangular_grad_a": _solve_triangular_grad_a,
             "cholesky_grad": _cholesky_grad, "prod_grad": _prod_grad, "einsum_grad": _einsum_grad, "cumprod": _cumprod,
             "cho_factor": _cho_factor, "cho_solve": _cho_solve, "cumprod_grad": _cumprod_grad,
-            "cho_factor_grad": _cho_factor_grad, "cho_solve_grad_c": _cho_solve_grad_c}
+            "cho_factor_grad": _cho_factor_grad, "cho_solve_grad_c": _cho_solve_grad_c,
+            "mvn_logpdf": _mvn_logpdf, "mvn_logpdf_grad": _mvn_logpdf_grad}
 
