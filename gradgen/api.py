@@ -23,6 +23,7 @@ from gradgen.codegen import derivatives, emit, freshness, guards
 from gradgen.codegen import module as generated
 from gradgen.codegen import selection
 from gradgen.codegen import numba_jit as jits
+from gradgen.codegen import record_defaults
 from gradgen.codegen.naming import ModuleNamer, identifiers, top_level_identifiers
 from gradgen.errors import CompileError
 from gradgen.frontend import closures, custom_calls, local_imports, lower, nested, parse, records
@@ -187,6 +188,8 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         imports.add("numpy")
     carried = [(c, module.constants[c]) for c in module.constants if c in constants and c not in module.runtime]
     given = [c for c in module.constants if c in constants and c in module.runtime]
+    declared, needs = record_defaults.declarations(module, record_defaults.used(results, module), emit.literal)
+    imports |= needs | ({"numpy"} if any("np." in text for text in declared) else set())
     defaults = [p.default for f in results for p in f.ir.params if p.has_default and not p.function]
     if any(generated.not_finite(v) for v in [v for _, v in carried] + defaults):
         imports.add("math")  # written math.inf / math.nan
@@ -199,7 +202,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
                                  generated.functions_line(module, compiled_names, skipped),
                                  generated.differentiated_line(results, wrt)]),
         generated.module_docstring(compiled_names, shown, emit_kinds),
-        carried, helpers, texts, imports)
+        carried, helpers, texts, imports, declared)
     try:
         generated.check_generated(text, module, results, carried)
     except CompileError as exc:
@@ -574,5 +577,5 @@ def load_module(text, name="gradgen_generated"):
     """Execute generated `text` as a fresh module (it imports only numpy and math)."""
     mod = types.ModuleType(name)
     mod.__file__ = f"<{name}>"
-    exec(compile(text, mod.__file__, "exec"), mod.__dict__)
+    exec(compile(text, mod.__file__, "exec", dont_inherit=True), mod.__dict__)
     return mod

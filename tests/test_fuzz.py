@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import fuzz
@@ -467,3 +468,28 @@ def test_soak_1218_two_reductions_that_keep_their_axes_are_not_the_same_shape():
     The shape key of a reduction now holds its axes (gradgen/analysis/sameshape.py)."""
     case = fuzz.generate(1218, 17014, only="classic")
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")
+
+
+def test_soak_39004_the_sympy_oracle_follows_cumprod_on_an_array():
+    """Soak seed 39004 #1977 (on 0a4c7c2, --checkpoint 2): a wrong oracle, not a wrong
+    gradient. `S = np.cumprod(np.ones(np.shape(H)))` is 9 ones; the sympy trace ran cumprod's
+    twin (the number's case, `x`) element by element and kept S 3x3, so `S[[1, 0, 1]]` picked
+    rows and sympy said 6 where the gradient (and finite differences) say 2. A primitive that
+    is not elementwise now runs on arrays only as NumPy runs it (cumprod, swapaxes, copy)."""
+    case = fuzz.generate(39004, 1977)
+    assert "np.cumprod(np.ones(np.shape(H)))" in case.source
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok")
+
+
+@pytest.mark.parametrize("expression", ["np.cumprod(A)", "np.cumprod(A, axis=1)", "np.swapaxes(A, 0, 1)",
+                                        "A.swapaxes(1, 0)", "np.copy(A)"])
+def test_the_sympy_oracle_runs_array_primitives_as_numpy_does(expression):
+    # every element of A a symbol, the result weighted unevenly: a wrong order or shape shows
+    source = (f"import numpy as np\n\nW = np.cos(np.arange(6.0))\n\n\ndef f(A):\n    out = {expression}\n"
+              "    return np.sum(np.ravel(out) * W)\n")
+    A = np.array([[0.5, -1.2, 2.0], [0.7, 1.1, -0.4]])
+    from gradgen.verify.check import check_source
+
+    (report,) = check_source(source, "oracle.py", functions=["f"], at={"A": A})
+    rows = [row for row in report.points[0].rows if row.sympy is not None]
+    assert rows and all(row.ok for row in rows), [(r.param, r.generated, r.sympy, r.fd) for r in rows]

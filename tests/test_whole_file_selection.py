@@ -158,29 +158,19 @@ def test_a_dtype_parameter_is_data_passed_on_as_written():
     np.testing.assert_allclose(module.loss_grad(**at), central(mine["loss"], at, "x"), rtol=1e-7)
 
 
-def test_messages_about_a_record_default_name_the_same_fix():
+def test_a_record_default_and_its_none_form_both_compile():
+    # `arm=DEFAULT_ARM`, and `arm=None` then `arm = DEFAULT_ARM`: the record is declared again
+    # in the generated module (gradgen/codegen/record_defaults.py), read as data
     source = ('import collections\n\nimport numpy as np\n\nArm = collections.namedtuple("Arm", ["lengths"])\n'
               'DEFAULT_ARM = Arm(lengths=np.array([1.0, 0.8]))\n\n\n'
               'def reach(q, arm=DEFAULT_ARM):\n    return np.sum(arm.lengths * np.cos(q))\n')
-    with pytest.raises(CompileError) as caught:
-        compile_source(source, "arm.py")
-    assert caught.value.format() == (
-        "arm.py:9:18: the default of 'arm' is module-level 'DEFAULT_ARM', which is an instance of Arm, which gradgen "
-        "does not copy into the generated module (it copies numbers and arrays): make 'arm' a parameter without a "
-        "default, and pass DEFAULT_ARM where the function is called\n    def reach(q, arm=DEFAULT_ARM):\n"
-        "                     ^")
     none = source.replace("arm=DEFAULT_ARM):\n", "arm=None):\n    if arm is None:\n        arm = DEFAULT_ARM\n")
-    with pytest.raises(CompileError) as caught:
-        compile_source(none, "arm.py")
-    assert caught.value.message == (
-        "module-level 'DEFAULT_ARM' is an instance of Arm, which gradgen does not copy into the generated module (it "
-        "copies numbers and arrays); pass it to the function as a parameter without a default (`def f(..., arg)`, "
-        "called as `f(..., DEFAULT_ARM)`)")
-    # what both say, done: the record is read as data, and the gradient is right
-    fixed = source.replace("arm=DEFAULT_ARM", "arm")
-    module = load_module(compile_source(fixed, "arm.py").text)
-    arm, q = user(fixed)["DEFAULT_ARM"], np.array([0.3, -0.4])
-    np.testing.assert_allclose(module.reach_grad(q, arm), -arm.lengths * np.sin(q), rtol=1e-14)
+    q, other = np.array([0.3, -0.4]), np.array([2.0, 3.0])
+    for text in (source, none):
+        module = load_module(compile_source(text, "arm.py").text)
+        np.testing.assert_allclose(module.reach_grad(q), -np.array([1.0, 0.8]) * np.sin(q), rtol=1e-14)
+        passed = user(text)["Arm"](lengths=other)
+        np.testing.assert_allclose(module.reach_grad(q, passed), -other * np.sin(q), rtol=1e-14)
 
 
 def test_when_nothing_compiles_the_likely_loss_is_blamed_not_a_data_builder():

@@ -460,7 +460,7 @@ def function_text(name, params, docstring, sections, returns, emitter):
 
 def signature_text(params):
     """`a, b=0.5, *, X, SCALE=SCALE`: the parameters as a `def` spells them."""
-    parts = [f"{p.name}={p.function or _literal(p.default)}" if p.has_default else p.name for p in params]
+    parts = [f"{p.name}={p.function or literal(p.default)}" if p.has_default else p.name for p in params]
     first_keyword = next((i for i, p in enumerate(params) if p.keyword_only), None)
     if first_keyword is not None:
         parts.insert(first_keyword, "*")
@@ -500,7 +500,8 @@ def expr_text(e, emitter):
     return ast.unparse(emitter.expr(e))
 
 
-def _literal(value):
+def literal(value):
+    """A folded constant as the generated module writes it (`np.array([1.0, 0.8])`, `0.5`)."""
     return ast.unparse(Emitter("math", {})._const(value))
 
 
@@ -513,14 +514,17 @@ def _indent(text):
     return "\n".join("    " + line if line else line for line in text.split("\n"))
 
 
-def module_text(header, docstring, constants, helpers, functions, imports):
+def module_text(header, docstring, constants, helpers, functions, imports, declared=()):
     """The whole generated module, black-formatted; `header(body)` gives its first comment
-    lines, which may describe the text after them (gradgen.codegen.freshness)."""
+    lines, which may describe the text after them (gradgen.codegen.freshness); `declared`:
+    the records a default names (gradgen.codegen.record_defaults), after the constants."""
     parts = [_docstring(docstring).replace('\n"""', '"""'), ""]
     parts += ["import numpy as np" if m == "numpy" else f"import {m}" for m in sorted(imports)]
     if constants:
         parts.append("")
-        parts += [f"{name} = {_literal(value)}" for name, value in constants]
+        parts += [f"{name} = {literal(value)}" for name, value in constants]
+    for text in declared:
+        parts += ["", "", text] if text.startswith(("class", "@")) else ["", text]
     pieces = [format_source("\n".join(parts) + "\n")]
     pieces += [format_source(helper) for helper in helpers]
     pieces += list(functions)  # formatted already, piece by piece

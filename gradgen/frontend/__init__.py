@@ -1,7 +1,7 @@
 """The front end: Python source to the IR, without running any of it.
 
 `source` reads the file (a regular file of bounded size), `parse` makes the Module record
-(imports, constants, functions), `local_imports` the user's own files it imports (read
+(imports, constants, functions; `constants` folds constant expressions, never running them), `local_imports` the user's own files it imports (read
 the same way, never run, their functions inlined), `lower` and its mixins (`lower_calls`, `lower_exprs`,
 `lower_lists`, `lower_loops`, `lower_assign`, `known_lists`, `generators` (a generator inlined
 where a loop consumes it), `mapping` (map, functools.partial, list(...) of iterables), `recursion`

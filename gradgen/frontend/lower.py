@@ -14,7 +14,7 @@ import ast
 
 from gradgen.analysis.stated import annotated_shape
 from gradgen.errors import CompileError
-from gradgen.frontend import custom_calls, effects, inactive, local_imports, loop_returns, raises
+from gradgen.frontend import custom_calls, effects, inactive, local_imports, loop_returns, raises, records
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes, renamed
 from gradgen.frontend.generators import GeneratorLowering, is_generator
 from gradgen.frontend.known_lists import STATIC_VALUES, StaticLowering
@@ -24,7 +24,7 @@ from gradgen.frontend.lower_exprs import _UNSUPPORTED_EXPR, ExprLowering
 from gradgen.frontend.lower_lists import ListLowering
 from gradgen.frontend.lower_loops import LoopLowering
 from gradgen.frontend.mapping import MapLowering
-from gradgen.frontend.parse import constant_value
+from gradgen.frontend.constants import constant_value
 from gradgen.frontend.records import RecordLowering
 from gradgen.frontend.recursion import RecursionLowering
 from gradgen.frontend.scopes import (
@@ -186,6 +186,15 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
         except ValueError:
             value = None
         if not isinstance(value, (int, float)):
+            made = self.m.record_constants.get(node.id) if isinstance(node, ast.Name) else None
+            problem = records.declarable(self.m, made.cls) if made is not None else None
+            if made is not None and problem is None:  # `arm=DEFAULT_ARM`: declared again (codegen.record_defaults)
+                return Spelled(node.id)
+            if problem is not None:
+                raise self.m.error(node, f"the default of '{name}' is module-level '{node.id}', an instance of "
+                                         f"{made.cls}, which gradgen cannot declare in the generated module "
+                                         f"({problem}): make '{name}' a parameter without a default, and pass "
+                                         f"{node.id} where the function is called")
             if isinstance(node, ast.Name) and node.id in self.m.not_constants:  # (a record, a list of arrays, ...)
                 raise self.m.error(node, f"the default of '{name}' is module-level '{node.id}', which "
                                          f"{self.m.not_constants[node.id][1]}: make '{name}' a parameter without "

@@ -14,7 +14,7 @@ from gradgen.frontend import custom_calls, effects, flattening, inactive, local_
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes
 from gradgen.frontend.generators import is_generator
 from gradgen.frontend.known_lists import STATIC_VALUES, ConstList
-from gradgen.frontend.parse import constant_value
+from gradgen.frontend.constants import constant_value
 from gradgen.frontend.scopes import (
     ArgsTuple, Scope, _assigned_names, _lookup, _skip_docstring, _static_int,
     parameter_names

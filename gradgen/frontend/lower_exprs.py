@@ -6,10 +6,10 @@ from __future__ import annotations
 import ast
 
 from gradgen.errors import CompileError, Final
-from gradgen.frontend import comprehensions, flattening, inactive, local_imports
+from gradgen.frontend import comprehensions, flattening, inactive, local_imports, records
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def
 from gradgen.frontend.known_lists import STATIC_VALUES
-from gradgen.frontend.parse import NAMED
+from gradgen.frontend.constants import NAMED
 from gradgen.frontend.scopes import (
     _BINOPS, _OP_TEXT, ArgsTuple, PartsOfAPath, _is_text, _lookup, _LoopVariable, _static_int, _UnmadeList
 )
@@ -310,6 +310,9 @@ class ExprLowering:
             if scope.helper is not None and (name in self.top_params or self.m.imported):
                 return Const(self.m.constants[name])  # the caller's parameter shadows it; another file's
             return Var(name)
+        made = self.m.record_constants.get(name)
+        if made is not None and not self.m.imported and records.declarable(self.m, made.cls) is None:
+            return Var(name)  # data, declared again in the generated module (gradgen.codegen.record_defaults)
         if name in self.m.not_constants:
             what = self.m.not_constants[name][1]
             how = f" without a default (`def f(..., arg)`, called as `f(..., {name})`)" \

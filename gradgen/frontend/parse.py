@@ -1,37 +1,25 @@
 """Stage 1, parse: source text -> a Module record, without running any of it.
 
 `ast.parse` only. The module's top level is read for what functions may use: imports
-(aliases resolved to qualified names such as "numpy.exp"), numeric constants (folded
-here, from literals only), same-file functions and classes. Nothing is evaluated but
-arithmetic on number literals.
+(aliases resolved to qualified names such as "numpy.exp"), numeric constants (folded by
+gradgen.frontend.constants, from literals only), same-file functions and classes. Nothing
+is evaluated but arithmetic on number literals and library functions of them.
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
 import hashlib
 import io
-import math
-import operator
 import re
 import sys
 import tokenize
 import warnings
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from gradgen.errors import CompileError, error_at
-from gradgen.rules import table as primitives
-
-_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-          ast.Div: operator.truediv, ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv,
-          ast.Mod: operator.mod}
-# named numbers of the libraries, wherever a constant may stand (inf is refused where a
-# module constant must be finite, and allowed as a default or inside a function)
-NAMED = {"math.pi": math.pi, "math.e": math.e, "math.tau": math.tau, "math.inf": math.inf,
-         "numpy.pi": math.pi, "numpy.e": math.e, "numpy.inf": math.inf}
+from gradgen.frontend.constants import _dict_of_numbers, constant_value
 
 # Bounds on the work one input can cause (every stage is linear in the file, but the text of
 # a gradient grows with the square of an expression's nesting, and Python's own recursion is
@@ -39,10 +27,21 @@ NAMED = {"math.pi": math.pi, "math.e": math.e, "math.tau": math.tau, "math.inf":
 MAX_SOURCE_BYTES = 2_000_000
 MAX_NESTING = 50  # brackets, calls and operands nested inside one another in one expression
 MAX_OPERATIONS = 200  # operations nested in one expression, long chains like a + b + c... included
-MAX_INT_BITS = 13_000  # integer constants: about 3,900 digits (Python prints at most 4,300)
-MAX_ARRAY_ELEMENTS = 1_000_000
 # the calls that make a class at module level: `Params = namedtuple("Params", "W b")`
 NAMEDTUPLE_MAKERS = {"collections.namedtuple", "typing.NamedTuple", "typing_extensions.NamedTuple"}
+
+
+@dataclass(frozen=True)
+class RecordConstant:
+    """`DEFAULT_ARM = Arm(lengths=np.array([1.0, 0.8]), lower=np.deg2rad([-170.0, -150.0]))`: an
+    instance of a NamedTuple or dataclass of the file whose arguments are constants (folded
+    here, as a module constant is). A default may name it: the generated module declares the
+    class and the instance again (gradgen.codegen.record_defaults), from these values."""
+
+    cls: str
+    args: tuple  # positional arguments' values
+    keywords: tuple  # ((field, value), ...)
+    node: ast.AST
 
 
 @dataclass
@@ -62,6 +61,8 @@ class Module:
     not_constants: dict = field(default_factory=dict)  # name -> (node, why)
     classes: dict = field(default_factory=dict)  # name -> ast.ClassDef, or the ast.Assign of a namedtuple(...)
     records: dict = field(default_factory=dict)  # name -> its gradgen.frontend.records.Record, once read
+    # name -> RecordConstant: `DEFAULT_ARM = Arm(lengths=np.array([...]), ...)`, a record of constants
+    record_constants: dict = field(default_factory=dict)
     redefined: dict = field(default_factory=dict)  # name -> (its ast.FunctionDef, the statement rebinding it)
     lines: list = field(default_factory=list)
     # the user's files it imports (gradgen.frontend.local_imports): dotted name -> Module, each
@@ -307,7 +308,7 @@ def _rebind(module, name, stmt):
     elif name in module.functions:
         module.redefined[name] = (module.functions[name], stmt)
     for table in (module.functions, module.imports, module.relative, module.constants, module.not_constants,
-                  module.classes):
+                  module.classes, module.record_constants):
         table.pop(name, None)
 
 
@@ -329,6 +330,12 @@ def _read_assignment(module, stmt):
             if isinstance(value, ast.Call) and module.qualified(value.func) in NAMEDTUPLE_MAKERS:
                 module.classes[target.id] = stmt  # Params = namedtuple("Params", "W b") (gradgen.frontend.records)
                 continue
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in module.classes:
+                made = _record_constant(value, module)
+                if made is not None:
+                    module.record_constants[target.id] = made
+                module.not_constants[target.id] = (stmt, _not_numeric(value, module))
+                continue
             if isinstance(value, ast.Lambda):
                 module.not_constants[target.id] = (stmt, "is a lambda, which gradgen does not inline yet; "
                                                          "write it as a 'def' in this file")
@@ -342,6 +349,26 @@ def _read_assignment(module, stmt):
                 module.not_constants[target.id] = (stmt, why)
         else:
             _forget_assigned(module, target)
+
+
+def _record_constant(call, module):
+    """The RecordConstant `call` makes, if each argument is a constant (a number, a tuple of
+    numbers, an array built from literals); else None."""
+    try:
+        args = tuple(_field_constant(a, module) for a in call.args)
+        keywords = tuple((k.arg, _field_constant(k.value, module)) for k in call.keywords)
+    except ValueError:
+        return None
+    if any(k is None for k, _ in keywords):  # `**options`
+        return None
+    return RecordConstant(call.func.id, args, keywords, call)
+
+
+def _field_constant(node, module):
+    value = constant_value(node, module)
+    if isinstance(value, tuple) and any(isinstance(v, tuple) for v in value):
+        raise ValueError("nested")
+    return value
 
 
 def _not_numeric(value, module):
@@ -397,198 +424,3 @@ def _forget_globals(module):
             for name in node.names:
                 _rebind(module, name, node)
                 module.not_constants[name] = (node, f"is rebound through 'global' (line {node.lineno})")
-
-
-_ARRAY_BUILDERS = {"numpy.array", "numpy.asarray", "numpy.eye", "numpy.identity", "numpy.linspace",
-                   "numpy.zeros", "numpy.ones", "numpy.arange", "numpy.full"}
-
-
-def _array_constant(node, module):
-    """`np.array([[1, 2], [3, 4]])`, `np.eye(3)`, `np.linspace(0, 1, 5)`: NumPy builds it from
-    literal numbers only (nothing of the user's runs); anything else is not a constant."""
-    if module.qualified(node.func) not in _ARRAY_BUILDERS:
-        raise ValueError("not an array constructor")
-    args = [_nested(constant_value_or_list(a, module)) for a in node.args]
-    kwargs = {}
-    for kw in node.keywords:
-        if kw.arg != "dtype" or ast.unparse(kw.value) not in ("float", "int", "np.float64", "numpy.float64"):
-            raise ValueError("unsupported keyword")
-        kwargs["dtype"] = float if "float" in ast.unparse(kw.value) else int
-    name = module.qualified(node.func).split(".")[1]
-    if _planned_size(name, args) > MAX_ARRAY_ELEMENTS:  # known before NumPy allocates anything
-        raise ValueError(f"too large: more than {MAX_ARRAY_ELEMENTS:,} elements")
-    try:
-        value = getattr(np, name)(*args, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - NumPy refusing literal arguments, whatever its reason
-        raise ValueError(str(exc)) from None
-    if value.size > MAX_ARRAY_ELEMENTS or value.dtype.kind not in "biuf":
-        raise ValueError("too large or not numeric")
-    if value.dtype.kind == "f" and not np.isfinite(value).all():
-        raise ValueError("not finite")
-    return value
-
-
-def _library_call(node, module):
-    """`math.log(2 * math.pi)`, `np.sqrt(2.0)`: a function of the rule table (from math or
-    NumPy) applied to constants, folded now. It is the library's own function on numbers,
-    never the user's code; the result must be a finite number (or a small array)."""
-    qualified = module.qualified(node.func) or (node.func.id if isinstance(node.func, ast.Name) else None)
-    found = primitives.lookup(qualified) if qualified else None
-    if found is None or node.keywords or not node.args:
-        raise ValueError("not a numeric constant")
-    library, _, name = qualified.rpartition(".")
-    if library not in ("math", "numpy", ""):
-        raise ValueError("not a numeric constant")
-
-    function = getattr({"math": math, "numpy": np, "": builtins}[library], name, None)
-    args = [constant_value(a, module) for a in node.args]
-    if function is None or any(isinstance(a, tuple) for a in args):
-        raise ValueError("not a numeric constant")
-    try:
-        with warnings.catch_warnings(), np.errstate(all="raise"):
-            warnings.simplefilter("ignore")
-            value = function(*args)
-    except (ArithmeticError, ValueError, TypeError, FloatingPointError):
-        raise ValueError("arithmetic error") from None
-    if isinstance(value, np.ndarray) and value.ndim == 0 or isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError("not finite")
-    if hasattr(value, "dtype") and (value.dtype.kind not in "biuf" or not np.isfinite(value).all()):
-        raise ValueError("not finite")
-    if type(value) not in (int, float, bool) and not hasattr(value, "dtype"):
-        raise ValueError("not a numeric constant")
-    return _bounded(value)
-
-
-def _planned_size(name, args):
-    """How many elements np.<name>(*args) will have, from its arguments alone."""
-    def count(shape):
-        dims = shape if isinstance(shape, (list, tuple)) else [shape]
-        if not all(type(d) is int and d >= 0 for d in dims) or len(dims) > 32:
-            raise ValueError("not a shape")
-        return math.prod(dims)
-
-    def number(i, default=None):
-        value = args[i] if i < len(args) else default
-        if type(value) not in (int, float) or not math.isfinite(value):
-            raise ValueError("not a number")
-        return value
-
-    if name in ("array", "asarray"):
-        return 0  # literal numbers written out in the file: as many as the file holds
-    if name in ("zeros", "ones", "full"):
-        return count(args[0] if args else None)
-    if name == "identity":
-        return count(args[0] if args else None) ** 2
-    if name == "eye":
-        return count(args[0] if args else None) * count(args[1] if len(args) > 1 else args[0] if args else None)
-    if name == "linspace":
-        return count(args[2] if len(args) > 2 else 50)
-    if name == "arange":
-        start, stop = (0, number(0)) if len(args) == 1 else (number(0), number(1))
-        step = number(2, 1)
-        if step == 0:
-            raise ValueError("zero step")
-        return max(0, math.ceil((stop - start) / step))
-    raise ValueError("unknown array builder")
-
-
-def _bounded(value):
-    """`value`, unless it is too large to write out (an integer of thousands of digits, an
-    array of millions of elements) or not a real number."""
-    if isinstance(value, complex):
-        raise ValueError("not a real number")
-    if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
-        raise ValueError(f"too large: an integer of more than {MAX_INT_BITS * 3 // 10:,} digits")
-    if getattr(value, "size", 0) > MAX_ARRAY_ELEMENTS:
-        raise ValueError(f"too large: more than {MAX_ARRAY_ELEMENTS:,} elements")
-    return value
-
-
-def _check_operands(op, left, right):
-    """Refuse arithmetic whose result would be too large, before computing it."""
-    if hasattr(left, "shape") or hasattr(right, "shape"):
-        try:
-            shape = np.broadcast_shapes(np.shape(left), np.shape(right))
-        except ValueError:
-            raise ValueError("shapes do not broadcast") from None
-        if math.prod(shape) > MAX_ARRAY_ELEMENTS:
-            raise ValueError(f"too large: more than {MAX_ARRAY_ELEMENTS:,} elements")
-        if isinstance(op, ast.Pow) and np.any(np.abs(right) > 1024):
-            raise ValueError("exponent too large")
-        return
-    if isinstance(op, ast.Pow) and abs(right) > 1024:
-        raise ValueError("exponent too large")
-    if isinstance(left, int) and isinstance(right, int):
-        bits = left.bit_length()
-        if isinstance(op, ast.Pow) and right > 0 and bits > 1 and (bits - 1) * right > MAX_INT_BITS:
-            raise ValueError(f"too large: an integer of more than {MAX_INT_BITS * 3 // 10:,} digits")
-        if isinstance(op, ast.Mult) and bits + right.bit_length() > MAX_INT_BITS + 1:
-            raise ValueError(f"too large: an integer of more than {MAX_INT_BITS * 3 // 10:,} digits")
-
-
-def constant_value_or_list(node, module):
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [constant_value_or_list(e, module) for e in node.elts]
-    return constant_value(node, module)
-
-
-def _nested(value):
-    return list(value) if isinstance(value, tuple) else value
-
-
-def _dict_of_numbers(node, module):
-    """`HYPERPARAMS = {"l2": 1e-2, "temperature": 1.5}`: string keys, numbers; a function
-    reads its numbers by key (gradgen.frontend.lower folds `HYPERPARAMS["l2"]` to the number)."""
-    if not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
-        raise ValueError("not a numeric constant")
-    values = [constant_value(v, module) for v in node.values]
-    if any(isinstance(v, tuple) or hasattr(v, "shape") for v in values):
-        raise ValueError("not a numeric constant")
-    return {k.value: v for k, v in zip(node.keys, values)}
-
-
-def constant_value(node, module):
-    """The number (or tuple of numbers) a constant expression denotes: literals, named
-    constants, + - * / ** on them, and tuples or lists of those.
-
-    Raises ValueError for anything else. Nothing is executed.
-    """
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
-        return _bounded(node.value)
-    if isinstance(node, (ast.Tuple, ast.List)) and node.elts and len(node.elts) <= 100_000:
-        values = tuple(constant_value(e, module) for e in node.elts)
-        if any(isinstance(v, tuple) for v in values):
-            raise ValueError("nested sequences are not numeric constants")
-        return values
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        value = constant_value(node.operand, module)
-        if isinstance(value, tuple):
-            raise ValueError("a sign on a sequence")
-        return -value if isinstance(node.op, ast.USub) else +value
-    if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
-        left, right = constant_value(node.left, module), constant_value(node.right, module)
-        if isinstance(left, tuple) or isinstance(right, tuple):
-            raise ValueError("arithmetic on sequences")
-        _check_operands(node.op, left, right)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # NumPy's overflow warnings: the result is checked below
-                result = _ARITH[type(node.op)](left, right)
-        except (ArithmeticError, ValueError, TypeError):
-            raise ValueError("arithmetic error") from None
-        if hasattr(result, "dtype") and result.dtype.kind == "f":
-            if not np.isfinite(result).all():
-                raise ValueError("not finite")
-        return _bounded(result)
-    if isinstance(node, ast.Name) and node.id in module.constants:
-        return module.constants[node.id]
-    if isinstance(node, ast.Call):
-        if module.qualified(node.func) in _ARRAY_BUILDERS:
-            return _array_constant(node, module)
-        return _library_call(node, module)
-    qualified = module.qualified(node)
-    if qualified in NAMED:
-        return NAMED[qualified]
-    raise ValueError("not a numeric constant")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gradgen.frontend.constants import constant_value
 from gradgen.frontend.parse import NAMEDTUPLE_MAKERS
 from gradgen.frontend.structured import SliceStep, TreeRef
 from gradgen.ir.nodes import Const, Field
@@ -88,6 +89,47 @@ def records(module):
         if name not in module.records:
             module.records[name] = _read(module, name)
     return {name: r for name, r in module.records.items() if r is not None}
+
+
+def declarable(module, name):
+    """Why the class `name` cannot be declared again in the generated module (a default is an
+    instance of it: gradgen.codegen.record_defaults), or None: a NamedTuple or dataclass of
+    annotated fields whose defaults, if any, are constants, without methods."""
+    record = records(module).get(name)
+    if record is None:
+        return f"'{name}' is no NamedTuple or dataclass"
+    if record.problem is not None:
+        return record.problem[1]
+    if record.members:
+        member = next(iter(record.members))
+        return f"class '{name}' has the {record.members[member][1]} '{member}', which gradgen does not copy"
+    for field_name, value in field_defaults(module, record).items():
+        if value is None:
+            return f"the default of the field '{field_name}' of class '{name}' is not a constant"
+    return None
+
+
+def field_defaults(module, record):
+    """{field: its default's value (None: not a constant)} of the fields that have one."""
+    node, out = record.node, {}
+    if isinstance(node, ast.Assign):  # namedtuple("P", "a b", defaults=(1.0,))
+        given = next((k.value for k in node.value.keywords if k.arg == "defaults"), None)
+        if given is not None:
+            try:
+                values = constant_value(given, module)
+            except ValueError:
+                values = None
+            if not isinstance(values, tuple) or len(values) > len(record.fields):
+                return {record.fields[-1]: None}
+            out = dict(zip(record.fields[len(record.fields) - len(values):], values))
+        return out
+    for stmt in node.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            try:
+                out[stmt.target.id] = constant_value(stmt.value, module)
+            except ValueError:
+                out[stmt.target.id] = None
+    return out
 
 
 def named_by(module, annotation):

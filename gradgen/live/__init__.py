@@ -472,7 +472,7 @@ def _load(key, origin, kind, text, names):
     module.__file__ = filename
     module.__package__ = origin.function.__globals__.get("__package__")
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    exec(compile(text, filename, "exec"), module.__dict__)
+    exec(compile(text, filename, "exec", dont_inherit=True), module.__dict__)
     functions = {}
     for role, name in names.items():
         g = getattr(module, name)

@@ -187,6 +187,11 @@ primitive("clip", 3, spellings=["numpy.clip"], sympy=lambda x, lo, hi: sympy.Min
                lambda g, out, x, lo, hi: g * F.logical_and(Call("lt", (x, lo), "op"), Call("le", (lo, hi), "op")),
                lambda g, out, x, lo, hi: g * Call("gt", (F.maximum(x, lo), hi), "op")))
 primitive("square", spellings=["numpy.square"], sympy=lambda x: x**2, vjp=lambda g, out, x: g * 2 * x)
+# angle units: linear, a constant factor (np.radians is np.deg2rad, np.degrees np.rad2deg)
+primitive("deg2rad", spellings=["numpy.deg2rad", "numpy.radians", "math.radians"], sympy=lambda x: x * sympy.pi / 180,
+          vjp=lambda g, out, x: g * (math.pi / 180))
+primitive("rad2deg", spellings=["numpy.rad2deg", "numpy.degrees", "math.degrees"], sympy=lambda x: x * 180 / sympy.pi,
+          vjp=lambda g, out, x: g * (180 / math.pi))
 primitive("reciprocal", spellings=["numpy.reciprocal"], sympy=lambda x: 1 / x, vjp=lambda g, out, x: -g * out**2)
 primitive("logical_and", 2, spellings=["numpy.logical_and"], sympy=lambda a, b: a and b, kind="piecewise",
           tangent="none")

@@ -110,8 +110,11 @@ class _ArrayTrace(_Trace):
             return _CHOICES[e.prim](args, numbers)
         if prim.sympy is None or params:
             raise _Unsupported(e.prim)
-        return np.vectorize(prim.sympy, otypes=[object])(*args) if any(np.ndim(a) for a in args) \
-            else prim.sympy(*args)
+        if any(np.ndim(a) for a in args):
+            if not prim.elementwise:  # (its twin is the number's case: cumprod of a number is the number)
+                raise _Unsupported(e.prim)
+            return np.vectorize(prim.sympy, otypes=[object])(*args)
+        return prim.sympy(*args)
 
 
 class _Statement(_ArrayTrace):
@@ -261,6 +264,9 @@ _ARRAY_OPS = {  # NumPy on object arrays of sympy expressions
     "mean": lambda t, e, a, p: np.mean(np.asarray(a[0], dtype=object), **p),
     "prod": lambda t, e, a, p: np.prod(np.asarray(a[0], dtype=object), **p),
     "cumsum": lambda t, e, a, p: np.cumsum(np.asarray(a[0], dtype=object), **p),
+    "cumprod": lambda t, e, a, p: np.cumprod(np.asarray(a[0], dtype=object), **p),
+    "swapaxes": lambda t, e, a, p: np.swapaxes(np.asarray(a[0], dtype=object), p["axis1"], p["axis2"]),
+    "copy": lambda t, e, a, p: np.array(a[0], dtype=object) if np.ndim(a[0]) else a[0],
     "amax": lambda t, e, a, p: _extreme(a, [t.value(e.args[0])], p, np.argmax),
     "amin": lambda t, e, a, p: _extreme(a, [t.value(e.args[0])], p, np.argmin),
     "norm": lambda t, e, a, p: sympy.sqrt(np.sum(np.asarray(a[0], dtype=object) ** 2)),
