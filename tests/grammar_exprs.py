@@ -343,7 +343,7 @@ class ExprGrammar:
             return None
         form = self.choice(["np.tanh({})", "np.sin({})", "np.cos({})", "np.arctan({})", "np.exp(np.tanh({}))",
                             "np.log1p({m} * {m})", "np.sqrt(1 + {m} * {m})", "np.square({})", "minus", "abs",
-                            "pow"])
+                            "pow", "np.deg2rad({m} * 30.0)", "np.rad2deg(np.tanh({})) / 60.0"])
         if form == "abs":
             return self.make(f"np.abs({x.text})", f"_abs({x.probe})")
         if form == "pow":

@@ -86,7 +86,9 @@ def test_the_grammar_covers_what_issue_20_names():
               "return inside a loop": 10, "return inside while True": 4, "return inside a nested loop": 2,
               "helper returning inside its loop": 6, "tuple target writing into an array": 15,
               # issue 22, item 1
-              "code kept as written": 25}
+              "code kept as written": 25,
+              # the angle units' rules (np.deg2rad, np.rad2deg)
+              "angle conversion": 4}
     assert all(found[c] >= n for c, n in wanted.items()), {c: found[c] for c in wanted}
 
 
@@ -97,6 +99,8 @@ def grammar_constructs(case):
     found = collections.Counter()
     found.update(_parameter_constructs(case, f))
     for node in ast.walk(f):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in ("np.deg2rad", "np.rad2deg"):
+            found["angle conversion"] += 1
         for inner, where in ((ast.For, "loop"), (ast.If, "branch")):
             if isinstance(node, inner):
                 for stmt in [s for s in ast.walk(node) if isinstance(s, ast.Assign) and s is not node]:
