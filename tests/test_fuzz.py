@@ -496,3 +496,13 @@ def test_the_sympy_oracle_runs_array_primitives_as_numpy_does(expression):
     (report,) = check_source(source, "oracle.py", functions=["f"], at={"A": A})
     rows = [row for row in report.points[0].rows if row.sympy is not None]
     assert rows and all(row.ok for row in rows), [(r.param, r.generated, r.sympy, r.fd) for r in rows]
+
+
+def test_soak_39005_a_control_program_whose_repair_leaves_a_domain_is_drawn_again():
+    """Soak seed 39005 #1180 (on 0a4c7c2): the generator's own error, not gradgen's. Moving
+    a comparison's shift clear of its kink sent a guarded call (`math.asin`, `math.log`) out
+    of its domain while the generator ran the program, and the program was lost as an
+    internal error. It is drawn again without helpers, as an unmovable comparison is."""
+    case = fuzz.generate(39005, 1180)
+    assert case.kind == "control"
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok")
