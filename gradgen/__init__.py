@@ -26,6 +26,7 @@ EXPORTS = {
     "stop_gradient": "gradgen.custom",
     "flatten": "gradgen.trees",
     "flatten_func": "gradgen.trees",
+    "fixed_point": "gradgen.inlined",
     "grad": "gradgen.live",
     "value_and_grad": "gradgen.live",
     "jvp": "gradgen.live",

@@ -57,6 +57,8 @@ def _resolve(module, folder, shared):
                 found = _read(name, folder, shared)
                 if found is not None:
                     module.local[name] = found
+    if "gradgen" not in module.local and any(q == "gradgen" or q.startswith("gradgen.") for q in module.imports.values()):
+        module.local["gradgen"] = _read_gradgen(shared)  # gradgen.fixed_point: inlined, as a user's helper is
     _constants_imported(module)
 
 
@@ -121,6 +123,20 @@ def _read(name, folder, shared):
         _resolve(imported, folder, shared)
         return imported
     return None
+
+
+def _read_gradgen(shared):
+    """gradgen/inlined.py, the functions a compiled function may call from gradgen (gradgen.fixed_point),
+    read as a user's file is (not listed in the header: its gradgen version, which status checks, says
+    which text it is)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "inlined.py")
+    key = os.path.realpath(path)
+    if key not in shared["cache"]:
+        imported = parse.parse_module(read_source(path), "gradgen/inlined.py")
+        imported.imported = True
+        shared["cache"][key] = imported
+        _resolve(imported, os.path.dirname(path), shared)
+    return shared["cache"][key]
 
 
 def _constants_imported(module):

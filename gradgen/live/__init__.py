@@ -21,7 +21,8 @@ globals (never running anything), and the generated function takes the numbers a
 among them as keyword arguments, passed again on every call.
 
 autograd's names for these (`elementwise_grad`, `hessian_vector_product`, `argnum=`) are in
-`aliases`; a derivative of a derivative compiles the module gradgen generated (`again`); the
+`aliases`; a NumPy or math function itself (`gradgen.grad(np.tanh)`) is the one-line function
+calling it (`library`); a derivative of a derivative compiles the module gradgen generated (`again`); the
 derivatives of a function `gradgen.flatten_func` made are `f`'s, flattened (`flat`).
 Where the module for any shapes cannot tell a number from an array, the function handed out
 compiles again for the shapes of its calls, one module per signature (`ranks`).
@@ -49,7 +50,7 @@ import numpy as np
 
 import gradgen
 from gradgen.errors import CompileError
-from gradgen.live import again, aliases, display, flat, ranks
+from gradgen.live import again, aliases, display, flat, library, ranks, second
 from gradgen.live import outside as outside_values
 
 CACHE_FORMAT = 1
@@ -135,6 +136,8 @@ def _public(f, wrt, kind, role, checkpoint=(None, None), jit=None):
     the compiler (its message already says where the problem is in the user's source)."""
     __tracebackhide__ = True  # (IPython and pytest leave this frame out of a traceback)
     wrt = _wrt(wrt)
+    if not isinstance(f, types.FunctionType):  # np.sqrt: the one-line function calling it (gradgen/live/library.py)
+        f = library.as_function(f)
     if flat.made(f) is not None:  # a function flatten_func made: f's derivative, flattened (gradgen/live/flat.py)
         return flat.derivative(f, wrt, role, lambda func, inner: _public(func, inner, kind, role, checkpoint, jit))
     if jit not in (None, "none"):  # (numba specialises on the types of each call itself: no shapes)
@@ -152,7 +155,13 @@ def _public(f, wrt, kind, role, checkpoint=(None, None), jit=None):
         error = exc
         if ranks.kinds_help(exc.message):  # recursion on a list: compiled for the kinds of the first call
             return ranks.by_kinds(f, exc, lambda kinds: _derivative(f, wrt, _with_kinds(kind, kinds), role))
+        if role in ("grad", "value_and_grad") and kind == "grad" and second.made_from(f) is not None:
+            made = second.through_hvp(f, wrt, role, hvp)  # its tape read again: forward over it (live/second.py)
+            _remember(f, wrt, kind, role, made)
+            return made
     else:
+        if role == "grad" and kind == "grad":  # (a gradient of it may go through f's hvp: gradgen/live/second.py)
+            made.derivative_of = (f, wrt)
         _remember(f, wrt, kind, role, made)
         return made
     raise error.with_traceback(None)
