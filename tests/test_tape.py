@@ -274,3 +274,38 @@ def test_a_number_proven_through_a_loop_needs_a_fixed_point():
     text = compile_source(source, "tape.py", shapes=shapes_of_point(point), wrt="all").text
     assert "        ds_dw = ds_dw + np.sum(ds_de * d)\n" in _grad_text(text)
     _check(source, point, shapes_of_point(point))
+
+
+WHILE_AND_DATA = '''
+import numpy as np
+
+
+def settle(a, guess=10.0):
+    x, x_prev = guess - 0.05 * (guess ** 2 - a), guess
+    while np.abs(x - x_prev) > 1e-4:
+        x, x_prev = x - 0.05 * (x ** 2 - a), x
+    return x
+
+
+def reach(q, lengths=None):
+    if lengths is None:
+        lengths = np.ones(3)
+    return np.sum(lengths * np.cos(q))
+'''
+
+
+def test_a_while_test_and_an_undifferentiated_parameter_are_not_saved():
+    # the backward pass runs a while loop `count` times (its test is not read again), so x_prev,
+    # read only by the test, is never pushed; and a parameter without a gradient (`lengths`) is
+    # read back only where backward code reads it, which it is not here
+    text = compile_source(WHILE_AND_DATA, "settle.py", functions=["settle", "reach"]).text
+    assert "x_stack.append(x)" in text and "x_prev_stack" not in text and "lengths_stack" not in text
+    module = load_module(text, "tape_while_and_data")
+    namespace = {}
+    exec(WHILE_AND_DATA, namespace)  # noqa: S102 - the test's own program
+    h = 1e-6
+    want = (namespace["settle"](2.0 + h) - namespace["settle"](2.0 - h)) / (2 * h)
+    assert module.settle_grad(2.0) == pytest.approx(want, rel=1e-7)
+    q = np.array([0.3, -0.5, 1.1])
+    np.testing.assert_allclose(module.reach_grad(q), -np.sin(q), rtol=1e-14)
+    np.testing.assert_allclose(module.reach_grad(q, np.array([2.0, 1.0, 0.5])), -np.array([2.0, 1.0, 0.5]) * np.sin(q))

@@ -82,10 +82,12 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
                      rev.locals)
     if isinstance(fn.result, Var) and fn.result.name in activity.active:
         rev.state[fn.result.name] = Const(1) if seed is None else seed
-    # a parameter's gradient is made from its value (zeros of its shape, an adjoint reset, a zero
-    # of its kind for one nothing differentiable reads): where the body rebinds it in a loop or
-    # a branch, each old value is read back, so the backward pass ends holding what was passed
-    rebinds = set(rev.params) | rev.written  # (and zeros of an array written into)
+    # a differentiated parameter's gradient is made from its value (zeros of its shape, an adjoint
+    # reset, a zero of its kind for one nothing differentiable reads): where the body rebinds it in
+    # a loop or a branch, each old value is read back, so the backward pass ends holding what was
+    # passed. A parameter without a gradient (data, `arm=None` then `arm = DEFAULT_ARM`) is read
+    # back only where backward code reads it, as any other name (issue 23: the minimal tape)
+    rebinds = set(activity.wrt) | rev.written  # (and zeros of an array written into)
     rev.trip_values = tape.trip_values(fn.body, rebinds)
     statements = rev.block(fn.body)
     saved, after = tape.mark_saves(fn.body, rev.reads, rebinds, rev.trip_values, rev.reads_made)
@@ -188,8 +190,9 @@ class _Reverser(Merging, ListGradients, ControlFlow):
             code = self.branches(stmt.test, stmt.body, stmt.orelse, stmt)
         elif isinstance(stmt, (For, While)):
             code = self.loop(stmt)
-        if code:
-            self.note_reads(stmt, *expressions(stmt), *([Var(stmt.count)] if getattr(stmt, "count", None) else []))
+        if code:  # (a while loop runs backwards `for _ in range(count)`: its test is not read again)
+            read = [] if isinstance(stmt, While) else list(expressions(stmt))
+            self.note_reads(stmt, *read, *([Var(stmt.count)] if getattr(stmt, "count", None) else []))
         return code
 
     def note_reads(self, stmt, *exprs):
