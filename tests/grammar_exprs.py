@@ -200,6 +200,10 @@ class _Scope:
 
     kinds: dict = field(default_factory=dict)
     container_use: set = field(default_factory=set)  # parameters used as only a container can be
+    # names bound to code kept as written (data; grammar_programs.stmt_inactive): kept with the scope,
+    # so that a branch's `g = np.quantile(X, ...)` is forgotten after the `if` with the rest of the
+    # branch (soak 39009 #1844: g, differentiated before the `if`, was taken for data after it)
+    inactive: set = field(default_factory=set)
 
 
 class ExprGrammar:
@@ -221,7 +225,6 @@ class ExprGrammar:
         self.worlds: _Worlds | None = None
         self.owned: set = set()  # names whose value no other name holds (from arithmetic)
         self.updated: set = set()  # names updated in place (`k -= e`) inside a loop or branch
-        self.inactive_names: set = set()  # names bound to code kept as written (data; stmt_inactive)
         self.loop_vars: list = []  # per loop being drawn, its variables and what it runs over (never assigned)
 
     # -- small choices -----------------------------------------------------------------------
@@ -245,6 +248,11 @@ class ExprGrammar:
 
     def names(self, kind: str = "num") -> list[str]:
         return [n for n, k in self.scope.kinds.items() if k == kind]
+
+    @property
+    def inactive_names(self) -> set:
+        """The names bound to code kept as written, in the current scope (see _Scope.inactive)."""
+        return self.scope.inactive
 
     def bind(self, name: str, kind: str) -> None:
         self.inactive_names.discard(name)  # (rebound: maybe to a differentiated value)

@@ -70,6 +70,9 @@ class GrammarProgram:
 
 
 RECORD_RATE = 0.25  # programs with a NamedTuple or dataclass parameter (grammar_records)
+# programs whose f takes a module-level record of constants as a default (`settings=SETTINGS`, or
+# `settings=None` then `settings = SETTINGS`), read where a parameter is first rebound (its own draws)
+RECORD_DEFAULT_RATE = 0.12
 
 
 class GrammarBuilder(ExprGrammar):
@@ -164,8 +167,14 @@ class GrammarBuilder(ExprGrammar):
         return None
 
     def commit(self, pairs: list) -> list | None:
-        """`pairs` if its probed text runs at every point (which it then has run)."""
-        return pairs if self.worlds.execute("\n".join(p for _, p in pairs)) else None
+        """`pairs` if its probed text runs at every point (which it then has run). A name they
+        write into or update (`s += e`, `y[0] = e`, `(y[:-1], y[1:]) = ...`) is no longer known
+        to hold data (soak 39009 #1844 and its class: `e = e - np.sum(H)` after `e = np.ones(...)`)."""
+        if not self.worlds.execute("\n".join(p for _, p in pairs)):
+            return None
+        for text, _ in pairs:
+            self.inactive_names.difference_update(_written(text))
+        return pairs
 
     def stmt_assign(self) -> list | None:
         """`name = e`: a new name, or one bound already (e reads its old value often)."""
@@ -224,8 +233,10 @@ class GrammarBuilder(ExprGrammar):
             lines.append((f'{tag} = f"{{np.shape({name})}}"', f'{tag} = f"{{np.shape({name})}}"'))
             lines.append((f"assert isinstance({tag}, str), {tag}", f"assert isinstance({tag}, str), {tag}"))
         self.bind(name, "num")
-        self.inactive_names.add(name)
-        return self.commit(lines)
+        pairs = self.commit(lines)
+        if pairs is not None:
+            self.inactive_names.add(name)
+        return pairs
 
     def part_of_itself(self, name: str):
         """`v[1:]`, `v[::-1]`, `h[..., None]`, `np.tanh(h) + h[-1]`, `g + h[-1]`, `h + g[-1]`: the
@@ -759,11 +770,36 @@ class GrammarBuilder(ExprGrammar):
         text = "\n".join(t for t, _ in body) + "\n" + (ret or "")
         for name in sorted(_helpers_in(text)):
             lines += ["", *HELPERS[name], ""]
-        lines += ["", f"def f({', '.join(self.signature(specs))}):", *(t for t, _ in _indent(body))]
+        signature, first = self.signature(specs), []
+        defaulted = self.record_default(specs, declared)
+        if defaulted is not None:
+            declaration, keyword, first = defaulted
+            lines += declaration
+            signature += [keyword] if "*" in signature else ["*", keyword]
+        lines += ["", f"def f({', '.join(signature)}):", *first, *(t for t, _ in _indent(body))]
         lines += [f"    {ret}"] if ret else []  # (none after a `while True:` left only by returning)
         if self.chance(0.3):
             lines += ["", "", *self.choice(AUX)]
         return "\n".join(lines) + "\n"
+
+    def record_default(self, specs, declared):
+        """(module lines, the keyword parameter, f's first lines) of a record default, or None:
+        `SETTINGS = Pair(np.array([...]), 1.0)` read as `w = w * settings.b + 0.0 * np.sum(settings.a)`,
+        the same numbers (so every promise of the program holds), through a record the generated
+        module must declare again (gradgen/codegen/record_defaults.py)."""
+        draws = random.Random(f"grammar-record-default:{self.seed}")  # (its own: other programs stay the same)
+        numeric = [name for name, kind, _ in specs if kind in ("vector", "matrix", "scalar")]
+        if draws.random() >= RECORD_DEFAULT_RATE or not numeric:
+            return None
+        target, name = draws.choice(numeric), "settings" if "settings" not in self.taken else "setup"
+        values = [round(draws.uniform(-1.0, 1.0), 3) for _ in range(draws.choice([2, 3]))]
+        lines = [] if any(line.startswith("Pair = ") for line in declared) else \
+            ["", "from collections import namedtuple", "", 'Pair = namedtuple("Pair", "a b")']
+        lines += ["", f"SETTINGS = Pair(np.array({values!r}), 1.0)", ""]
+        first = [f"    {target} = {target} * {name}.b + 0.0 * np.sum({name}.a)"]
+        if draws.random() < 0.5:
+            return lines, f"{name}=SETTINGS", first
+        return lines, f"{name}=None", [f"    if {name} is None:", f"        {name} = SETTINGS", *first]
 
     def signature(self, specs) -> list[str]:
         """Positional parameters (a list or tuple read only by position annotated, as the
@@ -799,6 +835,16 @@ def _bound(pairs) -> set:
         match = re.match(r"^\s*([\w, ]+?)\s*(=|\+=|-=|\*=)(?!=)", text)
         if match:
             names |= {n.strip() for n in match.group(1).split(",") if n.strip().isidentifier()}
+    return names
+
+
+def _written(text: str) -> set:
+    """The names a statement's text binds, updates or writes into (`y[0] = e`, `a, (b[1:], c) = ...`)."""
+    names = set()
+    for line in text.split("\n"):
+        match = re.match(r"^\s*(.+?)\s*(=|\+=|-=|\*=|/=)(?!=)", line)
+        if match and not line.lstrip().startswith(("if ", "elif ", "while ", "for ", "assert ", "return ")):
+            names |= set(re.findall(r"(?<![\w.'\"])([A-Za-z_]\w*)(?=\s*(?:\[|,|\)|$))", match.group(1)))
     return names
 
 

@@ -368,3 +368,16 @@ def test_a_constant_the_file_module_does_not_take_is_a_problem():
         "[constant: file module, f_grad(..., SCALE=0.8)] x (leaf 0): generated [0.6, 1.2] != finite differences "
         "[1.6, 3.2]",
         "[constant: file module, f_grad(..., SCALE=0.8)] f_value_and_grad's value 1.5 is not f's"]
+
+
+@pytest.mark.parametrize("index, why", [
+    (107, "`m = h` inside a loop (h a parameter another loop runs over), then an inner loop reading and "
+          "rebinding m: the assignment was lost and m read None (gradgen/frontend/lower.py, _prebind)"),
+    (103, "`e = np.ones(...)` (data), then `e = e - np.sum(H)`: the generator took e for data still and "
+          "drew `np.ptp(e)` (an update keeps no name data now: grammar_programs.commit)"),
+    (20, "`settings = SETTINGS` (a record constant) through the Python API: compared as an array on every "
+         "call and compiled again without end (gradgen/live: records compared part by part)"),
+])
+def test_seed_0_grammar_programs_found_by_the_record_default_forms(index, why):
+    case = fuzz.generate(0, index, only="grammar")
+    assert fuzz.run(case).status == "ok", why

@@ -118,3 +118,40 @@ def test_a_record_default_gradgen_cannot_declare_is_refused_with_the_reason(body
         f"arm.py:{line}:14: the default of 'arm' is module-level 'DEFAULT_ARM', an instance of Arm, which gradgen "
         f"cannot declare in the generated module ({message}): make 'arm' a parameter without a default, and pass "
         "DEFAULT_ARM where the function is called")
+
+
+LIVE = '''import collections
+
+import numpy as np
+
+Pair = collections.namedtuple("Pair", "a b")
+SETTINGS = Pair(np.array([0.25, -0.5]), 2.0)
+
+
+def scaled(w, *, settings=SETTINGS):
+    return np.sum(np.sin(w) * settings.a) * settings.b
+
+
+def scaled_none(w, *, settings=None):
+    if settings is None:
+        settings = SETTINGS
+    return np.sum(np.sin(w) * settings.a) * settings.b
+'''
+
+
+@pytest.mark.parametrize("name", ["scaled", "scaled_none"])
+def test_a_record_default_through_the_python_api(tmp_path, name):
+    # gradgen.grad on the live function (the fuzzer's grammar kind found both: the record read
+    # from the running program was taken for a tuple constant, then compared as an array on
+    # every call, and compiled again without end)
+    from test_live import write_module
+    import gradgen
+
+    user = write_module(tmp_path, LIVE, stem="settings_user")
+    g = gradgen.grad(getattr(user, name))
+    w = np.array([0.3, -1.1])
+    np.testing.assert_allclose(g(w), np.cos(w) * np.array([0.25, -0.5]) * 2.0, rtol=1e-14)
+    np.testing.assert_allclose(g(w, settings=user.Pair(np.array([1.0, 1.0]), 3.0)), 3.0 * np.cos(w), rtol=1e-14)
+    user.SETTINGS = user.Pair(np.array([1.0, 2.0]), 1.0)  # (a notebook rebinding it: the None form reads it anew)
+    if name == "scaled_none":
+        np.testing.assert_allclose(g(w), np.cos(w) * np.array([1.0, 2.0]), rtol=1e-14)

@@ -367,3 +367,17 @@ def f(w):
     assert value == pytest.approx(np.sum(w ** 2) * 0.25)
     np.testing.assert_allclose(grad, 0.5 * w)
     assert math.isfinite(value)
+
+
+def test_a_parameter_bound_whole_in_a_loop_then_rebound_in_an_inner_loop_is_read_whole():
+    # (a grammar fuzz program, seed 0 #107) `for row in h` makes h look like a list; `m = h` in a
+    # loop, then `m = p * m` in an inner loop: m's first value there is h itself. The assignment
+    # was lost (m read None); h is now compiled as the array it is, read whole
+    source = HEADER + ("def f(p, h):\n    for it in range(2):\n        m = h\n        for step in range(2):\n"
+                       "            m = p * m\n    total = 0.0\n    for row in h:\n        total = total + row\n"
+                       "    return np.mean(m) + total\n")
+    module = load_module(compile_source(source, functions=["f"], wrt="all").text, "whole_in_loop")
+    p, h = np.array([0.5, 2.0]), np.array([1.0, -1.0])
+    dp, dh = module.f_grad(p, h)
+    np.testing.assert_allclose(dp, p * h, rtol=1e-14)
+    np.testing.assert_allclose(dh, p ** 2 / 2 + 1.0, rtol=1e-14)

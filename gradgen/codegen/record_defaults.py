@@ -14,6 +14,8 @@ each argument as the module constants are (`np.array([...])`).
 from __future__ import annotations
 
 import ast
+import collections
+import dataclasses
 
 from gradgen.frontend.records import field_defaults, records
 from gradgen.ir.nodes import Spelled
@@ -27,8 +29,23 @@ def used(results, module):
     (`if arm is None: arm = DEFAULT_ARM`), in file order."""
     named = {p.default.text for f in results for p in f.ir.params
              if isinstance(p.default, Spelled) and p.default.text in module.record_constants}
-    named |= {name for f in results for name in names_read(f.ir.body) if name in module.record_constants}
+    named |= {name for f in results for name in names_read(f.ir.body)
+              if name in module.record_constants and name not in module.runtime}  # (those: passed on every call)
     return [name for name in module.record_constants if name in named]
+
+
+def instance(module, name):
+    """The value of the record constant `name`, made without running the user's file (for the
+    sympy trace, gradgen.verify.trace): an instance of a class with the record's fields, its
+    arguments and the class's defaults as folded."""
+    made = module.record_constants[name]
+    record = records(module)[made.cls]
+    values = {**field_defaults(module, record), **dict(zip(record.fields, made.args)), **dict(made.keywords)}
+    if record.kind == "NamedTuple":
+        cls = collections.namedtuple(made.cls, record.fields)
+    else:
+        cls = dataclasses.make_dataclass(made.cls, record.fields, frozen=True)
+    return cls(**{f: values[f] for f in record.fields if f in values})
 
 
 def declarations(module, names, literal):

@@ -477,6 +477,14 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             if isinstance(current, PartsOfAPath) and _reads_name(stmts, name):
                 # its old value, which the block reads, is parts no variable holds (soak seed 2006 #1004)
                 raise UsedWhole(current.ref.root.name, self.m.error(stmt, current.message()))
+            if isinstance(current, TreeRef) and current.runs() and current.leaf is None and _reads_name(stmts, name):
+                # `m = h` (h a structured parameter), then a loop reading and rebinding m: its first trip
+                # reads the parts, which no variable holds (a soak's `m = h; for ...: m = p * m`, with h an
+                # array a loop elsewhere runs over: compiled again with h read whole)
+                what = "the structured parameter" if not current.path else "a run of parts of"
+                raise UsedWhole(current.root.name, self.m.error(stmt, f"'{name}' holds {what} '{current.root.name}' "
+                                                                     "and is read and assigned inside this loop or "
+                                                                     "branch: give the new value another name"))
             if isinstance(current, TreeRef):  # assigned in the block: from here on a variable
                 current = self._unref(scope, name, stmt, in_block=True)
             if isinstance(current, ArgsTuple):

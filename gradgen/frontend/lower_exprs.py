@@ -302,6 +302,11 @@ class ExprLowering:
             return self._read(scope.closure, node)
         if name in self.m.functions and name not in self.m.constants:
             return FunctionValue(self.m.functions[name])
+        made = self.m.record_constants.get(name)
+        if made is not None and not self.m.imported and (
+                name in self.m.runtime or records.declarable(self.m, made.cls) is None):
+            return Var(name)  # data: declared again in the generated module (gradgen.codegen.record_defaults),
+            # or, read from a running program (gradgen.live), passed to it on every call as its other values are
         if isinstance(self.m.constants.get(name), tuple):
             raise self.m.error(node, f"'{name}' is a sequence: only a loop may run over it")
         if isinstance(self.m.constants.get(name), dict):
@@ -310,9 +315,6 @@ class ExprLowering:
             if scope.helper is not None and (name in self.top_params or self.m.imported):
                 return Const(self.m.constants[name])  # the caller's parameter shadows it; another file's
             return Var(name)
-        made = self.m.record_constants.get(name)
-        if made is not None and not self.m.imported and records.declarable(self.m, made.cls) is None:
-            return Var(name)  # data, declared again in the generated module (gradgen.codegen.record_defaults)
         if name in self.m.not_constants:
             what = self.m.not_constants[name][1]
             how = f" without a default (`def f(..., arg)`, called as `f(..., {name})`)" \

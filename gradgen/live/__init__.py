@@ -34,6 +34,7 @@ imported when a function is first compiled or loaded.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -304,10 +305,39 @@ def _given(g, generated, f, wrt, kind, role, origin, constants):
 
 
 def _snapshot(value):
-    return value.copy() if isinstance(value, np.ndarray) else value
+    """The value as it is now, its arrays copied (a record or container of them, part by part)."""
+    parts = _parts(value)
+    if parts is None:
+        return value.copy() if isinstance(value, np.ndarray) else value
+    return _ValueSnapshot(type(value), {key: _snapshot(part) for key, part in parts.items()})
+
+
+@dataclass(frozen=True)
+class _ValueSnapshot:
+    """A container or record (`SETTINGS = Pair(np.array([...]), 1.0)`) as it was: its class and parts."""
+
+    cls: type
+    parts: dict
+
+
+def _parts(value):
+    """{key: part} of a NamedTuple, dataclass, tuple, list or dict; None for anything else."""
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        return {name: getattr(value, name) for name in value._fields}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return dict(enumerate(value))
+    if isinstance(value, dict):
+        return dict(value)
+    return None
 
 
 def _same_value(now, then):
+    if isinstance(then, _ValueSnapshot):
+        parts = _parts(now)
+        return type(now) is then.cls and parts is not None and parts.keys() == then.parts.keys() and all(
+            _same_value(parts[key], then.parts[key]) for key in parts)
     try:
         return type(now) is type(then) and np.shape(now) == np.shape(then) and bool(np.array_equal(now, then))
     except (TypeError, ValueError):
@@ -315,6 +345,9 @@ def _same_value(now, then):
 
 
 def _shape_of(value):
+    parts = _parts(value)
+    if parts is not None:  # (a record or container: its parts' shapes)
+        return (type(value).__name__, tuple((key, _shape_of(part)) for key, part in parts.items()))
     return (type(value).__name__, np.shape(value), str(getattr(value, "dtype", "")))
 
 

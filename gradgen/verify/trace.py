@@ -14,8 +14,9 @@ import math
 import numpy as np
 import sympy
 
+from gradgen.codegen import record_defaults
 from gradgen.codegen.emit import Emitter
-from gradgen.ir.nodes import Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, as_written, variables
+from gradgen.ir.nodes import Assign, Break, Call, Cond, Const, Continue, For, If, Spelled, Var, While, as_written, variables
 from gradgen.rules.table import SCIPY_MODULES, TABLE, casts_to_int
 from gradgen.verify.symbolic_plans import Fallback, _number, partials
 from gradgen.verify.usercode import fresh
@@ -59,9 +60,15 @@ class _Trace:
         self.wrt = list(wrt)
         self.zero = (0,) * len(self.wrt)
         self.values = dict(module.constants)
-        self.tangents = {c: self.zero for c in module.constants}
+        records = {n: record_defaults.instance(module, n) for n in getattr(module, "record_constants", {})
+                   if n not in module.constants}  # (`arm=DEFAULT_ARM`, `arm = DEFAULT_ARM`: data the trace reads)
+        self.values.update(records)
+        self.tangents = {c: self.zero for c in [*module.constants, *records]}
         for p in params:
             if p.function:  # `act=np.tanh`: the code is compiled for it; no value of its own
+                continue
+            if p.name not in point and isinstance(p.default, Spelled) and p.default.text in records:
+                self.values[p.name], self.tangents[p.name] = records[p.default.text], self.zero
                 continue
             self.values[p.name] = point[p.name]
             self.tangents[p.name] = tuple(int(p.name == w) for w in self.wrt)
