@@ -34,7 +34,6 @@ imported when a function is first compiled or loaded.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import functools
 import hashlib
 import inspect
@@ -51,7 +50,7 @@ import numpy as np
 
 import gradgen
 from gradgen.errors import CompileError
-from gradgen.live import again, aliases, display, flat, library, ranks, second
+from gradgen.live import again, aliases, display, flat, library, ranks, second, values
 from gradgen.live import outside as outside_values
 
 CACHE_FORMAT = 1
@@ -279,8 +278,8 @@ def _given(g, generated, f, wrt, kind, role, origin, constants):
     code = generated.__code__
     keywords = set(code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount])
     given = [name for name in outside.read if name in keywords]
-    folded = {name: _snapshot(outside.constants[name]) for name in outside.read if name not in keywords}
-    shapes = {name: _shape_of(outside.constants[name]) for name in given if name in outside.constants}
+    folded = {name: values.snapshot(outside.constants[name]) for name in outside.read if name not in keywords}
+    shapes = {name: values.shape_of(outside.constants[name]) for name in given if name in outside.constants}
     fixed = list(outside.fixed)
     for name in folded:
         value = outside.constants[name]
@@ -293,8 +292,8 @@ def _given(g, generated, f, wrt, kind, role, origin, constants):
     def live(*args, **kwargs):
         now = {name: outside.read[name]() for name in outside.read}
         if any(reader() is not value for reader, value in fixed) \
-                or any(not _same_value(now[name], then) for name, then in folded.items()) \
-                or any(_shape_of(now[name]) != shape for name, shape in shapes.items()):
+                or any(not values.same_value(now[name], then) for name, then in folded.items()) \
+                or any(values.shape_of(now[name]) != shape for name, shape in shapes.items()):
             return _derivative(f, wrt, kind, role, constants)(*args, **kwargs)
         for name in given:
             kwargs.setdefault(name, now[name])
@@ -302,53 +301,6 @@ def _given(g, generated, f, wrt, kind, role, origin, constants):
 
     live.source, live.given = g.source, {name: outside.read[name] for name in given}
     return live
-
-
-def _snapshot(value):
-    """The value as it is now, its arrays copied (a record or container of them, part by part)."""
-    parts = _parts(value)
-    if parts is None:
-        return value.copy() if isinstance(value, np.ndarray) else value
-    return _ValueSnapshot(type(value), {key: _snapshot(part) for key, part in parts.items()})
-
-
-@dataclass(frozen=True)
-class _ValueSnapshot:
-    """A container or record (`SETTINGS = Pair(np.array([...]), 1.0)`) as it was: its class and parts."""
-
-    cls: type
-    parts: dict
-
-
-def _parts(value):
-    """{key: part} of a NamedTuple, dataclass, tuple, list or dict; None for anything else."""
-    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
-        return {name: getattr(value, name) for name in value._fields}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    if isinstance(value, (list, tuple)):
-        return dict(enumerate(value))
-    if isinstance(value, dict):
-        return dict(value)
-    return None
-
-
-def _same_value(now, then):
-    if isinstance(then, _ValueSnapshot):
-        parts = _parts(now)
-        return type(now) is then.cls and parts is not None and parts.keys() == then.parts.keys() and all(
-            _same_value(parts[key], then.parts[key]) for key in parts)
-    try:
-        return type(now) is type(then) and np.shape(now) == np.shape(then) and bool(np.array_equal(now, then))
-    except (TypeError, ValueError):
-        return False
-
-
-def _shape_of(value):
-    parts = _parts(value)
-    if parts is not None:  # (a record or container: its parts' shapes)
-        return (type(value).__name__, tuple((key, _shape_of(part)) for key, part in parts.items()))
-    return (type(value).__name__, np.shape(value), str(getattr(value, "dtype", "")))
 
 
 # --- module constants, read when the function is called ----------------------------------
@@ -372,7 +324,7 @@ def _live(g, f, wrt, kind, role, origin, constants):
             if name not in kwargs and name in namespace:
                 kwargs[name] = namespace[name]
         changed = {name: namespace[name] for name, value in folded.items()
-                   if name in namespace and not _same(seen, name, namespace[name], (constants or {}).get(name, value))}
+                   if name in namespace and not values.same(seen, name, namespace[name], (constants or {}).get(name, value))}
         if changed:
             return _derivative(f, wrt, kind, role, {**(constants or {}), **changed})(*args, **kwargs)
         return g(*args, **kwargs)
@@ -380,16 +332,6 @@ def _live(g, f, wrt, kind, role, origin, constants):
     live.source = g.source
     return live
 
-
-def _same(seen, name, current, compiled):
-    if seen.get(name, (None,))[0] is current:
-        return seen[name][1]
-    try:
-        same = bool(np.array_equal(current, compiled)) and np.shape(current) == np.shape(compiled)
-    except (TypeError, ValueError):
-        same = current == compiled
-    seen[name] = (current, same)
-    return same
 
 
 def _source_constants(origin):
