@@ -506,3 +506,14 @@ def test_soak_39005_a_control_program_whose_repair_leaves_a_domain_is_drawn_agai
     case = fuzz.generate(39005, 1180)
     assert case.kind == "control"
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")
+
+
+def test_soak_40001_a_branch_that_rebinds_a_value_saves_it_for_the_zero_its_adjoint_restarts_from():
+    """Soak seed 40001 #1021 (on 789a680), a crash at the second point: `data = data[..., None]`
+    in a loop, then `if ...: data = np.array([0.0, s])`. Where the branches join, the backward
+    pass restarts data's adjoint from `np.zeros_like(data)`, which reads data as it was before
+    the branch, but nothing saved it: zeros of the branch's (2,) met the loop's (4, 1, 1). What
+    the join reads is now read at the `if`'s entry, and the branch saves what it overwrites."""
+    case = fuzz.generate(40001, 1021)
+    assert "        data = np.array([0.0, np.sum(M)])\n" in case.source
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok")

@@ -35,6 +35,7 @@ class ControlFlow:
         else_code = self.block(orelse)
         self.owned &= then_owned
         else_zeroed = self.zeroed
+        joined = []  # what the adjoints are set to where the branches join: read at the `if`'s entry
         for v in sorted(set(then_state) | set(self.state)):
             a, b = then_state.get(v), self.state.get(v)
             if a == b:
@@ -46,6 +47,7 @@ class ControlFlow:
                         self.mutable.add(name.name)
                     value = st if st is not None else self.zero(v)
                     code.append(Assign(name.name, value))
+                    joined.append(value)
                     if bare(value, zeroed):  # (a 0.0 there: a rule that reads it first makes it an array)
                         zeroed.add(name.name)
                     else:
@@ -55,6 +57,9 @@ class ControlFlow:
             self.state[v] = name
         self.zeroed = then_zeroed | else_zeroed
         self.cited = None
+        if stmt is not None and joined:  # (`np.zeros_like(data)` for a branch's `data = e`: data as it was
+            # before the branch, which a branch that overwrites it must save: soak seed 40001 #1021)
+            self.note_reads(stmt, *joined)
         if not then_code and not else_code:
             return []
         return [If(test, then_code, else_code, stmt.line if stmt else None, stmt.source if stmt else None)]
