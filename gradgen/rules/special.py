@@ -194,34 +194,33 @@ helper("mvn_logpdf_grad", '''def mvn_logpdf_grad(g, x, mean, cov, i):
     return np.tril(s + s.T) - np.diag(np.diag(s))
 ''', tangent="explicit")
 # forward mode: the tangent of the log-density, and of its gradient (a Hessian-vector product)
+helper("mvn_moving", '''def mvn_moving(x, mean, cov, dx, dmean, dcov):
+    """What the multivariate normal's tangents read: cov and dcov (0.0 where it stays) as the
+    lower triangles mirrored that SciPy factors, a = cov^-1 (x - mean) and d(x - mean), one
+    row per point."""
+    cov = np.tril(cov) + np.tril(cov, -1).T
+    d = cov.shape[-1]
+    dcov = np.broadcast_to(dcov, cov.shape)
+    r = np.reshape(np.asarray(x, dtype=float) - mean, (-1, d))
+    dr = np.reshape(np.broadcast_to(np.subtract(dx, dmean), np.shape(x)), (-1, d))
+    return cov, np.tril(dcov) + np.tril(dcov, -1).T, np.linalg.solve(cov, r.T).T, dr
+''')
 helper("mvn_logpdf_tangent", '''def mvn_logpdf_tangent(x, mean, cov, dx, dmean, dcov):
     """Tangent of scipy.stats.multivariate_normal.logpdf(x, mean, cov) along dx, dmean, dcov
     (0.0 where one stays): with r = x - mean and a = cov^-1 r, each row moves by
     -a . dr + (a^T dcov a - trace(cov^-1 dcov)) / 2, cov and dcov their lower triangles
     mirrored (what SciPy reads). Squeezed as SciPy squeezes the log-density."""
-    cov = np.tril(cov) + np.tril(cov, -1).T
-    d = cov.shape[-1]
-    dcov = np.broadcast_to(dcov, cov.shape)
-    dcov = np.tril(dcov) + np.tril(dcov, -1).T
-    r = np.reshape(np.asarray(x, dtype=float) - mean, (-1, d))
-    dr = np.reshape(np.broadcast_to(np.subtract(dx, dmean), np.shape(x)), (-1, d))
-    a = np.linalg.solve(cov, r.T).T
+    cov, dcov, a, dr = mvn_moving(x, mean, cov, dx, dmean, dcov)
     t = -np.sum(a * dr, axis=1) + 0.5 * (np.sum((a @ dcov) * a, axis=1) - np.trace(np.linalg.solve(cov, dcov)))
     t = np.squeeze(t)
     return t[()] if t.ndim == 0 else t
-''')
+''', needs=("mvn_moving",))
 helper("mvn_logpdf_grad_tangent", '''def mvn_logpdf_grad_tangent(g, x, mean, cov, i, dx, dmean, dcov):
     """How mvn_logpdf_grad(g, x, mean, cov, i) moves as x, mean and cov move along dx, dmean,
     dcov, g fixed (0.0 where one stays; a second derivative): a = cov^-1 r moves by
     cov^-1 (dr - dcov a), cov^-1 by -cov^-1 dcov cov^-1, and each gradient by its product rule."""
-    cov = np.tril(cov) + np.tril(cov, -1).T
-    d = cov.shape[-1]
-    dcov = np.broadcast_to(dcov, cov.shape)
-    dcov = np.tril(dcov) + np.tril(dcov, -1).T
-    r = np.reshape(np.asarray(x, dtype=float) - mean, (-1, d))
-    dr = np.reshape(np.broadcast_to(np.subtract(dx, dmean), np.shape(x)), (-1, d))
-    w = np.reshape(np.broadcast_to(g, np.shape(r)[:1]), (-1, 1))
-    a = np.linalg.solve(cov, r.T).T
+    cov, dcov, a, dr = mvn_moving(x, mean, cov, dx, dmean, dcov)
+    w = np.reshape(np.broadcast_to(g, np.shape(a)[:1]), (-1, 1))
     da = np.linalg.solve(cov, (dr - a @ dcov).T).T
     if i == 0:
         return np.reshape(-w * da, np.shape(x))
@@ -230,7 +229,7 @@ helper("mvn_logpdf_grad_tangent", '''def mvn_logpdf_grad_tangent(g, x, mean, cov
     inv = np.linalg.inv(cov)
     ds = 0.5 * (da.T @ (w * a) + a.T @ (w * da) + np.sum(w) * inv @ dcov @ inv)
     return np.tril(ds + ds.T) - np.diag(np.diag(ds))
-''')
+''', needs=("mvn_moving",))
 primitive("mvn_logpdf", 3, spellings=["scipy.stats.multivariate_normal.logpdf"], elementwise=False,
           positional=(("x", REQUIRED), ("mean", REQUIRED), ("cov", REQUIRED)), tangent="explicit",
           vjp=tuple((lambda k: lambda g, out, x, mean, cov: F.mvn_logpdf_grad(g, x, mean, cov, Const(k)))(k)
