@@ -221,12 +221,46 @@ def _run(case: Case) -> Outcome:
             problems = checkpoint_problems(case, CHECKPOINT[0])
         except Exception:  # noqa: BLE001 - an internal error is exactly what we are looking for
             return Outcome(case, "internal", (f"[checkpoint {CHECKPOINT[0]}] " + traceback.format_exc(limit=-6),))
+    if not problems and JIT[0] is not None:
+        try:
+            problems = jit_problems(case, JIT[0])
+        except Exception:  # noqa: BLE001 - an internal error is exactly what we are looking for
+            return Outcome(case, "internal", (f"[jit {JIT[0]}] " + traceback.format_exc(limit=-6),))
     if problems:
         return Outcome(case, "mismatch", tuple(problems))
     return Outcome(case, "undecided", tuple(undecided)) if undecided else Outcome(case, "ok")
 
 
+def jit_problems(case: Case, jit: str) -> list[str]:
+    """A program compiled with `--jit numba` gives the value and gradient of its plain compile
+    (which the oracles checked), to rounding (numba's math library is not NumPy's). A program
+    gradgen refuses to jit (a call numba lacks, a structured parameter) is no problem: that
+    refusal is located by design, and so is an argument numba has no type for (a dict the
+    function never reads). A module numba then fails to compile at its first call is: gradgen
+    wrote code it said numba takes."""
+    wrt = list(case.wrt) if case.wrt is not None else None
+    try:
+        text = compile_source(case.source, functions=["f"], wrt=wrt, jit=jit).text
+    except CompileError:
+        return []
+    plain = load_module(compile_source(case.source, functions=["f"], wrt=wrt).text, "fuzz_plain")
+    jitted = load_module(text, "fuzz_jitted")
+    want, _ = _call(plain.f_value_and_grad, case.point)
+    try:
+        got, _ = _call(jitted.f_value_and_grad, case.point)
+    except Exception as exc:  # noqa: BLE001 - numba's own error, at the first call
+        if "Cannot determine Numba type of" in str(exc):
+            return []  # (an argument numba has no type for, a dict or a list the function never reads: not accepted)
+        return [f"[jit {jit}] f_value_and_grad raised {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"]
+    a, b = _leaves(want), _leaves(got)
+    if len(a) != len(b) or not all(np.allclose(np.asarray(x, float), np.asarray(y, float), rtol=1e-9, atol=1e-12,
+                                               equal_nan=True) and np.shape(x) == np.shape(y) for x, y in zip(a, b)):
+        return [f"[jit {jit}] f_value_and_grad: {got!r} != plain {want!r}"]
+    return []
+
+
 CHECKPOINT = [None]  # `--checkpoint K`: loop programs compiled again with K states (checkpoint_problems)
+JIT = [None]  # `--jit numba`: each program numba accepts compiled again for it (jit_problems)
 
 
 def checkpoint_problems(case: Case, snapshots: int) -> list[str]:
@@ -812,7 +846,7 @@ def save(outcome: Outcome, out_dir: Path) -> Path:
 # ---- the run -----------------------------------------------------------------------------
 
 def _job(args):
-    seed, index, only, shrinking, CHECKPOINT[0] = args
+    seed, index, only, shrinking, CHECKPOINT[0], JIT[0] = args
     try:
         case = generate(seed, index, only)
     except Exception:  # noqa: BLE001 - a bug of the generator is reported, never the end of a soak
@@ -828,12 +862,13 @@ def _job(args):
 
 
 def fuzz(programs: int, seed: int, jobs: int = 1, out_dir: Path | None = None, progress=None,
-         only: str | None = None, shrinking: bool = True, checkpoint: int | None = None):
+         only: str | None = None, shrinking: bool = True, checkpoint: int | None = None, jit: str | None = None):
     """Run `programs` programs; returns the outcomes that are not ok, failures and undecided
     (each saved to `out_dir`). `only`: "grammar" or "classic" (see `generate`); `shrinking`
     off saves each failure as it was generated; `checkpoint` K: loop programs compiled again with
-    --checkpoint K and compared (checkpoint_problems)."""
-    work = [(seed, i, only, shrinking, checkpoint) for i in range(programs)]
+    --checkpoint K and compared (checkpoint_problems); `jit` "numba": each program numba
+    accepts compiled again for it and compared (jit_problems)."""
+    work = [(seed, i, only, shrinking, checkpoint, jit) for i in range(programs)]
     failures = []
     if jobs > 1:
         ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
@@ -919,9 +954,11 @@ def main(argv=None) -> int:
     parser.add_argument("--no-shrink", action="store_true", help="save failures as generated, unshrunk")
     parser.add_argument("--checkpoint", type=int, default=None, metavar="K",
                         help="also compile each loop program with --checkpoint K and compare its gradient")
+    parser.add_argument("--jit", choices=("numba",), default=None,
+                        help="also compile each program with --jit numba (where it is accepted) and compare")
     args = parser.parse_args(argv)
     failures = fuzz(args.programs, args.seed, args.jobs, args.out, None if args.quiet else ProgressBar(),
-                    args.only, not args.no_shrink, args.checkpoint)
+                    args.only, not args.no_shrink, args.checkpoint, args.jit)
     for outcome in failures:
         print(f"{outcome.status}: {outcome.case.kind} program {outcome.case.index}: "
               f"{outcome.problems[0].strip().splitlines()[-1]}  -> "

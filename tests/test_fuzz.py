@@ -517,3 +517,17 @@ def test_soak_40001_a_branch_that_rebinds_a_value_saves_it_for_the_zero_its_adjo
     case = fuzz.generate(40001, 1021)
     assert "        data = np.array([0.0, np.sum(M)])\n" in case.source
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")
+
+
+def test_the_jit_check_compares_what_numba_accepts_with_the_plain_module():
+    """`python -m tests.fuzz --jit numba` (issue 23): each program compiled again with --jit
+    numba gives the plain module's value and gradient; a program gradgen refuses to jit is no
+    problem. Seed 4 #48 (`np.stack([q, q, q])` of numbers: numba stacks arrays only) raised at
+    numba's first call; each part of a stack is now an array (gradgen/codegen/numba_arrays.py)."""
+    pytest.importorskip("numba")
+    case = fuzz.generate(4, 48)
+    assert "np.stack([q, q, q])" in case.source
+    assert fuzz.jit_problems(case, "numba") == []
+    refused = fuzz.Case("array", 0, 0, "import numpy as np\n\n\ndef f(x):\n    return np.sum(np.einsum('i,i->i', x, x))\n",
+                        {"x": np.array([0.5, -1.0, 2.0])})
+    assert fuzz.jit_problems(refused, "numba") == []

@@ -8,7 +8,8 @@ the typed versions of gradgen's array helpers.
   `g[:, k]`, `np.sum(a, axis=k, keepdims=True)`
   as `np.expand_dims(np.sum(a, axis=k), k)`, `np.mean(a, axis=k)` as the sum over the
   length, `np.zeros_like(a, dtype=float)` with `dtype=np.float64`, a list of arrays given to
-  `np.concatenate`/`np.stack` as a tuple.
+  `np.concatenate`/`np.stack` as a tuple (each part of a stack through `np.asarray`: numba
+  stacks arrays only, and a number is a 0-d one).
 * `OVERLOADS`: gradgen's helpers that undo broadcasting (`unbroadcast`, `matmul_grad_a`,
   `matmul_grad_b`) ask NumPy for shapes and ranks while they run; numba types a function once
   per argument types, so each gets a `numba.extending.overload` that picks, from the types
@@ -67,7 +68,10 @@ class Respell(ast.NodeTransformer):
             new = ast.Subscript(node.args[0], ast.Tuple([*full, node.args[1]], ast.Load()) if full else node.args[1],
                                 ast.Load())
         elif spelled in ("np.concatenate", "np.stack") and node.args and isinstance(node.args[0], ast.List):
-            node.args[0] = ast.Tuple(node.args[0].elts, ast.Load())
+            parts = node.args[0].elts
+            if spelled == "np.stack":  # (numba stacks arrays only: a number as a 0-d array, an array as it is)
+                parts = [ast.Call(_attribute("np.asarray"), [p], []) for p in parts]
+            node.args[0] = ast.Tuple(parts, ast.Load())
             self.changed = True
         if new is not None:
             self.changed = True
