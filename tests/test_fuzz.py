@@ -531,3 +531,13 @@ def test_the_jit_check_compares_what_numba_accepts_with_the_plain_module():
     refused = fuzz.Case("array", 0, 0, "import numpy as np\n\n\ndef f(x):\n    return np.sum(np.einsum('i,i->i', x, x))\n",
                         {"x": np.array([0.5, -1.0, 2.0])})
     assert fuzz.jit_problems(refused, "numba") == []
+
+
+def test_the_jit_check_seed_4_151_an_adjoint_reset_keeps_its_type_under_numba():
+    """Seed 4 #151 under --jit numba: `for row in a: s = row`, then the backward loop resets
+    ds to a bare 0.0 after it held an array, which numba cannot type (float64 and an array);
+    the reset is `np.zeros_like(ds)[()]` there (gradgen/codegen/numba_spell.py, zero_resets)."""
+    pytest.importorskip("numba")
+    case = fuzz.generate(4, 151)
+    assert "    for row in a:\n        s = row\n" in case.source
+    assert fuzz.jit_problems(case, "numba") == []

@@ -10,7 +10,9 @@ decorated `@numba.njit(cache=False)` and the few spellings numba cannot compile 
 * a name the forward pass binds before its loop as `x = None` (so that its stack can save
   the value the first iteration overwrites) starts at a zero of its own type, `0.0`, `0` or
   `False`: numba types a variable once, and a list of one type. The stacks themselves stay
-  `[]`: numba types an empty list by what is appended to it.
+  `[]`: numba types an empty list by what is appended to it;
+* an adjoint reset to a bare `0.0` after it held an array restarts from zeros of its own
+  value (`np.zeros_like(ds)[()]`), for the same reason.
 
 The scalar code gradgen writes is otherwise what numba compiles as it is: numbers, `if`,
 `for` over ranges and tuples, `while`, `math.*` and NumPy's functions of numbers, tuples.
@@ -28,7 +30,7 @@ import re
 from gradgen.codegen import emit, freshness
 from gradgen.codegen.numba_arrays import OVERLOADS, overloads
 from gradgen.codegen.numba_check import Checker, Refusal
-from gradgen.codegen.numba_spell import defaults, loops, placeholders, respellings
+from gradgen.codegen.numba_spell import defaults, loops, placeholders, respellings, zero_resets
 from gradgen.codegen.rewrite import ModuleEdits
 from gradgen.errors import CompileError
 from gradgen.ir.nodes import Call
@@ -137,6 +139,7 @@ class _Module(ModuleEdits):
         start = self.starts[(fdef.decorator_list[0] if fdef.decorator_list else fdef).lineno - 1]
         self.edits.append((start, start, f"{DECORATOR}\n"))
         edits = loops(fdef, self.constants, set(self.names)) + placeholders(fdef, self.constants) + respellings(fdef)
+        edits += zero_resets(fdef)
         edits += defaults(fdef)
         for node, text in edits:
             self._edit(node, text)

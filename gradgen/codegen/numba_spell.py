@@ -35,6 +35,25 @@ def defaults(fdef):
                                                                   args.defaults)]
 
 
+def zero_resets(fdef):
+    """[(statement, its new text)]: an adjoint the backward pass resets to a bare `0.0` after it
+    held an array (`ds = 0.0` once a loop trip's `s = row` is done) restarts from zeros of its
+    own value, `np.zeros_like(ds)[()]` (a number stays a number): numba types a variable once.
+    Only in a function that calls NumPy (a scalar module's resets are numbers already)."""
+    if not any(isinstance(n, ast.Name) and n.id == "np" for n in ast.walk(fdef)):
+        return []
+    edits, seen = [], set()
+    for stmt in sorted((n for n in ast.walk(fdef) if isinstance(n, ast.Assign)), key=lambda n: (n.lineno, n.col_offset)):
+        target = stmt.targets[0] if len(stmt.targets) == 1 else None
+        if not isinstance(target, ast.Name):
+            continue
+        if isinstance(stmt.value, ast.Constant) and type(stmt.value.value) is float and stmt.value.value == 0.0 \
+                and target.id in seen:
+            edits.append((stmt, f"{target.id} = np.zeros_like({target.id})[()]"))
+        seen.add(target.id)
+    return edits
+
+
 def loops(fdef, constants, taken):
     """The edits that make each backward loop (`reversed(...)`) run over an explicit range or a
     module-level tuple backwards."""
