@@ -538,6 +538,8 @@ def test_the_jit_check_seed_4_151_an_adjoint_reset_keeps_its_type_under_numba():
     ds to a bare 0.0 after it held an array, which numba cannot type (float64 and an array);
     the reset is `np.zeros_like(ds)[()]` there (gradgen/codegen/numba_spell.py, zero_resets)."""
     pytest.importorskip("numba")
-    case = fuzz.generate(4, 151)
-    assert "    for row in a:\n        s = row\n" in case.source
+    source = ("import numpy as np\n\n\ndef f(a, b, *, X):\n    for row in a:\n        s = row\n    w = s\n"
+              "    v = a.T.T.T\n    return np.mean(w)\n")  # (as the shrinker left it)
+    case = fuzz.Case("array", 4, 151, source, {"a": np.array([[0.5, -1.0], [2.0, 0.25]]), "b": 0.3,
+                                               "X": np.array([0.5])})
     assert fuzz.jit_problems(case, "numba") == []
