@@ -543,3 +543,17 @@ def test_the_jit_check_seed_4_151_an_adjoint_reset_keeps_its_type_under_numba():
     case = fuzz.Case("array", 4, 151, source, {"a": np.array([[0.5, -1.0], [2.0, 0.25]]), "b": 0.3,
                                                "X": np.array([0.5])})
     assert fuzz.jit_problems(case, "numba") == []
+
+
+@pytest.mark.parametrize("source, point", [
+    ("import numpy as np\n\n\ndef f(u):\n    S = np.mean(u, axis=0)\n    return S\n", {"u": np.array([0.5, -1.0, 2.0])}),
+    ("import numpy as np\n\n\ndef f(a, *, X):\n    z = np.broadcast_to(X, (2, 2))\n"
+     "    v = np.sum(np.mean(z, axis=1), axis=0, keepdims=True)\n    return np.sum(v) - np.sum(a)\n",
+     {"a": np.array([0.5, 1.5]), "X": np.array([0.25, -0.75])}),
+])
+def test_the_jit_check_seed_6_expand_dims_of_a_number_under_numba(source, point):
+    """Seed 6 #37 and #168 of the fuzzer's jit check (as shrunk): a reduction's gradient, or
+    `keepdims=True` of a reduction to a number, called numba's np.expand_dims on a number,
+    which takes arrays only; it is given np.asarray(...) now."""
+    pytest.importorskip("numba")
+    assert fuzz.jit_problems(fuzz.Case("array", 6, 37, source, point), "numba") == []

@@ -9,7 +9,7 @@ the typed versions of gradgen's array helpers.
   as `np.expand_dims(np.sum(a, axis=k), k)`, `np.mean(a, axis=k)` as the sum over the
   length, `np.zeros_like(a, dtype=float)` with `dtype=np.float64`, a list of arrays given to
   `np.concatenate`/`np.stack` as a tuple (each part of a stack through `np.asarray`: numba
-  stacks arrays only, and a number is a 0-d one).
+  stacks arrays only, and a number is a 0-d one), and what `np.expand_dims` is given too.
 * `OVERLOADS`: gradgen's helpers that undo broadcasting (`unbroadcast`, `matmul_grad_a`,
   `matmul_grad_b`) ask NumPy for shapes and ranks while they run; numba types a function once
   per argument types, so each gets a `numba.extending.overload` that picks, from the types
@@ -67,6 +67,9 @@ class Respell(ast.NodeTransformer):
             full = [ast.Slice()] * keywords["axis"].value
             new = ast.Subscript(node.args[0], ast.Tuple([*full, node.args[1]], ast.Load()) if full else node.args[1],
                                 ast.Load())
+        elif spelled == "np.expand_dims" and node.args and not _asarray(node.args[0]):
+            node.args[0] = ast.Call(_attribute("np.asarray"), [node.args[0]], [])  # (numba's takes arrays only)
+            self.changed = True
         elif spelled in ("np.concatenate", "np.stack") and node.args and isinstance(node.args[0], ast.List):
             parts = node.args[0].elts
             if spelled == "np.stack":  # (numba stacks arrays only: a number as a 0-d array, an array as it is)
@@ -89,7 +92,7 @@ class Respell(ast.NodeTransformer):
             length = ast.Subscript(ast.Call(_attribute("np.shape"), [array], []), axis, ast.Load())
             summed = ast.BinOp(summed, ast.Div(), length)
         if keep is not None and keep.value:
-            summed = ast.Call(_attribute("np.expand_dims"), [summed, axis], [])
+            summed = ast.Call(_attribute("np.expand_dims"), [ast.Call(_attribute("np.asarray"), [summed], []), axis], [])
         elif spelled == "np.sum" and len(node.args) == 2 and not node.keywords:
             return None  # np.sum(a, k): numba's own spelling already
         return summed
@@ -97,6 +100,10 @@ class Respell(ast.NodeTransformer):
 
 NUMBERS = frozenset({"sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "median", "vdot", "trace",
                      "argmax", "argmin", "count_nonzero", "linalg.norm", "linalg.det"})
+
+
+def _asarray(node):
+    return isinstance(node, ast.Call) and ast.unparse(node.func) == "np.asarray"
 
 
 def kind_of_call(node, spelled):
