@@ -498,6 +498,8 @@ class GrammarBuilder(ExprGrammar):
         if self.commit(pairs) is None:
             return None
         self.scope = scope
+        for text, _ in pairs:  # (a branch's `e = np.exp(H)` after `e = np.ones(...)`: e is no data after the `if`;
+            self.inactive_names.difference_update(_written(text))  # soak 41005 #1215)
         self.owned &= owned  # (one branch's `v = e` leaves v the caller's on the other path: `v += e` would change it)
         for name in bound & _bound(orelse):
             if kinds.get(name) not in (None, "list"):

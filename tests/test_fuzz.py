@@ -557,3 +557,38 @@ def test_the_jit_check_seed_6_expand_dims_of_a_number_under_numba(source, point)
     which takes arrays only; it is given np.asarray(...) now."""
     pytest.importorskip("numba")
     assert fuzz.jit_problems(fuzz.Case("array", 6, 37, source, point), "numba") == []
+
+
+@pytest.mark.parametrize("seed, index, why", [
+    (41004, 755, "np.cumsum(np.var(item, axis=-1), axis=0) of a vector item: a number's cumsum along axis 0 is "
+                 "one element, and its gradient came back (1,), then (1, 3) through var's"),
+    (41005, 1215, "a branch's `e = np.exp(H[...])` after `e = np.ones(...)`: the generator took e for data "
+                  "after the `if` and drew np.percentile(e) (gradgen rightly refused)"),
+])
+def test_soak_41000_finds_pass(seed, index, why):
+    assert fuzz.run(fuzz.generate(seed, index)).status == "ok", why
+
+
+def test_cumsum_and_cumprod_of_a_number_along_axis_0_have_the_numbers_gradient():
+    # (soak 41004 #755's class) NumPy's cumsum and cumprod of a number along axis 0 are one
+    # element long: the gradient, the tangent and the hvp come back to the number's shape
+    from differences import central
+    from gradgen import compile_source, load_module
+
+    source = ("import numpy as np\n\n\ndef f(v, M):\n    a = np.cumprod(np.var(v, axis=-1), axis=0)\n"
+              "    b = np.cumsum(np.var(v, axis=-1), axis=0)\n    c = np.cumsum(np.var(M, axis=-1), axis=0)\n"
+              "    return np.sum(a) + np.sum(b * 2.0) + np.sum(c * np.arange(3.0))\n")
+    module = load_module(compile_source(source, "cum.py", functions=["f"], wrt="all",
+                                        emit_kinds=("grad", "jvp", "hvp")).text, "cum_of_a_number")
+    original = {}
+    exec(source, original)  # noqa: S102 - the test's own program
+    v, M = np.array([0.5, -1.0, 2.0]), np.arange(9.0).reshape(3, 3) ** 1.5 / 7
+    gv, gM = module.f_grad(v, M)
+    np.testing.assert_allclose(gv, central(lambda x: original["f"](x, M), v), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(gM, central(lambda x: original["f"](v, x), M), rtol=1e-7, atol=1e-9)
+    dv, dM = np.array([0.3, 0.1, -0.2]), np.full((3, 3), 0.1)
+    assert module.f_jvp(v, M, dv=dv, dM=dM)[1] == pytest.approx(np.sum(gv * dv) + np.sum(gM * dM), rel=1e-12)
+    h, hvp = 1e-5, module.f_hvp(v, M, dv=dv, dM=dM)
+    moved = [(a - b) / (2 * h) for a, b in zip(module.f_grad(v + h * dv, M + h * dM), module.f_grad(v - h * dv, M - h * dM))]
+    np.testing.assert_allclose(hvp[0], moved[0], rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(hvp[1], moved[1], rtol=1e-6, atol=1e-8)

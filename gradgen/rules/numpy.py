@@ -291,7 +291,7 @@ helper("cumprod_grad", '''def cumprod_grad(g, x, axis=None):
     product of the elements before it and r_j = g_j + x_(j+1) r_(j+1) (the rest of each
     product, summed from the end); no division, so exact where x holds zeros."""
     x = np.asarray(x, dtype=float)
-    if axis is None:
+    if axis is None or np.ndim(x) == 0:  # (of a number along axis 0, NumPy's is one element too)
         return np.reshape(cumprod_grad(np.ravel(g), np.ravel(x), 0), np.shape(x))
     xs, gs = np.moveaxis(x, axis, 0), np.moveaxis(np.asarray(g, dtype=float), axis, 0)
     before = np.cumprod(np.concatenate([np.ones_like(xs[:1]), xs[:-1]]), axis=0)
@@ -304,7 +304,7 @@ helper("cumprod_grad_tangent", '''def cumprod_grad_tangent(g, x, dx, axis=None):
     """How cumprod_grad(g, x, axis) changes as x moves along dx, g fixed (a second derivative):
     before_j * r_j, each factor moved by the product rule of its own recurrence; no division."""
     x = np.asarray(x, dtype=float)
-    if axis is None:
+    if axis is None or np.ndim(x) == 0:
         dx = np.ravel(np.broadcast_to(dx, np.shape(x)))
         return np.reshape(cumprod_grad_tangent(np.ravel(g), np.ravel(x), dx, 0), np.shape(x))
     xs, gs = np.moveaxis(x, axis, 0), np.moveaxis(np.asarray(g, dtype=float), axis, 0)
@@ -324,7 +324,7 @@ helper("cumprod_tangent", '''def cumprod_tangent(dx, x, axis=None):
     """Tangent of np.cumprod(x, axis) along dx: d_i = d_(i-1) x_i + c_(i-1) dx_i, c the
     products so far (the product rule, one element at a time; no division)."""
     x = np.asarray(x, dtype=float)
-    if axis is None:
+    if axis is None or np.ndim(x) == 0:
         return cumprod_tangent(np.ravel(np.broadcast_to(dx, np.shape(x))), np.ravel(x), 0)
     xs, ts = np.moveaxis(x, axis, 0), np.moveaxis(np.broadcast_to(dx, np.shape(x)), axis, 0)
     d, c = np.zeros(xs.shape), np.ones(xs.shape[1:])
@@ -338,7 +338,9 @@ helper("cumprod_tangent", '''def cumprod_tangent(dx, x, axis=None):
 def _reversed_cumsum(g, out, x, axis=None):
     if axis is None:
         return F.reshape(F.flip(F.cumsum(F.flip(g))), F.shape(x))
-    return F.flip(F.cumsum(F.flip(g, axis=axis), axis=axis), axis=axis)
+    # (np.cumsum of a number along axis 0 is a 1-element array: back to the number's shape,
+    # soak seed 41004 #755, where `np.var(v, axis=-1)` of a vector met it)
+    return F.reshape(F.flip(F.cumsum(F.flip(g, axis=axis), axis=axis), axis=axis), F.shape(x))
 
 
 # tangent="linear": linear in its differentiated inputs jointly, so the tangent is the call on
