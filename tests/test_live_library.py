@@ -84,6 +84,14 @@ def test_a_second_derivative_across_parameters_through_a_while_loop(tmp_path):
     assert dxdy(x, y) == pytest.approx(central(lambda v: dx(x, v), y), rel=1e-5)
     dxdx = gradgen.grad(dx)
     assert dxdx(x, y) == pytest.approx(central(lambda v: dx(v, y), x), rel=1e-5)
+    # the other way round: d/dx of df/dy (the hvp's parts are in parameter order, whichever came first)
+    dy = gradgen.grad(user.settle, wrt="y")
+    dydx = gradgen.grad(dy, wrt="x")
+    assert dydx(x, y) == pytest.approx(central(lambda v: dy(v, y), x), rel=1e-5)
+    assert dydx(x, y) == pytest.approx(dxdy(x, y), rel=1e-9)  # (the mixed partials agree)
+    both = gradgen.grad(dy, wrt=["y", "x"])(x, y)  # (in parameter order, as every gradient's parts)
+    assert both[0] == pytest.approx(dydx(x, y), rel=1e-12)
+    assert both[1] == pytest.approx(central(lambda v: dy(x, v), y), rel=1e-5)
 
 
 def test_a_gradient_of_an_array_gradient_says_what_to_use_instead(tmp_path):

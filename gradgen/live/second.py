@@ -38,11 +38,12 @@ def through_hvp(g, wrt, role, hvp):
         raise CompileError(f"gradgen.{role}({g.__name__}): {g.__name__} returns a tuple (the gradient with respect "
                            f"to {', '.join(inner_names)}), and a gradient needs one number: gradgen.hessian("
                            f"{f.__name__}) gives every second derivative", g.__name__)
-    outer = list(wrt) if wrt else _default(f)
-    names = list(inner_names) + [name for name in outer if name not in inner_names]
-    product = hvp(f, tuple(names))
-    tangents = dict(zip(names, _directions(product).values()))
     signature = inspect.signature(f)
+    outer = [name for name in signature.parameters if name in set(wrt or _default(f))]  # (in parameter order, as grad's)
+    wanted = set(inner_names) | set(outer)
+    names = [name for name in signature.parameters if name in wanted]  # (the hvp's own order: the parameters')
+    product = hvp(f, tuple(names))
+    tangents = _directions(product)
     (first,) = inner_names
 
     @functools.wraps(g)
