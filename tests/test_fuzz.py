@@ -592,3 +592,14 @@ def test_cumsum_and_cumprod_of_a_number_along_axis_0_have_the_numbers_gradient()
     moved = [(a - b) / (2 * h) for a, b in zip(module.f_grad(v + h * dv, M + h * dM), module.f_grad(v - h * dv, M - h * dM))]
     np.testing.assert_allclose(hvp[0], moved[0], rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(hvp[1], moved[1], rtol=1e-6, atol=1e-8)
+
+
+def test_soak_42000_a_trip_that_makes_a_value_first_saves_the_old_one_its_restart_reads():
+    """Soak seed 42000 #31 (on 305f5e9), a crash: `X = X[..., None]` in a branch, then a loop
+    whose trips make X first (`X = np.sqrt(1 + np.tanh(Wk) ** 2)`), saved once made. Each
+    backward trip ends restarting X's adjoint from `np.zeros_like(X)`, which reads X as the
+    forward trip found it, but X held the trip's own value: zeros of (2, 2) met the branch's
+    (3, 1). What a restart reads is now read as a trip starts, so such a trip saves the old X."""
+    case = fuzz.generate(42000, 31)
+    assert "        X = np.sqrt(1 + np.tanh(Wk) * np.tanh(Wk))\n" in case.source
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok")

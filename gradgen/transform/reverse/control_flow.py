@@ -97,11 +97,13 @@ class ControlFlow:
                 pre += self.shaped(Var(v), Var(adj))
                 self.zeroed.discard(adj)
         body = self.block(stmt.body)
+        restarts = []  # what each adjoint starts the trip before from: read as a forward trip starts
         for v, st in entry.items():
             if isinstance(st, Var) and self.state.get(v) != st:
                 current = self.state.get(v)
                 body.append(Assign(st.name, as_float(current) if current is not None else self.zero(v)))
                 self.note_zeroed(st.name, body[-1].expr)
+                restarts.append(body[-1].expr)
         ends = {st.name for st in entry.values() if isinstance(st, Var) and st.name in self.zeroed}
         carried = any(self.state.get(v) is not None for v in local)
         if carried or not ends <= at_start:
@@ -124,8 +126,12 @@ class ControlFlow:
         else:
             loop = For(stmt.target, stmt.iter, body, stmt.line, stmt.source, stmt.count, direction="reversed")
         # what the code before the loop reads (`np.zeros_like(S)`) is S as the loop left it: a
-        # later statement that rebinds S saves it for here (soak seed 2006 #7721)
-        self.reads.setdefault(id(stmt), set()).update(simplify.names_read(pre) - self.adj_set)
+        # later statement that rebinds S saves it for here (soak seed 2006 #7721); what a trip's
+        # restart reads (`np.zeros_like(X)` once `X = e` is undone) is X as the forward trip found it,
+        # so a trip that makes X first saves the old value too (soak seed 42000 #31: X of the
+        # branch before the loop, (3, 1), met zeros of a trip's (2, 2))
+        self.reads.setdefault(id(stmt), set()).update(simplify.names_read(pre + [Assign("_", e) for e in restarts])
+                                                      - self.adj_set)
         return pre + [loop]
 
 
