@@ -603,3 +603,17 @@ def test_soak_42000_a_trip_that_makes_a_value_first_saves_the_old_one_its_restar
     case = fuzz.generate(42000, 31)
     assert "        X = np.sqrt(1 + np.tanh(Wk) * np.tanh(Wk))\n" in case.source
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")
+
+
+def test_soak_43005_a_checkpointed_number_state_stays_a_number():
+    """Soak seed 43005 #1126 (on 66737f6, --checkpoint 2): `z = math.trunc(b)`, then `z +=
+    math.tanh(...)` in a checkpointed loop. The snapshot `np.copy(z)` of the int was a 0-d int
+    array, and the restored z's `+=` wrote a float into it in place (a casting error); the copy
+    of a number is a number now (`np.copy(z)[()]`)."""
+    fuzz.CHECKPOINT[0] = 2
+    try:
+        case = fuzz.generate(43005, 1126)
+        assert "    z = _h1(b)\n" in case.source or "math.trunc" in case.source
+        assert fuzz.run(case) == fuzz.Outcome(case, "ok")
+    finally:
+        fuzz.CHECKPOINT[0] = None

@@ -59,8 +59,11 @@ def _store(emitter, s):
 
 
 def _copy(emitter, name):
+    """A copy of the state `name` kept (an array written in place keeps its numbers): `[()]`
+    makes a number's copy a number again, not a 0-d array that `z += 0.5` would write into with
+    the number's dtype (soak 43005 #1126: an int state that its loop makes a float)."""
     emitter.imports.add("numpy")
-    return f"np.copy({name})"
+    return f"np.copy({name})[()]"
 
 
 def _tuple(names):
