@@ -38,7 +38,7 @@ def defaults(fdef):
 def zero_resets(fdef):
     """[(statement, its new text)]: an adjoint the backward pass resets to a bare `0.0` after it
     held an array (`ds = 0.0` once a loop trip's `s = row` is done) restarts from zeros of its
-    own value, `np.zeros_like(ds)[()]` (a number stays a number): numba types a variable once.
+    own value, `np.zeros_like(ds, dtype=np.float64)[()]` (a number stays a number, and a float as `0.0` is): numba types a variable once.
     Only in a function that calls NumPy (a scalar module's resets are numbers already)."""
     if not any(isinstance(n, ast.Name) and n.id == "np" for n in ast.walk(fdef)):
         return []
@@ -49,7 +49,7 @@ def zero_resets(fdef):
             continue
         if isinstance(stmt.value, ast.Constant) and type(stmt.value.value) is float and stmt.value.value == 0.0 \
                 and target.id in seen:
-            edits.append((stmt, f"{target.id} = np.zeros_like({target.id})[()]"))
+            edits.append((stmt, f"{target.id} = np.zeros_like({target.id}, dtype=np.float64)[()]"))  # (0.0: a float, as written)
         seen.add(target.id)
     return edits
 
