@@ -23,10 +23,10 @@ from gradgen.codegen import derivatives, emit, freshness, guards
 from gradgen.codegen import module as generated
 from gradgen.codegen import selection
 from gradgen.codegen import numba_jit as jits
-from gradgen.codegen import record_defaults
+from gradgen.codegen import ode_functions, record_defaults
 from gradgen.codegen.naming import ModuleNamer, identifiers, top_level_identifiers
 from gradgen.errors import CompileError
-from gradgen.frontend import closures, custom_calls, local_imports, lower, nested, parse, records
+from gradgen.frontend import closures, custom_calls, local_imports, lower, nested, odeint, parse, records
 from gradgen.frontend.scopes import MAX_INLINED_NODES
 from gradgen.frontend.structured import NeedsStructure, UsedWhole
 from gradgen.ir import simplify
@@ -181,8 +181,10 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
     helpers = [emit.sigmoid_helper(name, sigmoid_ns[prim], shown, lower.sigmoid_parameter(module))
                for prim, name in sorted(emitter.helpers.items()) if prim == "sigmoid"]
     declares_classes = bool(records.records(module))  # (NamedTuples, dataclasses: gradgen.rules.records)
-    helpers += emit.helper_sources(emitter.used_helpers, declares_classes)
-    imports = set(emitter.imports) | {ns for ns in sigmoid_ns.values() if ns in ("math", "numpy")}
+    integrated, ode_constants, ode_imports, ode_helpers = ode_functions.used(results, module)
+    constants |= ode_constants
+    helpers += emit.helper_sources(emitter.used_helpers | ode_helpers, declares_classes) + integrated
+    imports = set(emitter.imports) | {ns for ns in sigmoid_ns.values() if ns in ("math", "numpy")} | ode_imports
     imports |= emit.record_imports(emitter.used_helpers, declares_classes)
     if emitter.used_helpers or any(hasattr(module.constants[c], "shape") for c in constants):
         imports.add("numpy")
@@ -571,6 +573,9 @@ def nested_derivative(module, fname, wrt, kind, role):
 
 
 nested.compiler = nested_derivative  # (the front end may not import this driver: it is handed the compiler)
+
+# odeint(f, ...) inside a compiled function: f's vjp (gradgen.frontend.odeint)
+odeint.compiler = lambda module, fname, wrt: nested_derivative(module, fname, wrt, "vjp", "vjp")
 
 
 def load_module(text, name="gradgen_generated"):

@@ -7,7 +7,8 @@ generated code uses is made here), `freshness` (the header and `gradgen status`)
 (the module's docstring and options, and the check that it means what it says), `selection`
 (which functions of a whole file are tried, and why each other one is skipped), `guards`
 (what a generated function checks on entry), `record_defaults` (a default that is
-a record of constants, its class and instance declared again), `checkpointing` (a checkpointed loop and its
+a record of constants, its class and instance declared again), `ode_functions` (the
+functions odeint calls, written into the module with their vjps), `checkpointing` (a checkpointed loop and its
 schedule written out), `derivatives` (jvp, hvp, hessian, vjp and
 jacobian beside the gradient), `array_api` with `array_api_calls` and `array_api_helpers`
 (the module respelled for any Array API library), and `numba_jit` (the module made for

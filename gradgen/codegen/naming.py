@@ -237,7 +237,7 @@ _BUILTINS = set(dir(builtins)) - {"_"}
 
 _COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge", "ge_strict", "le_strict"}
 _WORDS = {"add": "sum", "sub": "diff", "mul": "prod", "div": "ratio", "pow": "power", "matmul": "product",
-          "mod": "mod"}
+          "mod": "mod", "odeint_vjp": "ode_gradients"}
 
 
 def _number(e):

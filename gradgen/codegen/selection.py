@@ -16,7 +16,7 @@ import ast
 
 from gradgen.analysis import arrays as array_facts
 from gradgen.analysis.activity import NO_DERIVATIVE
-from gradgen.frontend import local_imports, lower, records
+from gradgen.frontend import local_imports, lower, odeint, records
 from gradgen.frontend.closures import called_parameter, own_nodes
 
 PLOTTING = ("matplotlib", "seaborn", "plotly")  # a function that uses one draws a plot
@@ -104,7 +104,8 @@ def _inlines_its_arguments(module, func, local):
     qualified = module.qualified(func)
     if qualified is None:
         return root.id in module.imports or root.id in module.constants  # (a builtin such as map: a library)
-    return qualified.split(".")[0] == "gradgen" or local_imports.function(module, qualified) is not None
+    return qualified.split(".")[0] == "gradgen" or local_imports.function(module, qualified) is not None \
+        or qualified in odeint.SPELLINGS  # (its function is written into the generated module)
 
 
 def _runs(module, fnode, nodes):

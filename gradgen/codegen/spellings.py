@@ -35,6 +35,8 @@ SPECIAL = {
                                                  ast.Call(ast.Name("len"), args, [])),
     # structured parameters (gradgen.rules.trees): a part read by its path, its length, its keys
     "tree_get": lambda em, args, kw: path(args[0], args[1:]),
+    "tree_whole": lambda em, args, kw: path(args[0], args[1:]),
+    "odeint": lambda em, args, kw: _odeint(em, args, kw),
     "tree_data": lambda em, args, kw: path(args[0], args[1:]),
     "tree_len": lambda em, args, kw: ast.Call(ast.Name("len"), [path(args[0], args[1:])], []),
     "tree_keys": lambda em, args, kw: ast.Call(ast.Name("list"), [path(args[0], args[1:])], []),
@@ -47,6 +49,15 @@ SPECIAL = {
     "custom_vjp": lambda em, args, kw: args[0],
     "custom_estimator": lambda em, args, kw: args[0],
 }
+
+
+def _odeint(em, args, kw):
+    """`scipy.integrate.odeint(f, y0, t, (a, b), rtol=...)`: the function from its static
+    parameter, the args as one tuple (gradgen.rules.integrate)."""
+    given = [k for k in kw if k.arg not in ("func", "func_vjp")]
+    func = next(k.value for k in kw if k.arg == "func")
+    positional = [func, *args[:2]] + ([ast.Tuple(list(args[2:]))] if len(args) > 2 else [])
+    return ast.Call(em._attr("scipy.integrate", "odeint"), positional, given)
 
 
 def path(root, steps):

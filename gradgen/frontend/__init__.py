@@ -15,6 +15,7 @@ declared in the file), `effects` (print, assert, logging), `inactive` (code outs
 subset kept as written, for the activity analysis to accept where no derivative flows) and
 `custom_calls` (reading `@gradgen.custom_vjp` rules), `nested` (`gradgen.grad(f)` called inside a
 compiled function: compiled by gradgen, through the compiler gradgen.api hands it, and inlined),
-`flattening` (`v, _ = flatten(params)`: the vector of a structured parameter's leaves). May import `gradgen.ir`, `gradgen.rules`,
+`flattening` (`v, _ = flatten(params)`: the vector of a structured parameter's leaves), `odeint`
+(`scipy.integrate.odeint(f, y0, t, args)`: f written into the generated module, its vjp compiled). May import `gradgen.ir`, `gradgen.rules`,
 `gradgen.analysis`; never the transforms (an independent layer).
 """

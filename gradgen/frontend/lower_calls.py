@@ -10,7 +10,7 @@ import builtins
 import contextlib
 import operator
 
-from gradgen.frontend import custom_calls, effects, flattening, inactive, local_imports, nested
+from gradgen.frontend import custom_calls, effects, flattening, inactive, local_imports, nested, odeint
 from gradgen.frontend.closures import FUNCTION_VALUES, FunctionValue, LibraryFunction, lambda_as_def, own_nodes
 from gradgen.frontend.generators import is_generator
 from gradgen.frontend.known_lists import STATIC_VALUES, ConstList
@@ -49,6 +49,9 @@ class CallLowering:
         derivative = nested.function_value(self, scope, node, sigmoid_pattern)
         if derivative is not None:  # `force = gradgen.grad(potential)`: a function value, inlined where called
             return derivative
+        integrated = odeint.lowered(self, scope, node)
+        if integrated is not None:  # odeint(f, y0, t, args): f written into the generated module
+            return integrated
         if effects.is_draw(self.m, node, lambda n: _lookup(scope, n)):
             return self._draw(scope, node)
         if isinstance(func, ast.Name) and func.id in self.m.classes:

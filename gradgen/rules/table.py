@@ -86,7 +86,7 @@ SPELLINGS: dict[str, tuple[str, str]] = {}  # qualified name -> (primitive, name
 
 # SciPy modules a generated module may call, as the user's file imports them: a call keeps
 # its module (`scipy.special.logsumexp`, `scipy.stats.norm.logpdf`), imported as written.
-SCIPY_MODULES = ("scipy.special", "scipy.linalg", "scipy.stats")
+SCIPY_MODULES = ("scipy.special", "scipy.linalg", "scipy.stats", "scipy.integrate")
 
 
 def namespace_of(spelling):

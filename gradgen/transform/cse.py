@@ -32,8 +32,11 @@ from gradgen.rules.table import TABLE
 # a name), and calls that change something.
 _NEVER = {"shape", "ndim", "size", "len", "broadcast", "tuple", "range", "range_slice", "zeros_like", "ones_like", "zeros", "ones",
           "eye", "arange", "linspace", "full", "array", "list", "list_zeros", "zeros_like_tree", "T", "neg", "pos",
-          "float", "getitem", "list_get", "tree_get", "tree_data", "tree_len", "tree_keys", "not"}
+          "float", "getitem", "list_get", "tree_get", "tree_whole", "tree_data", "tree_len", "tree_keys", "not"}
 _IMPURE = {"draw", "verbatim", "pop", "append", "setitem"}
+# backward helpers that solve for every input's gradient at once, each rule taking its own
+# (odeint's adjoint solve, gradgen.rules.integrate): shared though they read adjoints
+_SOLVES = {"odeint_vjp"}
 _ARITHMETIC = {"add", "sub", "mul", "div", "neg", "pow"}  # make a new array of their operands
 _LAZY = {"and", "or"}  # only the first operand surely runs
 
@@ -245,7 +248,8 @@ class _Sharer:
         if (e.ns == "op" or not prim.names) and prim.operator is not None and not self.two_arrays(e):
             return False
         names = _names(e)
-        if not names or not self.backward_names.isdisjoint(names) or not _reads_numbers(e):
+        if not names or not _reads_numbers(e) \
+                or not self.backward_names.isdisjoint(names) and e.prim not in _SOLVES:
             return False
         return not any(isinstance(c, Call) and c.prim in _IMPURE for c in subexpressions(e))
 

@@ -80,6 +80,9 @@ class _Trace:
         self.emitter = Emitter("math", {"sigmoid": "sigmoid"})
         self.env = {"math": math, "np": np, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
                     **(_scipy() if "scipy" in module.source else {})}  # (scipy.stats: half a second)
+        for made in getattr(module, "ode_functions", {}).values():  # odeint(f, ...): f as the file writes it
+            for text in made.texts:
+                exec(text, self.env)  # noqa: S102 - the user's own function (gradgen.frontend.odeint)
 
     def run(self, stmts):
         for stmt in stmts:
