@@ -254,3 +254,35 @@ def loss(k, y0, t):
         compile_source(source, str(path), functions=["loss"], wrt="k")
     assert caught.value.message == message
     assert caught.value.line == 15
+
+
+def test_an_odeint_no_derivative_flows_through_runs_as_written(tmp_path):
+    """Data made by odeint inside the loss (nothing it reads is differentiated): the call
+    and its function are written into the module, and no derivative of it is taken."""
+    source = '''
+import numpy as np
+from scipy.integrate import odeint
+
+
+def decay(y, t, k):
+    return -k * y
+
+
+def loss(k, t):
+    reference = odeint(decay, 1.0, t, args=(0.5,))
+    return np.sum((np.exp(-k * t) - reference[:, 0]) ** 2)
+'''
+    mod, user, text = compiled(tmp_path, source, "loss", wrt="k")
+    args = (0.7, np.linspace(0.0, 2.0, 7))
+    assert_gradient(mod.loss_grad(*args), user.loss, args, (0,), rtol=1e-6)
+    assert "odeint_vjp(" not in text.split("def loss_grad")[1]
+
+
+def test_forward_mode_refuses_odeint_by_name(tmp_path):
+    path = tmp_path / "cubic.py"
+    path.write_text(CUBIC)
+    with pytest.raises(CompileError) as caught:
+        compile_source(CUBIC, str(path), functions=["loss"], wrt="A", emit_kinds=("hvp",))
+    assert caught.value.message == (
+        "forward mode (jvp, hvp, hessian, jacobian) cannot differentiate scipy.integrate.odeint yet; emit only the "
+        "gradient here (--emit grad, or grad/vjp), or write it with operations it knows")

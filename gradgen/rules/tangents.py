@@ -58,7 +58,8 @@ def value_slots(prim, n):
 # a backward-pass helper, by the primitive whose gradient it computes (for messages)
 _HELPER_OF = {"prod_grad": "prod", "solve_grad_a": "solve", "cholesky_grad": "cholesky", "einsum_grad": "einsum",
               "solve_triangular_grad_a": "solve_triangular", "mvn_logpdf_grad": "mvn_logpdf",
-              "cumprod_grad": "cumprod", "cho_factor_grad": "cho_factor", "cho_solve_grad_c": "cho_solve"}
+              "cumprod_grad": "cumprod", "cho_factor_grad": "cho_factor", "cho_solve_grad_c": "cho_solve",
+              "odeint_vjp": "odeint"}
 
 
 def spelling(prim):

@@ -118,7 +118,8 @@ SMOOTH_HELPER_SOURCES["flatten_tree"] = ((), '''def flatten_tree(x, *path):
 primitive("tree_flatten", None, min_args=1, elementwise=False, vjp=(_add_flat,), tangent="linear", value_slots=(0,))
 # a structured parameter or a part of it passed whole to a call that takes it whole, as
 # odeint's args (gradgen.rules.integrate): its gradient comes back as flatten_tree's vector
-primitive("tree_whole", None, min_args=1, elementwise=False, vjp=(_add_flat,))
+# (linear: forward mode passes it by, to refuse odeint itself by name)
+primitive("tree_whole", None, min_args=1, elementwise=False, vjp=(_add_flat,), tangent="linear")
 HELPER_NAMES["tree_flatten"] = "flatten_tree"
 # backward only: a flattened gradient added, leaf by leaf, at a path of the parameter's gradient
 primitive("tree_add_flat", None, kind="piecewise", min_args=2)
