@@ -118,3 +118,27 @@ def test_gradgen_grad_jit_numba():
     assert_agree(g(**args), gradgen.grad(kalman.objective, wrt=list(kalman.PARAMETERS))(**args))
     value, grads = gradgen.value_and_grad(kalman.objective, wrt=list(kalman.PARAMETERS), jit="numba")(**args)
     np.testing.assert_allclose(value, kalman.objective(**args), rtol=1e-12)
+
+
+ZERO_START = '''
+import numpy as np
+
+
+def f(a, b, *, X):
+    u = a * np.arctan(3) ** 2
+    return sum([np.mean(u) - np.sum(b) for _ in range(1)])
+'''
+
+
+@needs_numba
+def test_an_adjoint_started_at_zero_before_a_loop_adding_arrays():
+    """`df_du = 0.0` before the backward loop that adds arrays into it: numba types a name
+    once, so it starts from zeros of u, which the gradient alone computes first (fuzz --jit
+    numba, seed 6 #100)."""
+    text = compile_source(ZERO_START, "zero_start.py", jit="numba").text
+    grad = text.split("def f_grad")[1].split("def f_value_and_grad")[0]
+    assert "    u = a * np.arctan(3) ** 2\n    df_du = np.zeros_like(u, dtype=np.float64)[()]\n" in grad
+    plain, jitted = both(ZERO_START, "zero_start.py")
+    point = dict(a=np.array([0.5, -1.0, 2.0]), b=np.array([1.0, 2.0]), X=np.ones(2))
+    assert_agree(jitted.f_grad(**point), plain.f_grad(**point))
+    assert_agree(jitted.f_value_and_grad(**point), plain.f_value_and_grad(**point))

@@ -30,7 +30,7 @@ import re
 from gradgen.codegen import emit, freshness
 from gradgen.codegen.numba_arrays import OVERLOADS, overloads
 from gradgen.codegen.numba_check import Checker, Refusal
-from gradgen.codegen.numba_spell import defaults, loops, placeholders, respellings, zero_resets
+from gradgen.codegen.numba_spell import defaults, loops, placeholders, respellings, zero_resets, zero_starts
 from gradgen.codegen.rewrite import ModuleEdits
 from gradgen.errors import CompileError
 from gradgen.ir.nodes import Call
@@ -73,11 +73,18 @@ class _Module(ModuleEdits):
         self.names = {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name)}
         self.users = {}  # generated function -> the user's function it came from
         self.kinds = {}  # generated function -> the kind --emit asked for
+        self.adjoint_of = {}  # generated gradient -> {adjoint: its variable} (gradgen.transform.reverse.driver)
+        self.siblings = {}  # a gradient function -> its value-and-gradient function
         for f in compiled.functions:
             for name, kind in [(f.grad_name, "grad"), (f.value_and_grad_name, "grad")] + [(m.name, m.kind)
                                                                                          for m in f.made]:
                 if name:
                     self.users[name], self.kinds[name] = f.name, kind
+            for name in (f.grad_name, f.value_and_grad_name):
+                if name and f.reversed is not None:
+                    self.adjoint_of[name] = f.reversed.adjoint_of
+            if f.grad_name and f.value_and_grad_name:
+                self.siblings[f.grad_name] = f.value_and_grad_name
 
     def text(self):
         self._refuse_reserved()
@@ -139,7 +146,8 @@ class _Module(ModuleEdits):
         start = self.starts[(fdef.decorator_list[0] if fdef.decorator_list else fdef).lineno - 1]
         self.edits.append((start, start, f"{DECORATOR}\n"))
         edits = loops(fdef, self.constants, set(self.names)) + placeholders(fdef, self.constants) + respellings(fdef)
-        edits += zero_resets(fdef)
+        sibling = next((d for d in self.defs if d.name == self.siblings.get(fdef.name)), None)
+        edits += zero_resets(fdef) + zero_starts(fdef, self.adjoint_of.get(fdef.name), sibling)
         edits += defaults(fdef)
         for node, text in edits:
             self._edit(node, text)

@@ -54,6 +54,63 @@ def zero_resets(fdef):
     return edits
 
 
+def zero_starts(fdef, adjoint_of, sibling=None):
+    """[(statement, its new text)]: an adjoint started at a bare `0.0` on the function's top
+    level that a loop adds into later starts from zeros of its variable's value instead,
+    `df_du = np.zeros_like(u, dtype=np.float64)[()]` (0.0 plus an array is an array, and numba
+    types a variable once: fuzz --jit numba seed 6 #100). Only where that variable is a
+    parameter or bound on the top level, and never in a loop (one value, one shape). A
+    gradient whose forward pass never needed the variable computes it first, as `sibling`
+    (its value-and-gradient function) does on its top level, from names bound there."""
+    if not adjoint_of or not any(isinstance(n, ast.Name) and n.id == "np" for n in ast.walk(fdef)):
+        return []
+    in_loops = _loop_bound(fdef)
+    made = {} if sibling is None else {
+        names[0]: stmt for stmt in sibling.body if isinstance(stmt, ast.Assign)
+        and len(names := [t.id for t in _bound_names(stmt)]) == 1 and names[0] not in _loop_bound(sibling)}
+    bound = {a.arg for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs}
+    edits = []
+    for stmt in fdef.body:
+        names = [t.id for t in _bound_names(stmt)]
+        primal = adjoint_of.get(names[0]) if len(names) == 1 else None
+        if isinstance(stmt, ast.Assign) and primal is not None and _float_zero(stmt.value) and names[0] in in_loops \
+                and primal not in in_loops and _first(fdef, stmt, names[0]):
+            source = made.get(primal)
+            if primal not in bound and source is not None and _reads(source.value) <= bound:
+                edits.append((("insert", stmt), ast.unparse(source)))  # (numba's type needs the value)
+                bound.add(primal)
+            if primal in bound:
+                edits.append((stmt, f"{names[0]} = np.zeros_like({primal}, dtype=np.float64)[()]"))
+        bound.update(names)
+    return edits
+
+
+def _first(fdef, stmt, name):
+    """Whether `stmt` binds `name` first in the function (a later `= 0.0` is zero_resets' edit)."""
+    return not any(name in [t.id for t in _bound_names(n)] for n in ast.walk(fdef)
+                   if isinstance(n, ast.stmt) and n.lineno < stmt.lineno)
+
+
+def _loop_bound(fdef):
+    return {t.id for loop in ast.walk(fdef) if isinstance(loop, (ast.For, ast.While))
+            for n in ast.walk(loop) for t in _bound_names(n)}
+
+
+def _reads(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - {"np", "math"}
+
+
+def _bound_names(node):
+    """The plain names a statement binds (assignment targets, a loop's target)."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+        node, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+    return [n for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+def _float_zero(node):
+    return isinstance(node, ast.Constant) and type(node.value) is float and node.value == 0.0
+
+
 def loops(fdef, constants, taken):
     """The edits that make each backward loop (`reversed(...)`) run over an explicit range or a
     module-level tuple backwards."""

@@ -26,7 +26,7 @@ from gradgen.frontend import inactive
 from gradgen.frontend.closures import FunctionValue
 from gradgen.frontend.scopes import _lookup
 from gradgen.frontend.structured import SliceStep
-from gradgen.ir.nodes import Call, Spelled
+from gradgen.ir.nodes import Spelled
 from gradgen.rules.integrate import KEYWORDS
 
 SPELLINGS = {"scipy.integrate.odeint"}

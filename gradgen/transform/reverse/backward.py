@@ -54,6 +54,7 @@ class Backward:
     targets: dict = field(default_factory=dict)  # id(saved assignment) -> its variable
     zeroed: set = field(default_factory=set)  # adjoints that may end as a bare 0.0 (see _Reverser.zeroed)
     after: set = field(default_factory=set)  # assignments after which the value a loop trip made is saved (tape.py)
+    adjoint_of: dict = field(default_factory=dict)  # each adjoint's name -> the variable it is the gradient of
 
     def get(self, name):
         return self.adjoints.get(name)
@@ -94,7 +95,8 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
     statements = _prune(statements, saved, after)
     targets = {id(s): s.target for s in walk(fn.body) if id(s) in saved | after}
     stacks = {v: rev.stacks[v] for v in targets.values()}
-    return Backward(statements, rev.state, saved, stacks, targets, rev.zeroed, after)
+    return Backward(statements, rev.state, saved, stacks, targets, rev.zeroed, after,
+                    {adj: v for v, adj in rev.adj_names.items()})
 
 
 def _stable_names(fn):

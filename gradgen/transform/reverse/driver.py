@@ -38,6 +38,7 @@ class Reversed:
     shapes_from: str = ""  # where they were stated
     arrays: frozenset = frozenset()  # the names that may hold arrays, with those the sharing made
     numbers_checked: dict = field(default_factory=dict)  # parameters the entry check says are numbers
+    adjoint_of: dict = field(default_factory=dict)  # each adjoint's name -> the variable it is the gradient of
 
 
 def _shared_updates_allowed(fn, module, seed):
@@ -101,7 +102,7 @@ def reverse_parts(module, fn, fnamer, wrt, seed=None):
     stated = {name: shape for name, shape in arrays.static.stated.items() if shape != ()}
     where = "as --shapes gives them" if getattr(module, "assumed_shapes", None) else "as annotated"
     return Reversed(chosen, left_out, forward_grad, forward_value, backward, grads, value, stated, where,
-                    frozenset(arrays), numbers_checked)
+                    frozenset(arrays), numbers_checked, adjoints.adjoint_of)
 
 
 # primitives whose result is a tuple of this many items, passed whole to another (cho_solve)
