@@ -142,3 +142,27 @@ def test_an_adjoint_started_at_zero_before_a_loop_adding_arrays():
     point = dict(a=np.array([0.5, -1.0, 2.0]), b=np.array([1.0, 2.0]), X=np.ones(2))
     assert_agree(jitted.f_grad(**point), plain.f_grad(**point))
     assert_agree(jitted.f_value_and_grad(**point), plain.f_value_and_grad(**point))
+
+
+CHOICE = '''
+import numpy as np
+
+
+def f(A, offset=0.0):
+    R = np.copy(A)
+    e = -R if np.sum(np.deg2rad(A * 30.0)) > 0.179 else offset / np.cosh(R)
+    return np.sum(R) + np.mean(e)
+'''
+
+
+@needs_numba
+@pytest.mark.parametrize("A", [np.array([0.3, -0.2, 0.5]), np.array([-0.3, -0.2, 0.1])])
+def test_a_gradient_added_under_a_test(A):
+    """`d = d + (g if t else 0.0)`, the backward pass of a conditional expression on arrays,
+    becomes `if t: d = d + g` (numba unifies no array with 0.0: fuzz --jit numba seed 6 #366);
+    both branches taken."""
+    text = compile_source(CHOICE, "choice.py", jit="numba").text
+    assert "    if not e_sum > 0.179:\n        df_dR = df_dR + unbroadcast(" in text
+    plain, jitted = both(CHOICE, "choice.py")
+    assert_agree(jitted.f_value_and_grad(A), plain.f_value_and_grad(A))
+    assert_agree(jitted.f_grad(A), plain.f_grad(A))

@@ -180,6 +180,10 @@ def respellings(fdef):
     respelled as the same arithmetic (see Respell)."""
     edits = []
     for stmt in ast.walk(fdef):
+        guarded = _guarded_add(stmt)
+        if guarded is not None:
+            edits.append(guarded)
+            continue
         if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)):
             node = stmt
         elif isinstance(stmt, (ast.If, ast.While)):
@@ -191,6 +195,52 @@ def respellings(fdef):
         if respell.changed or arrays.changed:
             edits.append((node, ast.unparse(new)))
     return edits
+
+
+def _guarded_add(stmt):
+    """(stmt, its new text) for gradients added under tests, `d = d + (g if t else 0.0)` or
+    `d = a + (g if t else 0.0) + ...` (the backward pass of a conditional expression):
+    `d = a`, then `if t: d = d + g` for each, the same numbers, and a name that keeps one
+    type where g is an array (numba unifies no array with 0.0: fuzz --jit numba seed 6
+    #366); else None."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        return None
+    terms = _added_terms(stmt.value)
+    guarded = [_guard(term) for term in terms]
+    if len(terms) < 2 or not any(guarded) or all(guarded):
+        return None
+    name, indent = stmt.targets[0].id, " " * stmt.col_offset
+    plain = [t for t, g in zip(terms, guarded) if g is None]
+    total = plain[0]
+    for term in plain[1:]:
+        total = ast.BinOp(total, ast.Add(), term)
+    lines = [] if ast.unparse(total) == name else [f"{name} = {_respelled(total)}"]
+    for test, g in filter(None, guarded):
+        lines.append(f"if {ast.unparse(test)}:\n{indent}    {name} = {name} + {_respelled(g)}")
+    return stmt, f"\n{indent}".join(lines)
+
+
+def _added_terms(node):
+    """The terms of `a + b + c` (left to right: `(a + b) + c`, a right operand kept whole),
+    or [node] for anything else."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _added_terms(node.left) + [node.right]
+    return [node]
+
+
+def _guard(term):
+    """(test, g) for `g if test else 0.0` (or `0.0 if not test else g`), else None."""
+    if not isinstance(term, ast.IfExp):
+        return None
+    if _float_zero(term.orelse):
+        return term.test, term.body
+    if _float_zero(term.body):
+        return ast.UnaryOp(ast.Not(), term.test), term.orelse
+    return None
+
+
+def _respelled(node):
+    return ast.unparse(numba_arrays.Respell().visit(Respell().visit(_copy(node))))
 
 
 class Respell(ast.NodeTransformer):
