@@ -166,3 +166,21 @@ def test_a_gradient_added_under_a_test(A):
     plain, jitted = both(CHOICE, "choice.py")
     assert_agree(jitted.f_value_and_grad(A), plain.f_value_and_grad(A))
     assert_agree(jitted.f_grad(A), plain.f_grad(A))
+
+
+@needs_numba
+def test_a_product_broadcast_further():
+    """`a * (a @ X)` with a @ X of shape (1,): the product's gradient arrives stretched to a's
+    shape and is summed back before matmul's rule (fuzz --jit numba seed 6 #74)."""
+    source = '''
+import numpy as np
+
+
+def f(a, b, *, X):
+    y = np.sin(a * (a @ X))
+    return y.sum() + np.sum(b)
+'''
+    plain, jitted = both(source, "stretched.py")
+    point = dict(a=np.array([0.5, -1.0, 2.0]), b=np.array([1.0, 2.0]), X=np.array([[0.3], [0.1], [-0.2]]))
+    assert_agree(jitted.f_value_and_grad(**point), plain.f_value_and_grad(**point))
+    assert_agree(jitted.f_grad(**point), plain.f_grad(**point))

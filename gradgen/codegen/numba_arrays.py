@@ -176,7 +176,7 @@ def unbroadcast_arrays(g, like):
     "matmul_grad_a": '''@numba.extending.overload(matmul_grad_a)
 def matmul_grad_a_typed(g, a, b):
     """matmul_grad_a under numba, for vectors and matrices (chosen by the ranks of a and b);
-    g has the product's shape (checked: a product broadcast further is not written this way)."""
+    g in the product's shape first (a product broadcast further: matmul_fitted)."""
     if not isinstance(g, numba.types.Array):
         return matmul_grad_a_vectors if a.ndim == 1 and b.ndim == 1 else None
     if g.ndim != a.ndim + b.ndim - 2:
@@ -190,23 +190,23 @@ def matmul_grad_a_vectors(g, a, b):
 
 
 def matmul_grad_a_matrices(g, a, b):
-    matmul_fits(g, a, b)
+    g = matmul_fitted(g, a, b)
     return g @ np.ascontiguousarray(b.T)
 
 
 def matmul_grad_a_matrix_vector(g, a, b):
-    matmul_fits(g, a, b)
+    g = matmul_fitted(g, a, b)
     return np.outer(g, b)
 
 
 def matmul_grad_a_vector_matrix(g, a, b):
-    matmul_fits(g, a, b)
+    g = matmul_fitted(g, a, b)
     return b @ g
 ''',
     "matmul_grad_b": '''@numba.extending.overload(matmul_grad_b)
 def matmul_grad_b_typed(g, a, b):
     """matmul_grad_b under numba, for vectors and matrices (chosen by the ranks of a and b);
-    g has the product's shape (checked: a product broadcast further is not written this way)."""
+    g in the product's shape first (a product broadcast further: matmul_fitted)."""
     if not isinstance(g, numba.types.Array):
         return matmul_grad_b_vectors if a.ndim == 1 and b.ndim == 1 else None
     if g.ndim != a.ndim + b.ndim - 2 or a.ndim > 2 or b.ndim > 2:
@@ -219,19 +219,22 @@ def matmul_grad_b_vectors(g, a, b):
 
 
 def matmul_grad_b_matrix(g, a, b):
-    matmul_fits(g, a, b)
+    g = matmul_fitted(g, a, b)
     return np.ascontiguousarray(a.T) @ g
 
 
 def matmul_grad_b_vector_matrix(g, a, b):
-    matmul_fits(g, a, b)
+    g = matmul_fitted(g, a, b)
     return np.outer(a, g)
 ''',
-    "matmul_fits": '''@numba.njit(cache=False)
-def matmul_fits(g, a, b):
-    """Raise ValueError unless g has the shape of a @ b (a product broadcast further)."""
-    if np.shape(g) != np.shape(a)[:-1] + np.shape(b)[1:]:
-        raise ValueError("the gradient of a @ b has another shape than the product: compile this without --jit")
+    "matmul_fitted": '''@numba.njit(cache=False)
+def matmul_fitted(g, a, b):
+    """g in the shape of a @ b: a product broadcast further (`a * (a @ X)` with a @ X of
+    shape (1,)) has its gradient summed over the axes broadcasting stretched."""
+    shape = np.shape(a)[:-1] + np.shape(b)[1:]
+    if np.shape(g) == shape:
+        return g
+    return unbroadcast(g, np.zeros(shape))
 ''',
 }
 
@@ -239,5 +242,5 @@ def matmul_fits(g, a, b):
 def overloads(used):
     """The overloads of the helpers `used` (names defined in the module), in a fixed order."""
     if "matmul_grad_a" in used or "matmul_grad_b" in used:
-        used = set(used) | {"matmul_fits"}
+        used = set(used) | {"matmul_fitted", "unbroadcast"}  # (matmul_fitted calls unbroadcast)
     return [text for name, text in OVERLOADS.items() if name in used]
