@@ -1,8 +1,29 @@
 """Central differences of a function of one array, element by element: the reference the
 issue-20 regression tests compare gradients with; and of a structured argument (lists,
-dicts, NamedTuples), leaf by leaf."""
+dicts, NamedTuples), leaf by leaf. `compiled_beside` gives the two modules compared: the
+generated one and the user's own, run as written."""
+
+import importlib.util
+import itertools
+from pathlib import Path
 
 import numpy as np
+
+from gradgen import compile_source, load_module
+
+_imports = itertools.count()
+
+
+def compiled_beside(folder, source, function, wrt="all", prefix="user"):
+    """(the generated module, the user's module run as written, the generated text) for
+    `function` of `source`, written as a file in `folder`."""
+    path = Path(folder) / f"{prefix}_{next(_imports)}.py"
+    path.write_text(source)
+    text = compile_source(source, str(path), functions=[function], wrt=wrt).text
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    user = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(user)
+    return load_module(text), user, text
 
 
 def central(f, x, h=1e-6):

@@ -6,30 +6,20 @@ function, run as written (its `gradgen.grad` compiled at run time by the Python 
 from __future__ import annotations
 
 import ast
-import importlib.util
-import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from differences import compiled_beside
 from gradgen import CompileError, compile_source, load_module
 
-_imports = itertools.count()
 
 
 pytestmark = pytest.mark.usefixtures("fresh_cache")  # (tests/conftest.py)
 
 
 def compiled(folder, source, function, wrt="all"):
-    """(the generated module, the user's module run as written) for `function` of `source`."""
-    path = Path(folder) / f"nested_{next(_imports)}.py"
-    path.write_text(source)
-    text = compile_source(source, str(path), functions=[function], wrt=wrt).text
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    user = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(user)
-    return load_module(text), user, text
+    return compiled_beside(folder, source, function, wrt, "nested")
 
 
 def central(f, args, index, h=1e-6):

@@ -7,30 +7,20 @@ at rtol=1e-2, both it and autograd's differ from differences of the solver by pe
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from gradgen import CompileError, compile_source, load_module
+from differences import compiled_beside
+from gradgen import CompileError, compile_source
 
-_imports = itertools.count()
 TIGHT = "rtol=1e-11, atol=1e-11"
 
 pytestmark = pytest.mark.usefixtures("fresh_cache")  # (tests/conftest.py)
 
 
 def compiled(folder, source, function, wrt="all"):
-    """(the generated module, the user's module run as written, the generated text)."""
-    path = Path(folder) / f"ode_{next(_imports)}.py"
-    path.write_text(source)
-    text = compile_source(source, str(path), functions=[function], wrt=wrt).text
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    user = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(user)
-    return load_module(text), user, text
+    return compiled_beside(folder, source, function, wrt, "ode")
 
 
 def flat(x):
