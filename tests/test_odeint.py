@@ -7,7 +7,6 @@ at rtol=1e-2, both it and autograd's differ from differences of the solver by pe
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
