@@ -188,6 +188,20 @@ def f(xs: tuple, b=0.0):
         out = res
     return out.sum()
 """, {"xs": (np.ones((3, 3)), np.array([0.3, -0.7, 1.1])), "b": np.array([0.5, 1.5, -0.2])}),
+    # writes after a `return` whose test is always true (never run, so the backward pass has
+    # no code for them) still save what they overwrite: their stack is made (soak 44008 #72:
+    # KeyError), and the name is bound before the loop for the join after it
+    "saves_after_a_return_that_always_leaves": ("""
+def f(rest, params):
+    while True:
+        if max(min(0.5, 0.1), -0.3) > -0.9:
+            return np.sum(rest * params[0])
+        S2 = np.stack([rest, rest]) * 1.0
+        for t2 in range(1):
+            S2[t2 + 1] = np.tanh(S2[t2])
+        break
+    return np.sum(S2)
+""", {"rest": np.array([0.3, -0.7]), "params": np.array([1.5, 0.5])}),
 }
 
 @pytest.mark.parametrize("name", list(PROGRAMS))

@@ -94,7 +94,9 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
     saved, after = tape.mark_saves(fn.body, rev.reads, rebinds, rev.trip_values, rev.reads_made)
     statements = _prune(statements, saved, after)
     targets = {id(s): s.target for s in walk(fn.body) if id(s) in saved | after}
-    stacks = {v: rev.stacks[v] for v in targets.values()}
+    # (a save in code after an unconditional `break` gets a stack too: the backward pass has
+    # no code there (block), so none was made, but the forward pass still writes the push)
+    stacks = {v: rev.stack(v) for v in targets.values()}
     return Backward(statements, rev.state, saved, stacks, targets, rev.zeroed, after,
                     {adj: v for v, adj in rev.adj_names.items()})
 
