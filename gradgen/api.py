@@ -139,19 +139,26 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
     results, texts, constants, sigmoid_ns, refusals = [], [], set(), {}, []
     skipped = dict(before)
     budget = _Budget()
-    for fname in tried:
+    waiting = {}  # a helper skipped for its caller, which inlines it -> that caller
+    named_by_others = set(selection.called_by(module, list(module.functions))) if whole else set()
+
+    def attempt(fname, caller):
+        """Compile `fname` (inlined into `caller`, if not None, so skipped where its result may
+        be an array) into results, or note in `skipped` why not."""
         strict = not whole or fname in keep
         if not strict and budget.spent > FILE_INLINED_NODES:
             skipped[fname] = _NOT_TRIED.format(bound=FILE_INLINED_NODES, name=fname)
-            continue
+            return
         kept = _named_so_far(namer, emitter)  # (a function skipped leaves nothing it named)
         try:
             compiled, text = _compile_selected(module, fname, namer, names[fname], sigmoid_name, wrt, emitter,
-                                               emit_kinds, guarded, strict, helper_of.get(fname), budget)
+                                               emit_kinds, guarded, strict, caller, budget)
         except _Skipped as skip:
             _named_so_far(namer, emitter, kept)
             skipped[fname] = skip.reason
-            continue
+            if skip.inlined_by is not None:
+                waiting[fname] = skip.inlined_by
+            return
         except CompileError as exc:
             if fname in keep:
                 exc.message += _KEPT.format(name=fname)
@@ -159,18 +166,28 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
             if strict:  # `--function NAME`, or a function the module this compile replaces has
                 raise
             _named_so_far(namer, emitter, kept)
-            skipped[fname] = _refused_here(exc, module.functions[fname], helper_of.get(fname))
-            refusals.append(((fname in helper_of, selection.builds_data(module.functions[fname])), exc))
-            continue
+            skipped[fname] = _refused_here(exc, module.functions[fname], caller)
+            refusals.append((fname, caller, exc))
+            return
         finally:
             emitter.constant_params, emitter.stated = [], {}
+        skipped.pop(fname, None)
         results.append(compiled)
         texts.extend(text)
-        constants |= _constants_read(compiled.ir, module)
+        constants.update(_constants_read(compiled.ir, module))
         sigmoid_ns.update(_sigmoid_namespaces(compiled.ir))
-    if not results:  # the refusal of the likeliest loss, located (see selection.builds_data); else why none has a gradient
+
+    for fname in tried:
+        attempt(fname, helper_of.get(fname))
+    # a helper whose callers were all skipped (`jax_objective`, a factory, calls the loss) is
+    # inlined nowhere: it is tried on its own, as a loss (not where a caller was refused: the
+    # refusal is what to fix), callers first (a loss compiled inlines its own helpers again)
+    while orphan := next((f for f in waiting if _orphan(module, f, results, waiting, skipped, refusals)), None):
+        del waiting[orphan]
+        attempt(orphan, None)
+    if not results:  # the refusal of the likeliest loss, located (see _likeliest); else why none has a gradient
         if refusals:
-            raise min(refusals, key=lambda refusal: refusal[0])[1]
+            raise min(refusals, key=functools.partial(_likeliest, module, skipped, named_by_others))[2]
         raise _nothing_compiled(module, skipped)
     skipped = {f: skipped[f] for f in selected if f in skipped}  # in file order
     compiled_names = [f.name for f in results]
@@ -235,12 +252,41 @@ _KEPT = (" ('{name}' has a gradient in the module compiled from this file before
          "module to compile the file without it)")
 
 
-class _Skipped(Exception):
-    """A function of the file that has no gradient of its own (`reason` says why)."""
+def _orphan(module, fname, results, waiting, skipped, refusals):
+    """Whether `fname`, skipped as a helper, is inlined nowhere: no compiled function reaches it
+    (through skipped helpers too), no function still waiting does, and none that calls it was
+    refused (then that refusal is what to fix)."""
+    compiled = selection.helpers_of(module, [r.name for r in results], skipped)
+    pending = selection.helpers_of(module, [w for w in waiting if w != fname], skipped)
+    refused = {r[0] for r in refusals}
+    return fname not in compiled and fname not in pending and not refused & set(_callers(module, fname))
 
-    def __init__(self, reason):
+
+def _callers(module, fname):
+    """The functions of the file that call `fname`, or integrate it (odeint(fname, ...)); not
+    those that only pass it on to a driver."""
+    return [name for name, fnode in module.functions.items() if name != fname and any(
+        isinstance(n, ast.Call) and (isinstance(n.func, ast.Name) and n.func.id == fname or odeint.called(module, n)
+                                     and n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == fname)
+        for n in closures.own_nodes(fnode.body))]
+
+
+def _likeliest(module, skipped, named_by_others, refusal):
+    """How unlikely the refused function is the file's loss (the least is reported): a refusal
+    located in another file, a helper of a function that compiled, one that builds data
+    (selection.builds_data), one no other function names (drivers name the loss)."""
+    fname, caller, exc = refusal
+    return (exc.filename != module.filename, caller is not None and caller not in skipped,
+            selection.builds_data(module.functions[fname]), fname not in named_by_others)
+
+
+class _Skipped(Exception):
+    """A function of the file that has no gradient of its own (`reason` says why; `inlined_by`:
+    the caller it is left to, if that is why)."""
+
+    def __init__(self, reason, inlined_by=None):
         super().__init__(reason)
-        self.reason = reason
+        self.reason, self.inlined_by = reason, inlined_by
 
 
 def _named_so_far(namer, emitter, restored=None):
@@ -319,7 +365,7 @@ def _compile_selected(module, fname, namer, names, sigmoid_name, wrt, emitter, e
             and array_facts.may_be_array(fn.result, array_facts.array_values(fn, module, result_may_be_array=True,
                                                                              defaults_numbers=True)):
         raise _Skipped(f"its result may be an array, and '{caller}' calls it: it is inlined there (annotate "
-                       "'-> float' if it is a loss too)")
+                       "'-> float' if it is a loss too)", inlined_by=caller)
     if emit_kinds == ("grad",):
         compiled, texts = _compile_function(module, fn, fnamer, names, wrt, emitter)
     else:

@@ -129,6 +129,9 @@ AUX = [["def descend(x0, f_grad):", "    x = x0", "    for i in range(3):", "   
        ["def train(w, f_grad, steps=3):", "    for _ in range(steps):", "        w = w - 0.1 * f_grad(w)",
         "    return w"],
        ["def summary(values):", "    print(f'{len(values)} values')"],
+       # a factory calling f (another library's version of it, a benchmark's harness): skipped,
+       # so f, left to it as a helper where its result may be an array, compiles on its own
+       ["def f_elsewhere(backend):", "    def there(*args):", "        return f(*args) * 1.0", "    return there"],
        ["if __name__ == '__main__':", "    print(make_inputs())", "", "", "def make_inputs():",
         "    return {'n': 3}"]]
 CONSTANTS = [("SCALE", 0.3, 0.8), ("SHIFT", 0.5, -0.25), ("DECAY", 0.01, 0.2), ("TEMP", 1.5, 0.75)]

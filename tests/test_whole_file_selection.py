@@ -218,3 +218,57 @@ def test_inputs_built_by_a_function_that_imports_inside_its_body(tmp_path, monke
     ran = subprocess.run([sys.executable, "-c", script], cwd=work, capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert ran.returncode == 0, ran.stderr
+
+
+TOOLS = '''"""A benchmark's harness beside the loss: a factory for another library's version of it
+calls the loss; drivers hand it on (GradBench's ode.py, particle.py, saddle.py as ported)."""
+import numpy as np
+
+PARAMETERS = ("x",)
+
+
+def slope(x, y):
+    return np.sin(x) * y
+
+
+def objective(x, *, s):
+    y = slope(x, s) ** 2
+    return y[-1]
+
+
+def other_objective(backend):
+    def objective_there(x, *, s):
+        return objective(x, s=s) * 1.0
+    return objective_there
+
+
+def other_gradient(args):
+    return run_tool(objective, args, PARAMETERS)
+
+
+def run_tool(f, args, parameters, static=()):
+    return f(**args)
+'''
+
+
+def test_a_loss_called_only_by_a_factory_that_is_skipped_compiles_on_its_own():
+    """`objective` is called by a factory (skipped: it returns a function) and handed on by
+    a driver (refused): it is inlined nowhere, so it is compiled as the loss it is (GradBench's
+    ode, particle and saddle compiled nothing); `slope` stays its helper."""
+    made = compile_source(TOOLS, "tools_beside.py")
+    assert [f.name for f in made.functions] == ["objective"]
+    assert made.skipped["other_objective"] == "returns a function (its closure is inlined where a loss calls it)"
+    assert made.skipped["slope"] == ("its result may be an array, and 'objective' calls it: it is inlined there "
+                                     "(annotate '-> float' if it is a loss too)")
+    x, s = np.array([0.3, -1.2]), np.array([2.0, 0.5])
+    grad = load_module(made.text).objective_grad(x, s=s)
+    np.testing.assert_allclose(grad, [0.0, 2 * np.sin(x[1]) * s[1] ** 2 * np.cos(x[1])], rtol=1e-12)
+
+
+def test_the_refusal_shown_is_the_losss_not_a_drivers():
+    """Nothing compiles: the error shown is the loss's, located in the file, not a driver's."""
+    source = TOOLS.replace("    return y[-1]", "    return y[-1] + spin(x, 3)") \
+        + "\n\ndef spin(x, n):\n    return x if n == 0 else spin(x * x, int(np.sum(x)))\n"
+    with pytest.raises(CompileError) as caught:
+        compile_source(source, "tools_beside.py")
+    assert caught.value.message == "recursive call to 'spin' on a depth known only when it runs: write it as a loop"
