@@ -182,12 +182,12 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
     # a helper whose callers were all skipped (`jax_objective`, a factory, calls the loss) is
     # inlined nowhere: it is tried on its own, as a loss (not where a caller was refused: the
     # refusal is what to fix), callers first (a loss compiled inlines its own helpers again)
-    while orphan := next((f for f in waiting if _orphan(module, f, results, waiting, skipped, refusals)), None):
+    while orphan := next((f for f in waiting if selection.orphan(module, f, [r.name for r in results], waiting, skipped, refusals)), None):
         del waiting[orphan]
         attempt(orphan, None)
-    if not results:  # the refusal of the likeliest loss, located (see _likeliest); else why none has a gradient
+    if not results:  # the refusal of the likeliest loss, located (see selection.likeliest); else why none has a gradient
         if refusals:
-            raise min(refusals, key=functools.partial(_likeliest, module, skipped, named_by_others))[2]
+            raise min(refusals, key=functools.partial(selection.likeliest, module, skipped, named_by_others))[2]
         raise _nothing_compiled(module, skipped)
     skipped = {f: skipped[f] for f in selected if f in skipped}  # in file order
     compiled_names = [f.name for f in results]
@@ -250,34 +250,6 @@ _NOT_TRIED = ("not tried: the functions before it inlined helpers of more than {
               "gradgen's bound for one file; compile it alone (--function {name})")
 _KEPT = (" ('{name}' has a gradient in the module compiled from this file before: fix this, or delete that "
          "module to compile the file without it)")
-
-
-def _orphan(module, fname, results, waiting, skipped, refusals):
-    """Whether `fname`, skipped as a helper, is inlined nowhere: no compiled function reaches it
-    (through skipped helpers too), no function still waiting does, and none that calls it was
-    refused (then that refusal is what to fix)."""
-    compiled = selection.helpers_of(module, [r.name for r in results], skipped)
-    pending = selection.helpers_of(module, [w for w in waiting if w != fname], skipped)
-    refused = {r[0] for r in refusals}
-    return fname not in compiled and fname not in pending and not refused & set(_callers(module, fname))
-
-
-def _callers(module, fname):
-    """The functions of the file that call `fname`, or integrate it (odeint(fname, ...)); not
-    those that only pass it on to a driver."""
-    return [name for name, fnode in module.functions.items() if name != fname and any(
-        isinstance(n, ast.Call) and (isinstance(n.func, ast.Name) and n.func.id == fname or odeint.called(module, n)
-                                     and n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == fname)
-        for n in closures.own_nodes(fnode.body))]
-
-
-def _likeliest(module, skipped, named_by_others, refusal):
-    """How unlikely the refused function is the file's loss (the least is reported): a refusal
-    located in another file, a helper of a function that compiled, one that builds data
-    (selection.builds_data), one no other function names (drivers name the loss)."""
-    fname, caller, exc = refusal
-    return (exc.filename != module.filename, caller is not None and caller not in skipped,
-            selection.builds_data(module.functions[fname]), fname not in named_by_others)
 
 
 class _Skipped(Exception):

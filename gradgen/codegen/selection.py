@@ -400,3 +400,31 @@ def _runs_the_program(module, stmt):
         return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in module.functions
                    for n in ast.walk(stmt))
     return True
+
+
+def orphan(module, fname, compiled_names, waiting, skipped, refusals):
+    """Whether `fname`, skipped as a helper, is inlined nowhere: no compiled function reaches it
+    (through skipped helpers too), no function still waiting does, and none that calls it was
+    refused (then that refusal is what to fix)."""
+    compiled = helpers_of(module, compiled_names, skipped)
+    pending = helpers_of(module, [w for w in waiting if w != fname], skipped)
+    refused = {r[0] for r in refusals}
+    return fname not in compiled and fname not in pending and not refused & set(_callers(module, fname))
+
+
+def _callers(module, fname):
+    """The functions of the file that call `fname`, or integrate it (odeint(fname, ...)); not
+    those that only pass it on to a driver."""
+    return [name for name, fnode in module.functions.items() if name != fname and any(
+        isinstance(n, ast.Call) and (isinstance(n.func, ast.Name) and n.func.id == fname or odeint.called(module, n)
+                                     and n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == fname)
+        for n in own_nodes(fnode.body))]
+
+
+def likeliest(module, skipped, named_by_others, refusal):
+    """How unlikely the refused function is the file's loss (the least is reported): a refusal
+    located in another file, a helper of a function that compiled, one that builds data
+    (builds_data), one no other function names (drivers name the loss)."""
+    fname, caller, exc = refusal
+    return (exc.filename != module.filename, caller is not None and caller not in skipped,
+            builds_data(module.functions[fname]), fname not in named_by_others)
