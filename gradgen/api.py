@@ -30,7 +30,7 @@ from gradgen.frontend import closures, custom_calls, local_imports, lower, neste
 from gradgen.frontend.scopes import MAX_INLINED_NODES
 from gradgen.frontend.structured import NeedsStructure, UsedWhole
 from gradgen.ir import simplify
-from gradgen.ir.nodes import Call, Var, assigned, expressions, subexpressions, variables, walk
+from gradgen.ir.nodes import Var, assigned, variables
 from gradgen.transform.reverse import checkpoint as checkpointing
 from gradgen.transform.reverse.driver import reverse_parts
 
@@ -175,7 +175,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         results.append(compiled)
         texts.extend(text)
         constants.update(_constants_read(compiled.ir, module))
-        sigmoid_ns.update(_sigmoid_namespaces(compiled.ir))
+        sigmoid_ns.update(generated.sigmoid_namespaces(compiled.ir))
 
     for fname in tried:
         attempt(fname, helper_of.get(fname))
@@ -563,20 +563,6 @@ def _constants_read(fn, module):
     read = simplify.names_read(fn.body) | {v.name for v in variables(fn.result)}
     own = {p.name for p in fn.params} | assigned(fn.body)
     return {name for name in read if name in module.constants and name not in own}
-
-
-def _sigmoid_namespaces(fn):
-    found = {}
-    for stmt in walk(fn.body):
-        for expr in expressions(stmt):
-            for node in _calls(expr):
-                if node.prim == "sigmoid":
-                    found["sigmoid"] = node.ns
-    return found
-
-
-def _calls(expr):
-    return (e for e in subexpressions(expr) if isinstance(e, Call))
 
 
 def nested_derivative(module, fname, wrt, kind, role):

@@ -15,6 +15,7 @@ from gradgen.analysis import stated
 from gradgen.analysis.activity import ALL, DEFAULT_WRT
 from gradgen.codegen.freshness import SKIPPED_LEAD
 from gradgen.errors import CompileError
+from gradgen.ir.nodes import Call, expressions, subexpressions, walk
 from gradgen.transform.reverse.checkpoint import memory_text
 
 
@@ -177,3 +178,14 @@ def functions_line(module, compiled, skipped):
         line += f" {SKIPPED_LEAD}{listed}."
     return line
 
+
+def sigmoid_namespaces(fn):
+    """{"sigmoid": the namespace its calls in `fn` were written in}, for the helper the module
+    defines (numpy's exp or math's), or {} where `fn` calls none."""
+    found = {}
+    for stmt in walk(fn.body):
+        for expr in expressions(stmt):
+            for node in subexpressions(expr):
+                if isinstance(node, Call) and node.prim == "sigmoid":
+                    found["sigmoid"] = node.ns
+    return found
