@@ -182,7 +182,8 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
     # a helper whose callers were all skipped (`jax_objective`, a factory, calls the loss) is
     # inlined nowhere: it is tried on its own, as a loss (not where a caller was refused: the
     # refusal is what to fix), callers first (a loss compiled inlines its own helpers again)
-    while orphan := next((f for f in waiting if selection.orphan(module, f, [r.name for r in results], waiting, skipped, refusals)), None):
+    while orphan := next((f for f in waiting if selection.orphan(module, f, [r.name for r in results], waiting,
+                                                                  skipped, refusals)), None):
         del waiting[orphan]
         attempt(orphan, None)
     if not results:  # the refusal of the likeliest loss, located (see selection.likeliest); else why none has a gradient

@@ -314,3 +314,27 @@ def test_odeint_gradients_of_drawn_systems(tmp_path, index, k, y0):
     mod, user = _side_module(tmp_path, index)
     args = (k, np.array(y0))
     assert_gradient(mod.loss_grad(*args), user.loss, args, (0, 1), rtol=1e-5, atol=1e-6)
+
+
+def test_one_function_integrated_two_ways_is_refused(tmp_path):
+    source = '''
+import numpy as np
+from scipy.integrate import odeint
+
+
+def decay(y, t, k, c=0.0):
+    return -k * y + c
+
+
+def loss(k, y0, t):
+    first = odeint(decay, y0, t, args=(k,))
+    second = odeint(decay, y0, t, args=(k, 0.5))
+    return np.sum(first) + np.sum(second)
+'''
+    path = tmp_path / "twice.py"
+    path.write_text(source)
+    with pytest.raises(CompileError) as caught:
+        compile_source(source, str(path), functions=["loss"], wrt="k")
+    assert caught.value.message == ("'odeint' integrates 'decay' here with 2 args, and elsewhere otherwise: call "
+                                    "it the same way everywhere")
+    assert caught.value.line == 12

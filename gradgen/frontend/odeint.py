@@ -59,6 +59,10 @@ def lowered(lw, scope, node):
     functions = m.__dict__.setdefault("ode_functions", {})
     if fname not in functions:
         functions[fname] = _written(m, node, fname, len(arg_nodes), tfirst, spelled)
+    elif functions[fname].called != (len(arg_nodes), tfirst):  # (one vjp per function: its parameters)
+        raise _refuse(m, node, f"'{spelled}' integrates '{fname}' here with {len(arg_nodes)} args"
+                               f"{' and tfirst' if tfirst else ''}, and elsewhere otherwise: call it the same way "
+                               "everywhere")
     y0 = _value(lw, scope, given["y0"])
     t = _value(lw, scope, given["t"])
     args = tuple(_arg(lw, scope, a, spelled) for a in arg_nodes)
@@ -70,9 +74,10 @@ class OdeFunction:
     """What the generated module defines for one function odeint integrates: the function as
     the file writes it (and the file's functions it calls), and its vjp."""
 
-    def __init__(self, texts, vjp_text, vjp_name, constants, imports):
+    def __init__(self, texts, vjp_text, vjp_name, constants, imports, called):
         self.texts, self.vjp_text, self.vjp_name = texts, vjp_text, vjp_name
         self.constants, self.imports = constants, imports
+        self.called = called  # (how many args, tfirst): what the vjp's parameters were chosen for
 
 
 def _refuse(m, node, message):
@@ -207,7 +212,7 @@ def _written(m, node, fname, count, tfirst, spelled):
                                f"'{fname}', which gradgen cannot take: {exc.message}{where}") from None
     vjp = next(d for d in ast.parse(text).body if isinstance(d, ast.FunctionDef) and d.name == vjp_name)
     constants |= {n.id for n in ast.walk(vjp) if isinstance(n, ast.Name) and n.id in m.constants}
-    return OdeFunction(texts, ast.unparse(vjp), vjp_name, constants, imports)
+    return OdeFunction(texts, ast.unparse(vjp), vjp_name, constants, imports, (count, tfirst))
 
 
 def _respelled(m, node, fnode, constants, imports, spelled):
