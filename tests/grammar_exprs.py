@@ -134,6 +134,10 @@ AUX = [["def descend(x0, f_grad):", "    x = x0", "    for i in range(3):", "   
        ["def f_elsewhere(backend):", "    def there(*args):", "        return f(*args) * 1.0", "    return there"],
        ["if __name__ == '__main__':", "    print(make_inputs())", "", "", "def make_inputs():",
         "    return {'n': 3}"]]
+# array makers whose values are an active value's, their counts constant (np.full's fill,
+# np.linspace's start, np.arange's start: a silent zero gradient while taken for constants)
+MAKERS = ["np.full(np.shape({0}), np.mean({0}))", "np.sum(np.linspace(np.mean({0}), 1.0, 4))",
+          "np.sum(np.arange(0.25 + 0.2 * np.tanh(np.mean({0})), 3.0, 1.0))"]
 CONSTANTS = [("SCALE", 0.3, 0.8), ("SHIFT", 0.5, -0.25), ("DECAY", 0.01, 0.2), ("TEMP", 1.5, 0.75)]
 
 # parameter kinds -> (names to take, how to build its value from dimensions (n, d, k))
@@ -355,6 +359,8 @@ class ExprGrammar:
         form = self.choice(["np.tanh({})", "np.sin({})", "np.cos({})", "np.arctan({})", "np.exp(np.tanh({}))",
                             "np.log1p({m} * {m})", "np.sqrt(1 + {m} * {m})", "np.square({})", "minus", "abs",
                             "pow", "np.deg2rad({m} * 30.0)", "np.rad2deg(np.tanh({})) / 60.0"])
+        if form == "np.square({})":  # (a draw of its own, so that the programs of other draws stay as they were)
+            form = self.choice([form, *MAKERS])
         if form == "abs":
             return self.make(f"np.abs({x.text})", f"_abs({x.probe})")
         if form == "pow":

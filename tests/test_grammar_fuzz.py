@@ -88,7 +88,9 @@ def test_the_grammar_covers_what_issue_20_names():
               # issue 22, item 1
               "code kept as written": 25,
               # the angle units' rules (np.deg2rad, np.rad2deg)
-              "angle conversion": 4}
+              "angle conversion": 4,
+              # array makers whose values are an active value's (np.full, np.linspace, np.arange)
+              "array made from a value": 4}
     assert all(found[c] >= n for c, n in wanted.items()), {c: found[c] for c in wanted}
 
 
@@ -101,6 +103,8 @@ def grammar_constructs(case):
     for node in ast.walk(f):
         if isinstance(node, ast.Call) and ast.unparse(node.func) in ("np.deg2rad", "np.rad2deg"):
             found["angle conversion"] += 1
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in ("np.full", "np.linspace", "np.arange"):
+            found["array made from a value"] += 1
         for inner, where in ((ast.For, "loop"), (ast.If, "branch")):
             if isinstance(node, inner):
                 for stmt in [s for s in ast.walk(node) if isinstance(s, ast.Assign) and s is not node]:

@@ -48,8 +48,8 @@ TODAY = {
     "explicit": ("cholesky cholesky_grad det einsum_grad inv log_softmax prod_grad slogdet softmax solve "
                  "solve_grad_a solve_triangular solve_triangular_grad_a sort").split(),
     "none": (
-        "and arange argmax argmin argsort ceil e eq eye factorial floor floordiv full ge ge_strict gt int "
-        "invert le le_strict len linspace logical_and lt ndim ne not ones ones_like or pi range range_slice "
+        "and argmax argmin argsort ceil e eq eye factorial floor floordiv ge ge_strict gt int "
+        "invert le le_strict len logical_and lt ndim ne not ones ones_like or pi range range_slice "
         "round shape sign size tau tree_keys tree_len trunc zeros zeros_like"
     ).split(),
     None: (  # refused by name: forward mode has no tangent for these
@@ -66,7 +66,10 @@ ISSUE_22 = {
            "tree_add_flat", "mvn_logpdf_tangent", "mvn_logpdf_grad_tangent", "mvn_moving",
            "odeint", "odeint_vjp"],  # (the adjoint solve: refused by forward mode)
 }
-for _cls, _names in ISSUE_22.items():
+# array makers whose values are their arguments' (np.full's fill, np.linspace's ends: linear;
+# np.arange's start and step: its tangent written out, its count being piecewise in them)
+MADE = {"linear": ["full", "linspace"], "linear_in_first": ["linspace_grad"], "explicit": ["arange"]}
+for _cls, _names in list(ISSUE_22.items()) + list(MADE.items()):
     TODAY[_cls] = TODAY[_cls] + _names
 RECORDED = {name: cls for cls, names in TODAY.items() for name in names}
 
@@ -88,6 +91,8 @@ SLOTS_TODAY = {  # primitive -> {number of arguments: the arguments that carry a
     "swapaxes": {1: (0,)},
     "tree_flatten": {1: (0,), 2: (0,), 3: (0,), 4: (0,)},
     "tree_whole": {1: (0,), 2: (0,), 3: (0,), 4: (0,)},
+    "full": {2: (1,), 3: (1,)},
+    "linspace": {2: (0, 1), 3: (0, 1)},
     "add_flat_at": {2: (0, 1), 3: (0, 1), 4: (0, 1)},
     "convolve_grad": {3: (0, 1), 4: (0, 1)},
     "inner_grad_a": {3: (0, 2)},

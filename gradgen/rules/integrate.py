@@ -6,7 +6,8 @@ as the file does: gradgen/frontend/odeint.py). Its gradient is the adjoint metho
 autograd, JAX and torchdiffeq compute it: from the last time to the first, the system
 (y, a, a_args) with dy/ds = f, da/ds = -a f_y, da_args/ds = -a f_args is integrated backward
 between each pair of output times by the same solver with the same tolerances, and each
-time's gradient added to a on the way. `a f_y` and `a f_args` are one call of f's
+time's gradient added to a on the way; the times' gradient is f at each output (the first
+time's: minus the adjoint of the later outputs along f there). `a f_y` and `a f_args` are one call of f's
 vector-Jacobian product, which gradgen compiles from f (`f_vjp`). The derivative is that of
 the exact solution: finite differences of the solver's output agree with it only as closely
 as the solver's tolerances (rtol=1e-2 moves both by percents).
@@ -27,13 +28,11 @@ def _item(value, k):
 
 
 def _adjoint(i):
-    """The rule for input i of odeint(y0, t, *args): y0's gradient, none for t, each arg's."""
-    if i == 1:
-        return None
+    """The rule for input i of odeint(y0, t, *args): y0's gradient, the times', each arg's."""
 
     def rule(g, out, y0, t, *args, **p):
         solved = Call("odeint_vjp", (g, out, y0, t, Call("tuple", args, "builtins")), None, params=tuple(p.items()))
-        return _item(solved, 0) if i == 0 else _item(_item(solved, 1), i - 2)
+        return _item(solved, i) if i < 2 else _item(_item(solved, 2), i - 2)
 
     return rule
 
@@ -43,11 +42,12 @@ primitive("odeint", None, spellings=["scipy.integrate.odeint"], keywords=("func"
 
 helper("odeint_vjp", '''def odeint_vjp(g, ys, y0, t, args, func, func_vjp, **options):
     """Gradients of ys = scipy.integrate.odeint(func, y0, t, args, **options) with respect to
-    y0 and to each of args, given g, the gradient of ys: the adjoint system integrated
-    backward from each output time to the one before, by the same solver with the same
-    options. func_vjp(y, t, *args, cotangent=c) is c times the Jacobian of func with respect
-    to y and the args; an arg that is a list, tuple or dict gets its gradient as
-    flatten_tree's vector."""
+    y0, to the times t and to each of args, given g, the gradient of ys: the adjoint system
+    integrated backward from each output time to the one before, by the same solver with
+    the same options. func_vjp(y, t, *args, cotangent=c) is c times the Jacobian of func with
+    respect to y and the args; an arg that is a list, tuple or dict gets its gradient as
+    flatten_tree's vector. A later time moves its own output along func; the first moves
+    every later one back."""
     tfirst = options.get("tfirst", False)
     n = np.size(ys[0])
     sizes = [np.size(flatten_tree(a)) for a in args]
@@ -64,6 +64,10 @@ helper("odeint_vjp", '''def odeint_vjp(g, ys, y0, t, args, func, func_vjp, **opt
     def backward(first, second, *_):  # (state, s), or (s, state) where tfirst
         return dynamics(second, first) if tfirst else dynamics(first, second)
 
+    def rate(k):  # func at the k-th output, raveled
+        return np.ravel(func(t[k], ys[k], *args) if tfirst else func(ys[k], t[k], *args))
+
+    d_t = np.array([np.dot(np.ravel(g[k]), rate(k)) if k else 0.0 for k in range(len(t))])
     a = np.ravel(g[-1]).astype(float)
     a_args = np.zeros(sum(sizes))
     for k in range(len(t) - 1, 0, -1):
@@ -78,6 +82,7 @@ helper("odeint_vjp", '''def odeint_vjp(g, ys, y0, t, args, func, func_vjp, **opt
             d_args.append(part)
         else:
             d_args.append(np.reshape(part, np.shape(arg)) if np.ndim(arg) else float(part[0]))
+    d_t[0] = -np.dot(a - np.ravel(g[0]), rate(0))
     d_y0 = np.reshape(a, np.shape(y0)) if np.ndim(y0) else float(a[0])
-    return d_y0, tuple(d_args)
+    return d_y0, d_t, tuple(d_args)
 ''', needs=("flatten_tree",))

@@ -455,9 +455,55 @@ primitive("tuple", None, sympy=lambda *xs: xs, kind="integer", min_args=0, tange
 for _name in ("zeros_like", "ones_like"):
     primitive(_name, spellings=[f"numpy.{_name}"], keywords=("dtype",), sympy=lambda x, **p: 0, kind="piecewise",
               tangent="none")
-for _name in ("zeros", "ones", "eye", "arange", "linspace", "full"):
+for _name in ("zeros", "ones", "eye"):
     primitive(_name, None, spellings=[f"numpy.{_name}"], keywords=("dtype",), sympy=lambda *xs, **p: 0,
               kind="piecewise", min_args=1, tangent="none")
+
+
+# Array makers whose values are their arguments' (a silent zero while they were taken for
+# constants: `np.full(3, w)`, `np.linspace(0.0, L, n)`, `np.arange(a, b, h)`): linear in the
+# fill value, the ends, the start and the step; never in a shape or a count. An integer
+# dtype makes whole numbers (no derivative), as np.array's does.
+def _made(rule):
+    def vjp(i):
+        def made(g, out, *xs, **p):
+            return Const(0.0) if p.get("dtype") == Spelled("int") else rule(i, g, out, *xs, **p)
+        return made
+    return (vjp,)
+
+
+def _full_rule(i, g, out, shape, fill, **p):
+    return F.unbroadcast(g, fill) if i == 1 else None
+
+
+def _linspace_rule(i, g, out, start, stop, num=Const(50), **p):
+    if i > 1:
+        return None
+    endpoint = Const(p.get("endpoint", True))
+    return F.linspace_grad(g, (start, stop)[i], num, endpoint, Const(i == 1))
+
+
+def _arange_rule(i, g, out, *xs, **p):
+    if len(xs) == 1 or i == 1:  # arange(stop): 0, 1, ...; the stop only counts
+        return None
+    return F.unbroadcast(g, xs[0]) if i == 0 else F.sum(g * F.arange(F.size(g)))
+
+
+primitive("full", None, spellings=["numpy.full"], keywords=("dtype",), min_args=2, elementwise=False,
+          vjp=_made(_full_rule), tangent="linear", value_slots=(1,))
+primitive("linspace", None, spellings=["numpy.linspace"], keywords=("dtype", "endpoint"), min_args=2,
+          elementwise=False, vjp=_made(_linspace_rule), tangent="linear", value_slots=(0, 1))
+primitive("arange", None, spellings=["numpy.arange"], keywords=("dtype",), min_args=1, elementwise=False,
+          vjp=_made(_arange_rule), tangent="explicit")
+helper("linspace_grad", '''def linspace_grad(g, like, num, endpoint=True, stop=False):
+    """Gradient of np.linspace(start, stop, num, endpoint) with respect to start (or to stop),
+    given g (the points along the first axis), summed to the shape of `like`: point k is
+    start + (stop - start) * k / (num - 1), or k / num without the endpoint."""
+    steps = num - 1 if endpoint else num
+    weights = np.arange(num) / steps if steps > 0 else np.zeros(num)
+    weights = weights if stop else 1.0 - weights
+    return unbroadcast(np.tensordot(weights, g, axes=(0, 0))[()], like)
+''', needs=("unbroadcast",), tangent="linear_in_first")
 primitive("array", spellings=["numpy.array", "numpy.asarray"], keywords=("dtype",), sympy=lambda x, **p: x,
           vjp=lambda g, out, x, **p: Const(0.0) if p.get("dtype") == Spelled("int") else g, tangent="linear")
 

@@ -309,6 +309,13 @@ def _cumprod(ts, out, x, axis=None):
     return F.cumprod_tangent(t, x, *(() if axis is None else (Const(axis),)))
 
 
+def _arange(ts, out, *args, dtype=None):
+    """np.arange(start, stop, step): point k is start + k * step (its count piecewise in them)."""
+    start, step = (ts[0] if len(args) > 1 else None), (ts[2] if len(args) > 2 else None)
+    return _sum(term for term in (None if start is None else F.zeros_like(out) + start,
+                                  None if step is None else step * F.arange(F.size(out))) if term is not None)
+
+
 def _cho_factor(ts, out, a, lower=False):
     (t,) = ts
     return F.cho_factor_tangent(t, Call("getitem", (out, Const(0)), "op", params=(("index", ("i",)),)),
@@ -337,5 +344,5 @@ EXPLICIT = {"softmax": _softmax, "log_softmax": _log_softmax, "inv": _inv, "solv
             "cholesky_grad": _cholesky_grad, "prod_grad": _prod_grad, "einsum_grad": _einsum_grad, "cumprod": _cumprod,
             "cho_factor": _cho_factor, "cho_solve": _cho_solve, "cumprod_grad": _cumprod_grad,
             "cho_factor_grad": _cho_factor_grad, "cho_solve_grad_c": _cho_solve_grad_c,
-            "mvn_logpdf": _mvn_logpdf, "mvn_logpdf_grad": _mvn_logpdf_grad}
+            "mvn_logpdf": _mvn_logpdf, "mvn_logpdf_grad": _mvn_logpdf_grad, "arange": _arange}
 
