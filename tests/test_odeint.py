@@ -338,3 +338,25 @@ def loss(k, y0, t):
     assert caught.value.message == ("'odeint' integrates 'decay' here with 2 args, and elsewhere otherwise: call "
                                     "it the same way everywhere")
     assert caught.value.line == 12
+
+
+def test_the_times_get_their_gradient(tmp_path):
+    """t = np.linspace(0, T, n) with T differentiated: a later time moves its output along f,
+    the first moves every later one back (it got no gradient before: a silent zero)."""
+    source = f'''
+import numpy as np
+from scipy.integrate import odeint
+
+
+def decay(y, t, k):
+    return -k * y * (1.0 + 0.5 * np.sin(t))
+
+
+def loss(k, T, t0):
+    t = np.linspace(t0, T, 5)
+    ys = odeint(decay, np.array([1.0, 0.5]), t, args=(k,), {TIGHT})
+    return np.sum(ys ** 2)
+'''
+    mod, user, _ = compiled(tmp_path, source, "loss")
+    args = (0.7, 1.3, 0.2)
+    assert_gradient(mod.loss_grad(*args), user.loss, args, (0, 1, 2))
