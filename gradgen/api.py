@@ -136,7 +136,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
         namer.taken.add(name)
     names = {f: (namer.grad_function(f), namer.value_and_grad_function(f)) for f in tried}
     emitter = emit.Emitter(_default_namespace(module), {})
-    results, texts, constants, sigmoid_ns, refusals = [], [], set(), {}, []
+    results, texts_of, constants, sigmoid_ns, refusals = [], {}, set(), {}, []
     skipped = dict(before)
     budget = _Budget()
     waiting = {}  # a helper skipped for its caller, which inlines it -> that caller
@@ -173,7 +173,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
             emitter.constant_params, emitter.stated = [], {}
         skipped.pop(fname, None)
         results.append(compiled)
-        texts.extend(text)
+        texts_of[fname] = text
         constants.update(_constants_read(compiled.ir, module))
         sigmoid_ns.update(generated.sigmoid_namespaces(compiled.ir))
 
@@ -186,6 +186,9 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
                                                                   skipped, refusals)), None):
         del waiting[orphan]
         attempt(orphan, None)
+    order = {fname: k for k, fname in enumerate(tried)}  # (the file's order, as a recompile keeping them writes it)
+    results.sort(key=lambda compiled: order[compiled.name])
+    texts = [text for compiled in results for text in texts_of[compiled.name]]
     if not results:  # the refusal of the likeliest loss, located (see selection.likeliest); else why none has a gradient
         if refusals:
             raise min(refusals, key=functools.partial(selection.likeliest, module, skipped, named_by_others))[2]

@@ -272,3 +272,21 @@ def test_the_refusal_shown_is_the_losss_not_a_drivers():
     with pytest.raises(CompileError) as caught:
         compile_source(source, "tools_beside.py")
     assert caught.value.message == "recursive call to 'spin' on a depth known only when it runs: write it as a loop"
+
+
+def test_a_recompile_writes_the_module_a_loss_compiled_on_its_own_made(tmp_path, capsys):
+    """The loss compiled after the rest (nothing inlined it) is written in the file's order, so
+    the recompile (which keeps it: the module has it) writes the same bytes."""
+    source = TOOLS + "\n\ndef sharpen(x):\n    return np.sum(x ** 4)\n"
+    (tmp_path / "tools_beside.py").write_text(source)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert cli.main(["compile", "tools_beside.py"]) == 0
+        first = (tmp_path / "generated" / "tools_beside_grad.py").read_bytes()
+        assert cli.main(["compile", "tools_beside.py"]) == 0
+        assert (tmp_path / "generated" / "tools_beside_grad.py").read_bytes() == first
+    finally:
+        os.chdir(cwd)
+    assert "wrote generated/tools_beside_grad.py (objective_grad, objective_value_and_grad, sharpen_grad, " \
+           "sharpen_value_and_grad)" in capsys.readouterr().out
