@@ -11,8 +11,8 @@ over: the front end may not import it), and the generated module defines it besi
 An arg may be a number, an array, or a structured parameter or a part of one (a list of
 (W, b) pairs): the adjoint solve works on the args' leaves as one vector, and a structured
 arg's gradient comes back as that vector, added leaf by leaf into the parameter's gradient
-(the primitive tree_whole, gradgen.rules.trees). The times `t` get no gradient, nor do the
-solver's options, which must be constants when compiling (they pass to the backward solve).
+(the primitive tree_whole, gradgen.rules.trees). The times `t` get theirs too; the solver's
+options get none, and must be constants when compiling (they pass to the backward solve).
 """
 
 from __future__ import annotations
