@@ -202,6 +202,19 @@ def f(rest, params):
         break
     return np.sum(S2)
 """, {"rest": np.array([0.3, -0.7]), "params": np.array([1.5, 0.5])}),
+    # a loop over x makes it structured, so `x[1:]` is a run of its parts: measured in code kept
+    # as written (`np.empty(np.shape(y))`), it is read by its path, and only for its shape
+    # (soak 48003 #863: "no derivative rule for 'np.empty'")
+    "run_of_parts_measured_in_kept_code": ("""
+def f(x, w):
+    y = x[1:]
+    out = np.empty(np.shape(y))
+    out[...] = 0.5
+    scale = np.full(np.shape(y), 1.0) * np.sum(x)
+    for j, col in enumerate(x):
+        w = w + col
+    return np.sum(w) + np.sum(out * w) + np.sum(scale * w)
+""", {"x": np.array([0.3, -0.7, 0.9]), "w": 0.4}),
 }
 
 @pytest.mark.parametrize("name", list(PROGRAMS))

@@ -120,10 +120,12 @@ def rename(module, node, lookup, refuse, what):
                 if value.leaf is not None:
                     reads.append(value.leaf)
                     return ast.Name(value.leaf.name, ast.Load())
-                if not all(isinstance(step, (Var, Const)) for step in value.path):
+                if not value.spelled():  # (a run of parts, `x[1:]`, is read by its path too: soak 48003 #863)
                     raise refuse(node, f"a slice of the structured parameter '{value.root.name}' in {what} is not "
                                        "supported: name the parts you print")
-                reads.extend([value.root] + [step for step in value.path if isinstance(step, Var)])
+                steps = [p for step in value.path
+                         for p in ((step.lower, step.upper, step.step) if hasattr(step, "lower") else (step,))]
+                reads.extend([value.root] + [step for step in steps if isinstance(step, Var)])
                 return ast.parse(value.text(), mode="eval").body
             if isinstance(value, PartsOfAPath):  # parts of a structured parameter whose path no longer holds
                 raise _about_a_name(refuse(node, value.message()))

@@ -25,7 +25,7 @@ import builtins
 from gradgen.errors import Final, NoRule
 from gradgen.frontend import effects
 from gradgen.frontend.scopes import _lookup
-from gradgen.frontend.structured import TreeRef
+from gradgen.frontend.structured import SliceStep, TreeRef
 from gradgen.ir.nodes import Call, Var
 from gradgen.rules.table import primitive
 
@@ -128,8 +128,8 @@ def _measured_only(node, scope):
             visit(child, inside or fact or (measure and child is n.args[0]))
 
     visit(node, False)
-    names = [_variable(_lookup(scope, name)) for name in sorted(measured - other)]
-    return tuple(v.name for v in names if v is not None)
+    read = {v for name in other for v in _variables(_lookup(scope, name))}
+    return tuple(sorted({v for name in measured - other for v in _variables(_lookup(scope, name))} - read))
 
 
 def _variable(value):
@@ -137,6 +137,19 @@ def _variable(value):
     if isinstance(value, TreeRef):
         value = value.leaf
     return value if isinstance(value, Var) else None
+
+
+def _variables(value):
+    """The variables a name's value is read from: itself, the leaf of a structured part, or
+    the parameter and the index variables of a part or a run of parts read by its path
+    (`y = x[1:]`: np.shape(y) measures x, soak 48003 #863)."""
+    if isinstance(value, TreeRef):
+        if value.leaf is None and value.path and isinstance(value.path[-1], SliceStep):  # (a record's `.size`
+            steps = [p for step in value.path  # may be its own property: only a run of parts is measured)
+                     for p in ((step.lower, step.upper, step.step) if isinstance(step, SliceStep) else (step,))]
+            return [v.name for v in [value.root, *steps] if isinstance(v, Var)]
+        value = value.leaf
+    return [value.name] if isinstance(value, Var) else []
 
 
 def _what(m, node):
