@@ -435,3 +435,28 @@ def test_soak_38000_what_this_session_refused_and_should_not():
         e[k] = h
         numeric[k] = (ns["f"]({"layer": {"W": W + e}}) - ns["f"]({"layer": {"W": W - e}})) / (2 * h)
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-9)
+
+
+def test_a_parameter_rebound_to_data_gets_a_zero_tangent_of_the_new_shape():
+    """`b = data if c else DECAY` rebinding a differentiated b (4,) to data (2,): its tangent is
+    zeros of the new b, written after the statement; before it, `0.0 * b` had the old b's shape
+    and `db * H` failed against H (2, 2) (soak 50000 #542, forward mode)."""
+    source = """import numpy as np
+DECAY = 0.01
+
+
+def f(H, b=0.5, *, data):
+    if np.sum(np.concatenate([data, b])) > -1.214:
+        b = data if np.sum(b) > 0.036 else DECAY
+    b = b * H
+    return np.mean(b)
+"""
+    point = {"H": np.array([[-0.1, 0.5], [0.02, 0.09]]), "b": np.array([-0.35, 0.56, -0.91, 0.97])}
+    data = np.array([1.04, -0.83])
+    generated = load_module(compile_source(source, "rebound.py", wrt="all", emit_kinds=("grad", "jvp")).text)
+    original = load_module(source)
+    dH, db = np.array([[0.3, -0.2], [0.5, 0.1]]), np.ones(4)
+    _, derivative = generated.f_jvp(**point, data=data, dH=dH, db=db)
+    h = 1e-6
+    moved = lambda s: original.f(point["H"] + s * dH, point["b"] + s * db, data=data)
+    np.testing.assert_allclose(derivative, (moved(h) - moved(-h)) / (2 * h), rtol=1e-7)

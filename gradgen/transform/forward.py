@@ -171,7 +171,10 @@ class Forward:
         else:
             if isinstance(t, Const) and t.value == 0 and may_be_array(s.expr, self.arrays):
                 t = None  # `ds * 0.0` folded to 0: an array's tangent keeps its shape (`0.0 * s`)
-            tangent = [Assign(target, t if t is not None else self.zero(s.expr, Var(s.target)), s.line, s.source)]
+            if t is None:  # zeros of the value the statement makes, so after it (`b = data if c else
+                # DECAY` rebinding a parameter: `0.0 * b` before it had the old b's shape, soak 50000 #542)
+                return [s, Assign(target, self.zero(s.expr, Var(s.target)), s.line, s.source)]
+            tangent = [Assign(target, t, s.line, s.source)]
         # a tangent reads the old values of what its statement overwrites: it goes first
         return tangent + [s] if overwrites else [s] + tangent
 
