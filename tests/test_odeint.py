@@ -360,3 +360,31 @@ def loss(k, T, t0):
     mod, user, _ = compiled(tmp_path, source, "loss")
     args = (0.7, 1.3, 0.2)
     assert_gradient(mod.loss_grad(*args), user.loss, args, (0, 1, 2))
+
+
+def test_an_odeint_no_derivative_flows_through_needs_no_vjp(tmp_path):
+    """f has no derivative gradgen can take (np.ptp): where nothing differentiated reaches the
+    call it runs as written; where something does, the refusal says why, at the call."""
+    source = '''
+import numpy as np
+from scipy.integrate import odeint
+
+
+def spread(y, t, k):
+    return -k * y * np.ptp(y)
+
+
+def loss(w, k, t):
+    reference = odeint(spread, np.array([1.0, 0.5]), t, args=(k,))
+    return np.sum(w * reference[-1])
+'''
+    mod, user, _ = compiled(tmp_path, source, "loss", wrt="w")
+    args = (np.array([0.3, -0.2]), 0.7, np.linspace(0.0, 1.0, 4))
+    assert_gradient(mod.loss_grad(*args), user.loss, args, (0,))
+    path = tmp_path / "spread.py"
+    path.write_text(source)
+    with pytest.raises(CompileError) as caught:
+        compile_source(source, str(path), functions=["loss"], wrt="w,k")
+    assert caught.value.message.startswith("'odeint' integrates 'spread', and its gradient needs the derivative of "
+                                           "'spread', which gradgen cannot take: ")
+    assert caught.value.line == 11

@@ -27,10 +27,10 @@ def used(results, module):
     texts, constants, imports, helpers = [], set(), set(), set()
     for name in names:
         made = known[name]
-        texts += [t for t in made.texts if t not in texts] + [made.vjp_text]
+        texts += [t for t in made.texts if t not in texts] + ([made.vjp_text] if made.vjp_text else [])
         constants |= made.constants
         imports |= made.imports
-        helpers |= _helpers_called(made.vjp_text)
+        helpers |= _helpers_called(made.vjp_text) if made.vjp_text else set()
     return texts, constants, imports, helpers
 
 

@@ -66,7 +66,9 @@ def lowered(lw, scope, node):
     y0 = _value(lw, scope, given["y0"])
     t = _value(lw, scope, given["t"])
     args = tuple(_arg(lw, scope, a, spelled) for a in arg_nodes)
-    params = (("func", Spelled(fname)), ("func_vjp", Spelled(functions[fname].vjp_name))) + options
+    made = functions[fname]  # (no vjp: the refusal its rule raises, where a derivative flows)
+    vjp = Spelled(made.vjp_name) if made.vjp_text is not None else made.vjp_name
+    params = (("func", Spelled(fname)), ("func_vjp", vjp)) + options
     return lw._call("odeint", (y0, t) + args, "scipy.integrate", node, params=params)
 
 
@@ -206,10 +208,11 @@ def _written(m, node, fname, count, tfirst, spelled):
         todo += sorted(calls - done)
     try:
         text, vjp_name = compiler(m, fname, wrt)
-    except CompileError as exc:
+    except CompileError as exc:  # refused only where a derivative flows through the call (the rule raises it)
         where = f" (line {exc.line})" if exc.line is not None and exc.line != node.lineno else ""
-        raise _refuse(m, node, f"'{spelled}' integrates '{fname}', and its gradient needs the derivative of "
-                               f"'{fname}', which gradgen cannot take: {exc.message}{where}") from None
+        refusal = m.error(node, f"'{spelled}' integrates '{fname}', and its gradient needs the derivative of "
+                                f"'{fname}', which gradgen cannot take: {exc.message}{where}")
+        return OdeFunction(texts, None, refusal, constants, imports, (count, tfirst))
     vjp = next(d for d in ast.parse(text).body if isinstance(d, ast.FunctionDef) and d.name == vjp_name)
     constants |= {n.id for n in ast.walk(vjp) if isinstance(n, ast.Name) and n.id in m.constants}
     return OdeFunction(texts, ast.unparse(vjp), vjp_name, constants, imports, (count, tfirst))

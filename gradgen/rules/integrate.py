@@ -15,7 +15,7 @@ as the solver's tolerances (rtol=1e-2 moves both by percents).
 
 from __future__ import annotations
 
-from gradgen.ir.nodes import Call, Const
+from gradgen.ir.nodes import Call, Const, Spelled
 from gradgen.rules.table import helper, primitive
 
 # what odeint's keywords may be (all static: numbers, booleans, written in the call or folded)
@@ -31,6 +31,8 @@ def _adjoint(i):
     """The rule for input i of odeint(y0, t, *args): y0's gradient, the times', each arg's."""
 
     def rule(g, out, y0, t, *args, **p):
+        if not isinstance(p["func_vjp"], Spelled):  # f's vjp could not be compiled (gradgen.frontend.odeint)
+            raise p["func_vjp"]
         solved = Call("odeint_vjp", (g, out, y0, t, Call("tuple", args, "builtins")), None, params=tuple(p.items()))
         return _item(solved, i) if i < 2 else _item(_item(solved, 2), i - 2)
 
