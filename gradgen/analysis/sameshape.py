@@ -494,3 +494,38 @@ def _measure_by(e, v, source):
     if e.prim in ("ones_like", "zeros_like"):  # np.ones(np.shape(np.broadcast(z, y))): floats, like dtype=float
         return Call(e.prim[:-5], (Call("shape", (source,), "numpy"),), e.ns or "numpy", e.loc)
     return Call(e.prim, e.args[:at] + (source,) + e.args[at + 1:], e.ns, e.loc, e.params)
+
+
+# ---- values the tape would save only to be measured ------------------------------------------
+def measured_by_stable(code, arrays, stable, params):
+    """Backward code with each measure of a value (`np.zeros_like(y_3, dtype=float)`,
+    `unbroadcast(g, k1)`, `np.shape(h)`) read from a parameter the body never assigns whose
+    shape the source states equal (`x` of `--shapes x (10000,)`): the tape then need not
+    save a whole array trip after trip only for its shape (issue 23: ode's RK4 kept 12 arrays
+    a step, 8 of them only measured). `stable`: names holding one value for the whole
+    backward pass, which are measured as they are; `params`: the parameters, in order (the
+    first of the shape is the one measured)."""
+    static = getattr(arrays, "static", None)
+    if static is None:
+        return code
+    witnesses = {}
+    for p in params:
+        shape = static.stated.get(p)
+        if p in stable and known(shape) and shape != () and shape not in witnesses:
+            witnesses[shape] = p
+
+    def measure(e):
+        if not (isinstance(e, Call) and e.prim in _MEASURES):
+            return e
+        at = 1 if e.prim == "unbroadcast" else 0
+        if e.prim in ("ones_like", "zeros_like") and dict(e.params).get("dtype") is None:
+            return e  # (its dtype is the value's own)
+        if len(e.args) <= at or not isinstance(e.args[at], Var) or e.args[at].name in stable:
+            return e
+        found = witnesses.get(static.of(e.args[at]))
+        if found is None:
+            return e
+        return Call(e.prim, e.args[:at] + (Var(found),) + e.args[at + 1:], e.ns, e.loc, e.params)
+
+    return ir.map_changed(code, measure) if witnesses else code
+

@@ -515,6 +515,42 @@ def map_expressions(stmts, f):
     return out
 
 
+def map_changed(stmts, f):
+    """map_expressions that keeps every node f leaves alone the very object it was (later
+    stages key facts by a node's id: gradgen.transform.reverse.factoring's sums back)."""
+    def expr(e):
+        if isinstance(e, Call):
+            args = tuple(expr(a) for a in e.args)
+            e = e if all(a is b for a, b in zip(args, e.args)) else Call(e.prim, args, e.ns, e.loc, e.params)
+        elif isinstance(e, Cond):
+            parts = (expr(e.test), expr(e.body), expr(e.orelse))
+            e = e if all(a is b for a, b in zip(parts, (e.test, e.body, e.orelse))) else Cond(*parts)
+        return f(e)
+
+    out = []
+    for s in stmts:
+        if isinstance(s, Assign):
+            new = expr(s.expr)
+            s = s if new is s.expr else replace(s, expr=new)
+        elif isinstance(s, IndexAdd):
+            value, index = expr(s.value), tuple(expr(i) for i in s.index)
+            if value is not s.value or any(a is not b for a, b in zip(index, s.index)):
+                s = replace(s, value=value, index=index)
+        elif isinstance(s, If):
+            test, body, orelse = expr(s.test), map_changed(s.body, f), map_changed(s.orelse, f)
+            if test is not s.test or _changed(body, s.body) or _changed(orelse, s.orelse):
+                s = replace(s, test=test, body=body, orelse=orelse)
+        elif isinstance(s, (For, While)):
+            body = map_changed(s.body, f)
+            s = replace(s, body=body) if _changed(body, s.body) else s
+        out.append(s)
+    return out
+
+
+def _changed(new, old):
+    return any(a is not b for a, b in zip(new, old))
+
+
 def writes_whole_of_any_rank(index) -> bool:
     """Whether an index layout (`x[...]`, `x[()]`, `x[..., None]`) is one a 0-d array takes: a
     write through it may target a NumPy scalar (a 0-d tangent or adjoint `0.0 * x` made), which

@@ -71,6 +71,7 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
     arrays = arrays if isinstance(arrays, sameshape.ArrayNames) else sameshape.with_shapes(fn, arrays)
     rev = _Reverser(activity.active, namer, of, arrays)
     rev.params = {p.name for p in fn.params}
+    rev.param_order = [p.name for p in fn.params]
     rev.lists = list_names(fn.body)
     rev.trees = {p.name for p in fn.params if p.structured}  # their gradients have their structure
     rev.lists |= rev.trees
@@ -133,6 +134,7 @@ class _Reverser(Merging, ListGradients, ControlFlow):
         self.pairs = set()  # values a primitive makes as a tuple (cho_factor's (c, lower)): gradients are lists
         self.written = set()  # arrays written into (`x[i] = e`): their gradients are indexed, so arrays
         self.stable = set()  # names holding one value for the whole backward pass (_stable_names)
+        self.param_order = []  # the parameters' names, in order
         self.zeroed = set()  # adjoints that may hold a bare 0.0 here, not an array of their value's shape
         self.loose = False  # while one statement's contributions are added: they may be bare (see assign)
         self.trip_values = {}  # id(assignment) -> its name: a value a loop trip makes, saved after it (tape.py)
@@ -257,6 +259,9 @@ class _Reverser(Merging, ListGradients, ControlFlow):
                         total = _renamed(total, {g.name: kept})
                     body += self.add(v, total)
             self.loose = False
+            # (a value measured here but not otherwise read is measured on a parameter of its shape: not saved)
+            shaped, body = (sameshape.measured_by_stable(code, self.arrays, self.stable, self.param_order)
+                            for code in (shaped, body))
             self.reads[id(stmt)] = simplify.names_read(shaped + body) - self.adj_set
             if self_ref and v in simplify.names_read(shaped):  # (before its restore: the value it made)
                 self.reads_made[id(stmt)] = {v}
