@@ -184,3 +184,61 @@ def f(a, b, *, X):
     point = dict(a=np.array([0.5, -1.0, 2.0]), b=np.array([1.0, 2.0]), X=np.array([[0.3], [0.1], [-0.2]]))
     assert_agree(jitted.f_value_and_grad(**point), plain.f_value_and_grad(**point))
     assert_agree(jitted.f_grad(**point), plain.f_grad(**point))
+
+
+SAVED_BEFORE_ITS_FIRST_VALUE = '''
+import numpy as np
+
+
+def f(w, *, xs):
+    s = 0.0
+    for i in range(4):
+        if i > 0:
+            s = s + np.sum(h * w) * w
+        h = np.tanh(xs * i)
+    return s
+'''
+
+
+@needs_numba
+@pytest.mark.parametrize("xs", [np.array([1.0, 2.0, 3.0]), 0.4], ids=["array", "number"])
+def test_a_value_saved_before_its_first_value_in_a_loop(xs):
+    """h, read in the trip after it is made, is saved before each overwrite, from `h = None`:
+    where the analysis says h may be an array it stays None (numba types an optional of what
+    h later holds), not `0.0`, which numba could not unify with an array; and the helpers look
+    through the optional (`optional_value`): an optional array taken for a number had
+    unbroadcast sum it, a silently wrong gradient."""
+    text = compile_source(SAVED_BEFORE_ITS_FIRST_VALUE, "saved_first.py", jit="numba").text
+    assert "    h = None\n    h_stack = []\n" in text
+    assert "@numba.extending.intrinsic\ndef optional_value(typingctx, x):" in text
+    plain, jitted = both(SAVED_BEFORE_ITS_FIRST_VALUE, "saved_first.py")
+    assert_agree(jitted.f_grad(0.7, xs=xs), plain.f_grad(0.7, xs=xs))
+    assert_agree(jitted.f_value_and_grad(0.7, xs=xs), plain.f_value_and_grad(0.7, xs=xs))
+
+
+@needs_numba
+@pytest.mark.parametrize("g_shape, like_shape", [((2, 3), (3,)), ((2, 3), (2, 3)), ((3,), ()), ((), ())])
+def test_the_typed_helpers_look_through_an_optional(g_shape, like_shape):
+    """unbroadcast(g, like) and the matmul gradients with an argument of an optional type (a
+    value popped from a stack started at None): summed back to like's shape, not to a number
+    (an optional array is no number: the unwrapped overload chose the number's code)."""
+    import numba
+
+    plain, jitted = both("import numpy as np\n\n\ndef f(A, x):\n    return np.sum((A @ x) ** 2)\n", "mm.py",
+                         wrt=["A", "x"])
+
+    @numba.njit
+    def optional(flag, value):
+        out = None
+        if flag:
+            out = value
+        return out
+
+    unbroadcast = numba.njit(lambda g, like, flag: jitted.unbroadcast(g, optional(flag, like)))
+    product_a = numba.njit(lambda g, a, b, flag: jitted.matmul_grad_a(optional(flag, g), a, b))
+    rng = np.random.default_rng(2)
+    g = rng.standard_normal(g_shape) if g_shape else 1.5
+    like = np.ones(like_shape) if like_shape else 2.0
+    assert_agree(unbroadcast(g, like, True), plain.unbroadcast(g, like))
+    a, b, g2 = rng.standard_normal((3, 4)), rng.standard_normal(4), rng.standard_normal(3)
+    assert_agree(product_a(g2, a, b, True), plain.matmul_grad_a(g2, a, b))

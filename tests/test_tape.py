@@ -345,3 +345,29 @@ def test_a_value_the_backward_pass_only_measures_is_measured_on_a_parameter_not_
     assert "y_1_stack.append(y_1)" in plain  # (no shapes stated: y_1 is measured as it was)
     for stated in (None, shapes(point)):
         _check(RUNGE_KUTTA, point, stated, name="f", wrt=["x"])
+
+
+INNER_ASCENT = """
+import numpy as np
+
+
+def f(p1, *, start, steps):
+    p2 = start
+    for _ in range(steps):
+        slope = np.zeros_like(p2)
+        slope[0] = -2 * p2[0]
+        slope[1] = slope[1] - 2 * p2[1]
+        p2 = p2 + 0.1 * slope
+    return np.sum(p1 ** 2) - np.sum(p2 ** 2)
+"""
+
+
+def test_data_written_into_in_a_loop_is_not_saved():
+    """GradBench's saddle: the inner ascent's slope, written into (`slope[0] = ...`), carries no
+    gradient (p2 depends on start alone): it was saved and popped every trip all the same
+    (a name written into was always read back, for the zeros of its gradient); now only a
+    written name with a gradient is, and the ascent is left out of the gradient."""
+    text = _grad_text(compile_source(INNER_ASCENT, "ascent.py", functions=["f"], wrt=["p1"]).text)
+    assert "_stack" not in text and "for _ in" not in text
+    point = {"p1": np.array([0.4, -0.3]), "start": np.array([1.0, 1.0]), "steps": 3}
+    _check(INNER_ASCENT, point, name="f", wrt=["p1"])

@@ -148,6 +148,8 @@ OVERLOADS = {
 def unbroadcast_typed(g, like):
     """unbroadcast under numba, chosen by the types of g and like: a number's gradient is g
     summed, an array's the sum over the axes broadcasting stretched."""
+    if isinstance(g, numba.types.Optional) or isinstance(like, numba.types.Optional):
+        return lambda g, like: unbroadcast(optional_value(g), optional_value(like))
     if not isinstance(like, numba.types.Array):
         if isinstance(g, numba.types.Array):
             return lambda g, like: np.sum(g)
@@ -177,6 +179,8 @@ def unbroadcast_arrays(g, like):
 def matmul_grad_a_typed(g, a, b):
     """matmul_grad_a under numba, for vectors and matrices (chosen by the ranks of a and b);
     g in the product's shape first (a product broadcast further: matmul_fitted)."""
+    if any(isinstance(t, numba.types.Optional) for t in (g, a, b)):
+        return lambda g, a, b: matmul_grad_a(optional_value(g), optional_value(a), optional_value(b))
     if not isinstance(g, numba.types.Array):
         return matmul_grad_a_vectors if a.ndim == 1 and b.ndim == 1 else None
     if g.ndim != a.ndim + b.ndim - 2:
@@ -207,6 +211,8 @@ def matmul_grad_a_vector_matrix(g, a, b):
 def matmul_grad_b_typed(g, a, b):
     """matmul_grad_b under numba, for vectors and matrices (chosen by the ranks of a and b);
     g in the product's shape first (a product broadcast further: matmul_fitted)."""
+    if any(isinstance(t, numba.types.Optional) for t in (g, a, b)):
+        return lambda g, a, b: matmul_grad_b(optional_value(g), optional_value(a), optional_value(b))
     if not isinstance(g, numba.types.Array):
         return matmul_grad_b_vectors if a.ndim == 1 and b.ndim == 1 else None
     if g.ndim != a.ndim + b.ndim - 2 or a.ndim > 2 or b.ndim > 2:
@@ -240,7 +246,28 @@ def matmul_fitted(g, a, b):
 
 
 def overloads(used):
-    """The overloads of the helpers `used` (names defined in the module), in a fixed order."""
+    """The overloads of the helpers `used` (names defined in the module), in a fixed order,
+    after optional_value, which they all call."""
     if "matmul_grad_a" in used or "matmul_grad_b" in used:
         used = set(used) | {"matmul_fitted", "unbroadcast"}  # (matmul_fitted calls unbroadcast)
-    return [text for name, text in OVERLOADS.items() if name in used]
+    texts = [text for name, text in OVERLOADS.items() if name in used]
+    return [OPTIONAL_VALUE] + texts if texts else []
+
+
+# a value saved before its first one in a loop starts as None (gradgen/codegen/numba_spell.py's
+# placeholders), which numba types as an optional of what it later holds; the helpers choose
+# their code by their arguments' types, so they look through the optional first (an optional
+# array is no number: summed as one, a gradient was silently wrong)
+OPTIONAL_VALUE = '''@numba.extending.intrinsic
+def optional_value(typingctx, x):
+    """x itself; an optional's value as the type it holds (numba raises where it holds None).
+    The value returned is a new reference (numba releases it, as it releases x)."""
+    held = x.type if isinstance(x, numba.types.Optional) else x
+
+    def cast(context, builder, signature, args):
+        value = context.cast(builder, args[0], signature.args[0], signature.return_type)
+        context.nrt.incref(builder, signature.return_type, value)
+        return value
+
+    return held(x), cast
+'''

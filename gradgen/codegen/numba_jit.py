@@ -74,6 +74,7 @@ class _Module(ModuleEdits):
         self.users = {}  # generated function -> the user's function it came from
         self.kinds = {}  # generated function -> the kind --emit asked for
         self.adjoint_of = {}  # generated gradient -> {adjoint: its variable} (gradgen.transform.reverse.driver)
+        self.arrays = {}  # generated gradient -> the names that may hold arrays
         self.siblings = {}  # a gradient function -> its value-and-gradient function
         for f in compiled.functions:
             for name, kind in [(f.grad_name, "grad"), (f.value_and_grad_name, "grad")] + [(m.name, m.kind)
@@ -83,6 +84,7 @@ class _Module(ModuleEdits):
             for name in (f.grad_name, f.value_and_grad_name):
                 if name and f.reversed is not None:
                     self.adjoint_of[name] = f.reversed.adjoint_of
+                    self.arrays[name] = f.reversed.arrays
             if f.grad_name and f.value_and_grad_name:
                 self.siblings[f.grad_name] = f.value_and_grad_name
 
@@ -145,7 +147,7 @@ class _Module(ModuleEdits):
             raise self._refused(refusal, fdef) from None
         start = self.starts[(fdef.decorator_list[0] if fdef.decorator_list else fdef).lineno - 1]
         self.edits.append((start, start, f"{DECORATOR}\n"))
-        edits = loops(fdef, self.constants, set(self.names)) + placeholders(fdef, self.constants) + respellings(fdef)
+        edits = loops(fdef, self.constants, set(self.names)) + placeholders(fdef, self.constants, self.arrays.get(fdef.name, frozenset())) + respellings(fdef)
         sibling = next((d for d in self.defs if d.name == self.siblings.get(fdef.name)), None)
         edits += zero_resets(fdef) + zero_starts(fdef, self.adjoint_of.get(fdef.name), sibling)
         edits += defaults(fdef)

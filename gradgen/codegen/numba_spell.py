@@ -338,14 +338,20 @@ def _floordiv(a, b):
 
 # --- placeholders -------------------------------------------------------------------------------
 
-def placeholders(fdef, constants):
-    """[(the None of `x = None`, a zero of the type x holds)]."""
+def placeholders(fdef, constants, arrays=frozenset()):
+    """[(the None of `x = None`, a zero of the type x holds)]. `arrays`: the names gradgen's
+    analysis says may hold arrays (gradgen.analysis.arrays); one of them that Kinds takes for a
+    number only because a parameter's type is unknown stays None, which numba types as an
+    optional of what it later holds (a number or an array alike): a zero there made an array
+    loop's first save `h = 0.0` and numba then failed to unify it with the array."""
     kinds = Kinds(fdef, constants)
     edits = []
     for stmt in ast.walk(fdef):
         if isinstance(stmt, ast.Assign) and is_none(stmt.value) and len(stmt.targets) == 1 \
                 and isinstance(stmt.targets[0], ast.Name):
-            edits.append((stmt.value, _zero(kinds.of_name(stmt.targets[0].id))))
+            name = stmt.targets[0].id
+            kind = kinds.of_name(name)
+            edits.append((stmt.value, "None" if kind == "float" and name in arrays else _zero(kind)))
     return edits
 
 

@@ -89,7 +89,8 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
     # a loop or a branch, each old value is read back, so the backward pass ends holding what was
     # passed. A parameter without a gradient (data, `arm=None` then `arm = DEFAULT_ARM`) is read
     # back only where backward code reads it, as any other name (issue 23: the minimal tape)
-    rebinds = set(activity.wrt) | rev.written  # (and zeros of an array written into)
+    rebinds = set(activity.wrt) | (rev.written & activity.active)  # (and zeros of an array written into, where
+    # it has a gradient: data written into, `df_dp2[0] = ...` of an inner gradient, is read back only where read)
     rev.trip_values = tape.trip_values(fn.body, rebinds)
     statements = rev.block(fn.body)
     saved, after = tape.mark_saves(fn.body, rev.reads, rebinds, rev.trip_values, rev.reads_made)
