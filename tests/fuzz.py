@@ -483,6 +483,8 @@ def _hvp_problems(case, names, t, product, grad, undecided):
         minus = {**case.point, **{n: _moved(case.point[n], t[n], -h) for n in names}}
         return (_flat_all(_call(grad, moved)[0], len(names)) - _flat_all(_call(grad, minus)[0], len(names))) / (2 * h)
     fd, finer = along(1e-5), along(1e-6)
+    if np.shape(product) != np.shape(fd):  # (soak 53000 #488: an entry of the wrong shape, a wrong hvp)
+        return [f"hvp has {np.size(product)} numbers, the gradient {np.size(fd)}: {product!r}"]
     scale = 1 + float(np.max(np.abs(fd), initial=0))
     if np.max(np.abs(product - fd), initial=0) <= 1e-4 * scale:
         return []

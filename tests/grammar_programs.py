@@ -654,8 +654,15 @@ class GrammarBuilder(ExprGrammar):
             self.bind(k, "int")
             limit = self.choice([1, 2, 3])
             last = (f"if {k} >= {limit}:", f"if {k} >= {limit}:")
-            # (no `continue`: the loop would miss its count; no `break` where it leaves only by returning)
-            inner = self.returning_body([(f"{k} += 1",) * 2], 2, {"continue"} | ({"break"} if form == "while" else set()))
+            # (no `continue`: the loop would miss its count; no `break` where it leaves only by returning;
+            # its variables as a for loop's: data read by code kept as written is never rebound in it, where
+            # the next trip would read a differentiated value: soak 53002 #13, `r = (3.0 * u)[...]` after np.diff(r))
+            self.loop_vars.append({k})
+            try:
+                inner = self.returning_body([(f"{k} += 1",) * 2], 2,
+                                            {"continue"} | ({"break"} if form == "while" else set()))
+            finally:
+                self.loop_vars.pop()
             if inner is None:
                 return None
             leave = self.returning_exit() if form == "while" else ("break", "break")

@@ -216,3 +216,39 @@ def test_a_row_of_a_loop_over_an_array_is_a_view_of_it(copy, refused):
     X, w = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([0.5, -1.0])
     grad = load_module(compile_source(source, filename="prog.py").text, "prog_grad").f_grad(w.copy(), X=X.copy())
     np.testing.assert_allclose(grad, 2 * X.sum(axis=0), rtol=1e-14)
+
+
+SAVED_BY_A_HELPER = '''
+import numpy as np
+
+
+def settle(h):
+    for k in range(2):
+        h = np.tanh(h) + 0.5 * h
+    return h
+
+
+def f(s):
+    out = s * s * 1.0
+    for step in range(2):
+        out += np.sum(settle(out))
+        last = out
+    return np.sum(out * out)
+'''
+
+
+def test_an_update_whose_array_only_the_tape_and_dead_names_hold_is_made_a_new_array():
+    """`out += ...` after `settle(out)` (inlined: h = out, its old value saved for tanh's
+    gradient) and `last = out` (never read): in place, it would change the numbers the tape
+    keeps; as `out = out + ...` nothing the function shows differs, so it compiles so (soak
+    53002 #1074: refused, with advice to write what gradgen can write itself)."""
+    text = compile_source(SAVED_BY_A_HELPER, "saved_by_helper.py").text
+    assert "        out = out + np.sum(h)\n" in text and "\n        out += " not in text
+    module = load_module(text, "saved_by_helper")
+    namespace = {}
+    exec(SAVED_BY_A_HELPER, namespace)  # noqa: S102 - the test's own source
+    for s in (np.array([0.3, -0.5, 0.8]), 0.4):
+        h = 1e-6
+        want = np.array([(namespace["f"](s + h * e) - namespace["f"](s - h * e)) / (2 * h)
+                         for e in np.eye(np.size(s))]).reshape(np.shape(s))
+        np.testing.assert_allclose(module.f_grad(s), want, rtol=1e-6, atol=1e-8)

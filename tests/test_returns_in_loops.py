@@ -500,3 +500,29 @@ def test_other_recursion_is_refused_at_the_recursive_call(call, message):
     with pytest.raises(CompileError) as caught:
         compile_source(source, "bad.py", functions=["loss"])
     assert caught.value.format().splitlines()[0] == f"bad.py:2:29: {message}"
+
+
+ONE_TRIP = """
+import numpy as np
+
+
+def f(x, *, data):
+    r = np.ones(data.shape)
+    while True:
+        acc = np.diff(r, prepend=0.0)
+        r = x * 2.0
+        if np.sum(r) > 0.0:
+            return np.sum(r * x) + np.sum(acc)
+        return np.sum(x * r) * 3.0
+"""
+
+
+def test_a_loop_every_trip_of_which_returns_is_run_once():
+    """Every way through the body returns: the loop runs it once at most, as the `if` (or, for
+    `while True:`, the block) it is. r, made from x after np.diff reads it, is no value a next
+    trip reads: np.diff (no rule) runs on data as written, where the loop's back edge made r
+    differentiated and the call was refused (soak 53002 #13)."""
+    text = compile_source(ONE_TRIP, "one_trip.py", wrt=["x"]).text
+    assert "while" not in text.split("def f_grad")[1]
+    check_at(ONE_TRIP, "f", [{"x": np.array([0.5, -1.0]), "data": np.ones(2)},
+                             {"x": np.array([0.5, 1.0]), "data": np.ones(2)}])

@@ -114,3 +114,37 @@ def test_gaussian_process_hessian_matches_central_differences_of_its_gradient():
     x = np.log(np.array([0.8, 1.2, 0.1]))
     _check(lambda p: m.neg_log_marginal_likelihood_hessian(p, X=X, y=y),
            lambda p: m.neg_log_marginal_likelihood_grad(p, X=X, y=y), x)
+
+
+POPPED_UNDER_A_TEST = '''
+import numpy as np
+
+
+def f(alpha, W, *, X):
+    hs = []
+    hs.append(alpha * W)
+    if np.sum(X) > 0.0:
+        hs.append(X * X)
+    total = 0.0
+    for item in hs:
+        total = total + np.sum(item * item)
+    return total
+'''
+
+
+@pytest.mark.parametrize("X", [np.array([1.0, 0.5, -0.2]), np.array([-1.0, 0.5, -0.2])], ids=["appended", "not"])
+def test_an_hvp_keeps_a_pop_under_a_test_that_nothing_else_needs(X):
+    """The gradient pops the entry of an append no derivative flows through (`hs.append(X *
+    X)` under a test) only to reach the one before it: the hvp's dead-code pass dropped that
+    branch (its popped value is unused) and then took the wrong entry for alpha's (soak seed
+    53000 #488: an alpha gradient of shape (4, 3))."""
+    module = load_module(compile_source(POPPED_UNDER_A_TEST, "popped.py", emit_kinds=("grad", "hvp"),
+                                        wrt=["alpha", "W"]).text, f"popped_{X[0] > 0}")
+    alpha, W, t_alpha, t_W = 0.7, np.array([0.3, -0.4, 0.9]), 0.5, np.array([1.0, -2.0, 0.25])
+    product = module.f_hvp(alpha, W, X=X, dalpha=t_alpha, dW=t_W)
+    h = 1e-6
+    plus = module.f_grad(alpha + h * t_alpha, W + h * t_W, X=X)
+    minus = module.f_grad(alpha - h * t_alpha, W - h * t_W, X=X)
+    for got, p, m in zip(product, plus, minus):
+        assert np.shape(got) == np.shape(p)
+        np.testing.assert_allclose(got, (np.asarray(p) - np.asarray(m)) / (2 * h), rtol=1e-6, atol=1e-8)

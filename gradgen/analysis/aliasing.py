@@ -20,6 +20,7 @@ import types
 from gradgen.analysis import arrays as array_facts
 from gradgen.analysis.overlap import Copies, Places, untouched
 from gradgen.errors import error_at
+from gradgen.ir import simplify
 from gradgen.ir.nodes import (
     Assign, Break, Call, Cond, Const, Continue, For, If, Var, While, expressions, variables, walk
 )
@@ -72,11 +73,16 @@ def refuse_changes_the_gradient_reads(fn, arrays, module, needed, saved, default
                        module=module)
     sharing.at_updates()
     places = Places(fn)
+    result = {v.name for v in variables(fn.result)}
+    forward_reads = simplify.names_read(simplify.dead_code(fn.body, set(result))) | result  # (what the value needs)
     for s in walk(fn.body):
         if id(s) not in sharing.held or (id(s) in saved and s.expr.prim != "setitem"):
             continue
         reached = sorted(n for n in sharing.held[id(s)] & needed
                          if not untouched(places, s, n, sharing.bound, sharing.changed[id(s)]))
+        if reached and _rebinding_is_unseen(s, sharing, forward_reads):
+            s.augmented = False  # written `x = x + e`: a new array, and the old one keeps its numbers
+            continue
         if reached:
             op, name = _AUG_OPS.get(s.expr.prim, "+"), fn.display.get(s.target, s.target)
             what = f"'{name}[...] = ...'" if s.expr.prim == "setitem" else f"'{name} {op}= ...'"
@@ -90,6 +96,17 @@ def refuse_changes_the_gradient_reads(fn, arrays, module, needed, saved, default
                 f"'{name} = {name} {op} ...'"
             raise error_at(where, f"{what} would change an array another name held before (a copy or a view), "
                                   f"whose old numbers the gradient needs; write {fix}", module)
+
+
+def _rebinding_is_unseen(s, sharing, forward_reads):
+    """Whether `x += e` may be written `x = x + e` with no difference the function shows: an
+    augmented assignment (not a write into x), changing no array the caller passed, which no
+    other name that the forward code ever reads holds when it runs (`acc = ... else out`, acc
+    never read; the names that held it before and need its old numbers are the tape's, and a new
+    array leaves them as they were: soak 53002 #1074, `settle(out)` inlined kept out's array as h)."""
+    if s.expr.prim == "setitem" or any(o[0] == "outside" for o in sharing.changed.get(id(s), ())):
+        return False
+    return not (sharing.found.get(id(s), set()) & forward_reads)
 
 
 def _view_made(fn, places, names, array):

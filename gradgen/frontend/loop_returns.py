@@ -82,6 +82,11 @@ def lift(stmts, fnode, error):
 def _lift(stmts, names, error):
     out = []
     for i, stmt in enumerate(stmts):
+        if isinstance(stmt, ast.While) and not stmt.orelse and _always_leaves(stmt.body) and not _continues(stmt.body):
+            # every trip returns: the loop runs its body once at most, and is the `if` it is (a
+            # value the body makes is no loop-carried value then: soak 53002 #13, a false refusal)
+            once = stmt.body if _forever(stmt) else [ast.copy_location(ast.If(stmt.test, stmt.body, []), stmt)]
+            return out + _lift(once + stmts[i + 1:], names, error)
         if isinstance(stmt, (ast.For, ast.While)) and _returns_in(stmt):
             lifted, after = _loop(stmt, names, error)
             rest = _lift(stmts[i + 1:], names, error)
@@ -118,6 +123,28 @@ def _returns_in(stmt):
 def _forever(stmt):
     """`while True:` (or `while 1:`): a loop that ends only by leaving it."""
     return isinstance(stmt, ast.While) and isinstance(stmt.test, ast.Constant) and bool(stmt.test.value)
+
+
+def _always_leaves(stmts):
+    """Whether every way through `stmts` ends in `return` or `raise` (a loop body that does
+    runs once at most)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    return isinstance(last, ast.If) and _always_leaves(last.body) and _always_leaves(last.orelse)
+
+
+def _continues(stmts):
+    """Whether a loop body has a `continue` of its own (not one of an inner loop's)."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Continue):
+            return True
+        if not isinstance(stmt, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
+                any(_continues(getattr(stmt, part, None) or []) for part in ("body", "orelse", "finalbody")):
+            return True
+    return False
 
 
 def _breaks(stmts):

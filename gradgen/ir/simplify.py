@@ -234,9 +234,17 @@ def _pops(expr, live):
 
 def _writes(stmts):
     """Names `stmts` assign, pop back or write into (`dx[i] += g`, `x = x_stack.pop()` in a
-    backward loop keep the loop)."""
+    backward loop keep the loop), and the lists they pop from (`g = df_dhs.pop()` under a
+    test shortens df_dhs for the pop after it: an hvp dropped the branch, and its gradient
+    then took the wrong entry: soak seed 53000 #488)."""
     return assigned(stmts) | {s.target for s in walk(stmts) if isinstance(s, IndexAdd)} | \
-        {s.name for s in walk(stmts) if isinstance(s, Restore)}
+        {s.name for s in walk(stmts) if isinstance(s, Restore)} | \
+        {s.expr.args[0].name for s in walk(stmts) if isinstance(s, Assign) and _pops(s.expr, {_popped(s.expr)})}
+
+
+def _popped(expr):
+    return expr.args[0].name if isinstance(expr, Call) and expr.prim == "pop" and expr.args and \
+        isinstance(expr.args[0], Var) else None
 
 
 def _leaves_iteration(stmt):
