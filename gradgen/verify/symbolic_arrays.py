@@ -44,7 +44,7 @@ def sympy_array_gradient(fn, module, point, wrt):
         for sym, value in zip(np.ravel(np.asarray(symbols[w], dtype=object)), np.ravel(point[w])):
             numbers[sym] = sympy.Float(float(value), 30)
     try:
-        with time_limit(5.0, _Timeout, clock="cpu"):  # (processor time: the same answer on a loaded machine)
+        with time_limit(SYMPY_SECONDS, _Timeout, clock="cpu"):  # (processor time: the same answer on a loaded machine)
             return _sympy_array_gradient(fn, module, point, wrt, symbols, numbers)
     except _Timeout:
         return {}
@@ -153,6 +153,8 @@ def _active(tangent):
     return any(np.any(np.asarray(t) != 0) for t in tangent)
 
 
+SYMPY_SECONDS = 5.0  # processor time sympy may take for one array program's gradient, past which check uses
+# finite differences alone (a loop unrolled symbolically grows fast; the suite gives it less: tests/conftest.py)
 MAX_ELEMENTS = 200  # elements of a statement's arrays, past which sympy does not follow it (seconds each)
 ARRAY_SECONDS = 5.0  # processor time a trace spends on such statements, past which sympy gives up
 
