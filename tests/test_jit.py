@@ -237,9 +237,9 @@ TAIL = ("--jit numba compiles numbers, arrays, if/for/while and the NumPy functi
         "without --jit")
 
 REFUSALS = [
-    ("axis", (ROOT / "benchmarks" / "gradbench" / "kmeans.py").read_text(),
-     "loss.py:18:19: --jit numba: np.min(..., axis=...), which numba does not compile; write np.min without axis= "
-     "(a loop, say), or compile this file without --jit\n        return np.sum(np.min(distances, axis=0))\n"
+    ("axis", "import numpy as np\n\n\ndef loss(w, X):\n    return np.sum(np.std(X * w, axis=0))\n",
+     "loss.py:5:19: --jit numba: np.std(..., axis=...), which numba does not compile; write np.std without axis= "
+     "(a loop, say), or compile this file without --jit\n        return np.sum(np.std(X * w, axis=0))\n"
      "                      ^"),
     ("einsum", "import numpy as np\n\n\ndef loss(w, X):\n    return np.sum(np.einsum('ij,j->i', X, w) ** 2)\n",
      f"loss.py:5:19: --jit numba: the array function np.einsum; {TAIL}\n"

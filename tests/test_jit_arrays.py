@@ -242,3 +242,60 @@ def test_the_typed_helpers_look_through_an_optional(g_shape, like_shape):
     assert_agree(unbroadcast(g, like, True), plain.unbroadcast(g, like))
     a, b, g2 = rng.standard_normal((3, 4)), rng.standard_normal(4), rng.standard_normal(3)
     assert_agree(product_a(g2, a, b, True), plain.matmul_grad_a(g2, a, b))
+
+
+ALONG_AN_AXIS = '''
+import numpy as np
+
+
+def f(W, *, X):
+    weights = np.cumprod(1.0 + 0.1 * np.abs(X), axis=1) / np.prod(X * X + 1.0, axis=-1, keepdims=True)
+    scores = (X * weights) @ W
+    shifted = scores - np.max(scores, axis=1, keepdims=True)
+    nearest = np.min(shifted * shifted, axis=0)
+    running = np.cumsum(np.sin(scores), axis=0)
+    return np.sum(nearest) + np.sum(running * running)
+'''
+
+
+def test_the_reductions_along_an_axis_numba_lacks_are_its_helpers():
+    """np.max / np.min / np.prod of one axis (keepdims too) and np.cumprod / np.cumsum along one,
+    which numba takes for whole arrays only, are `max_along(a, k)` and so on: helpers written into
+    the module, typed for the rank of each call (gradgen/codegen/numba_along.py). (The gradients
+    of np.prod and np.cumprod are helpers numba does not take yet: here they run on data.)"""
+    text = compile_source(ALONG_AN_AXIS, "along.py", jit="numba", wrt=["W"]).text
+    body = text.split("def f_grad")[1]
+    assert "np.expand_dims(np.asarray(max_along(scores, 1)), 1)" in body and "min_along(" in body
+    assert "\ndef min_along(a, axis):\n" in text and "@numba.extending.overload(cumprod_along)\n" in text
+
+
+@needs_numba
+@pytest.mark.parametrize("shape", [(4, 3), (1, 3)])
+def test_the_reductions_along_an_axis_agree_with_the_plain_module(shape):
+    rng = np.random.default_rng(3)
+    W, X = rng.standard_normal((shape[1], 5)), rng.standard_normal(shape)
+    plain, jitted = both(ALONG_AN_AXIS, "along.py", wrt=["W"])
+    assert_agree(jitted.f_value_and_grad(W, X=X), plain.f_value_and_grad(W, X=X))
+
+
+@needs_numba
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_the_along_helpers_for_each_rank(axis):
+    import numba
+
+    from gradgen.codegen import numba_along
+
+    namespace = {}
+    text = "import numba\nimport numpy as np\n\n" + "\n\n".join(numba_along.helpers(
+        {"min_along", "max_along", "prod_along", "cumsum_along", "cumprod_along"}))
+    exec(compile(text, "along_helpers", "exec"), namespace)  # noqa: S102 - gradgen's own helper text
+    rng = np.random.default_rng(4)
+    for a in (rng.standard_normal(5), rng.standard_normal((3, 4)), rng.standard_normal((2, 3, 4))):
+        if not -a.ndim <= axis < a.ndim:
+            continue
+        for name in ("min", "max", "prod", "cumsum", "cumprod"):
+            helper = namespace[f"{name}_along"]
+            got = numba.njit(lambda a, k, helper=helper: helper(a, k))(a, axis)
+            want = getattr(np, name)(a, axis=axis)
+            assert np.shape(got) == np.shape(want)
+            np.testing.assert_allclose(got, want, rtol=1e-12)

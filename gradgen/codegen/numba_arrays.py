@@ -5,7 +5,7 @@ the typed versions of gradgen's array helpers.
   there (numba's `np.sum` takes `axis`, its `np.max` none); a call outside it is refused,
   located at the user's call (gradgen/codegen/numba_check.py).
 * `Respell`: the forms numba lacks, written as ones it has: `np.take(g, k, axis=1)` as
-  `g[:, k]`, `np.sum(a, axis=k, keepdims=True)`
+  `g[:, k]`, `np.flip(g, axis=1)` as `g[:, ::-1]`, `np.sum(a, axis=k, keepdims=True)`
   as `np.expand_dims(np.sum(a, axis=k), k)`, `np.mean(a, axis=k)` as the sum over the
   length, `np.zeros_like(a, dtype=float)` with `dtype=np.float64`, a list of arrays given to
   `np.concatenate`/`np.stack` as a tuple (each part of a stack through `np.asarray`: numba
@@ -20,6 +20,8 @@ the typed versions of gradgen's array helpers.
 from __future__ import annotations
 
 import ast
+
+from gradgen.codegen import numba_along
 
 # numba's NumPy (0.59+), on arrays and numbers: function -> the keywords numba takes for it
 _NONE = frozenset()
@@ -55,6 +57,8 @@ class Respell(ast.NodeTransformer):
         new = None
         if spelled in ("np.sum", "np.mean") and _one_axis(node, keywords):
             new = self._reduced(node, spelled, keywords)
+        elif numba_along.helper_name(spelled) and numba_along.one_axis(node, keywords):
+            new = numba_along.respelled(node, keywords, _attribute)  # np.min(a, axis=0): min_along(a, 0)
         elif "dtype" in keywords and isinstance(keywords["dtype"], ast.Name) and keywords["dtype"].id in DTYPES:
             node.keywords = [k if k.arg != "dtype" else ast.keyword("dtype", _attribute(DTYPES[k.value.id]))
                              for k in node.keywords]
@@ -67,6 +71,16 @@ class Respell(ast.NodeTransformer):
             full = [ast.Slice()] * keywords["axis"].value
             new = ast.Subscript(node.args[0], ast.Tuple([*full, node.args[1]], ast.Load()) if full else node.args[1],
                                 ast.Load())
+        elif spelled == "np.flip" and len(node.args) == 1 and set(keywords) == {"axis"} \
+                and isinstance(keywords["axis"], ast.Constant) and type(keywords["axis"].value) is int \
+                and keywords["axis"].value >= 0:  # np.flip(g, axis=1): g[:, ::-1]
+            turned = [ast.Slice()] * keywords["axis"].value + [ast.Slice(None, None, ast.Constant(-1))]
+            new = ast.Subscript(node.args[0], ast.Tuple(turned, ast.Load()) if len(turned) > 1 else turned[0],
+                                ast.Load())
+        elif spelled == "np.reshape" and node.args and isinstance(node.args[0], ast.Subscript):
+            # (numba reshapes contiguous arrays only; a slice, `g[::-1]` say, may be none)
+            node.args[0] = ast.Call(_attribute("np.ascontiguousarray"), [node.args[0]], [])
+            self.changed = True
         elif spelled == "np.expand_dims" and node.args and not _asarray(node.args[0]):
             node.args[0] = ast.Call(_attribute("np.asarray"), [node.args[0]], [])  # (numba's takes arrays only)
             self.changed = True
@@ -118,12 +132,15 @@ def kind_of_call(node, spelled):
 
 
 def respelled_reduction(node):
-    """Whether `node` is an np.sum / np.mean of one axis, or np.take along one, that Respell
-    writes as numba has it."""
+    """Whether `node` is an np.sum / np.mean of one axis, np.take along one, or a reduction
+    numba_along writes as its helper, that Respell writes as numba has it."""
     keywords = {k.arg: k.value for k in node.keywords}
-    if ast.unparse(node.func) == "np.take":
+    if numba_along.helper_name(ast.unparse(node.func)):
+        return numba_along.one_axis(node, keywords)
+    if ast.unparse(node.func) in ("np.take", "np.flip"):
         axis = keywords.get("axis")
-        return len(node.args) == 2 and isinstance(axis, ast.Constant) and type(axis.value) is int and axis.value >= 0
+        return len(node.args) == (2 if ast.unparse(node.func) == "np.take" else 1) and isinstance(axis, ast.Constant) \
+            and type(axis.value) is int and axis.value >= 0
     return ast.unparse(node.func) in ("np.sum", "np.mean") and _one_axis(node, keywords)
 
 

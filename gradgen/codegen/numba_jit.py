@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import re
 
-from gradgen.codegen import emit, freshness
+from gradgen.codegen import emit, freshness, numba_along
 from gradgen.codegen.numba_arrays import OVERLOADS, overloads
 from gradgen.codegen.numba_check import Checker, Refusal
 from gradgen.codegen.numba_spell import defaults, loops, placeholders, respellings, zero_resets, zero_starts
@@ -114,6 +114,7 @@ class _Module(ModuleEdits):
         self._docstring()
         self._import()
         self._overloads(plain)
+        self._along()
         return "\n\n".join(self._pieces())
 
     # --- the module's parts -----------------------------------------------------------
@@ -136,6 +137,22 @@ class _Module(ModuleEdits):
             last = max((d for d in self.defs if d.name in plain), key=lambda d: d.end_lineno)
             end = self._span(last)[1]
             self.edits.append((end, end, "\n\n\n" + "\n\n".join(texts).rstrip("\n")))
+
+    def _along(self):
+        """The helpers of the reductions along an axis the functions call (numba_along), after
+        the last function; refused where the user's file has a name one of them takes."""
+        used = {numba_along.helper_name(ast.unparse(n.func)) for d in self.defs for n in ast.walk(d)
+                if isinstance(n, ast.Call) and numba_along.helper_name(ast.unparse(n.func))
+                and numba_along.one_axis(n, {k.arg: k.value for k in n.keywords})}
+        taken = sorted(used & self.names)
+        if taken:
+            node = next((n for n in ast.walk(self.user.tree) if _binds(n, taken[0])), None)
+            message = (f"--jit numba: the name '{taken[0]}' would hide the helper of that name the generated code "
+                       "defines; rename it")
+            raise self.user.error(node, message) if node is not None else CompileError(message, self.user.filename)
+        if used:
+            end = self._span(self.defs[-1])[1]
+            self.edits.append((end, end, "\n\n\n" + "\n\n".join(numba_along.helpers(used)).rstrip("\n")))
 
     def _checker(self, refused):
         return Checker(self.constants, {d.name for d in self.defs}, refused)

@@ -1,0 +1,129 @@
+"""Reductions along one axis under `--jit numba` (issue 23, item 3): numba's np.min, np.max and
+np.prod take a whole array only, and its np.cumsum and np.cumprod no axis, so
+`np.min(distances, axis=0)` (and the gradient code that compares against it) is written
+`min_along(distances, 0)`, a helper the module defines: its plain body is NumPy's own call
+(for Python callers), and a `numba.extending.overload` gives numba the code for the rank of
+each call, as a loop over the other axes of the array seen as (before, along, after).
+`keepdims=True` becomes np.expand_dims of that, as numba_arrays.Respell writes np.sum's.
+Ranks 1 to 3 are written; a higher one has no implementation (numba says so at the call).
+"""
+
+from __future__ import annotations
+
+import ast
+
+REDUCING = {"min": "np.min", "amin": "np.min", "max": "np.max", "amax": "np.max", "prod": "np.prod"}
+CUMULATIVE = {"cumsum": "np.cumsum", "cumprod": "np.cumprod"}
+ALONG = {**REDUCING, **CUMULATIVE}  # np.<name>(a, axis=k) -> the NumPy call the helper makes
+
+
+def helper_name(spelled):
+    """`min_along` for np.min / np.amin (one helper a reduction), or None for another call."""
+    name = spelled[3:] if spelled.startswith("np.") else None
+    return f"{ALONG[name][3:]}_along" if name in ALONG else None
+
+
+def one_axis(node, keywords):
+    """np.min(a, axis=<an int>) (or np.min(a, <an int>)) with no other keyword but keepdims
+    (a constant), for the reductions; np.cumsum(a, axis=<an int>) alone for the cumulative."""
+    axis = keywords.get("axis", node.args[1] if len(node.args) > 1 else None)
+    if axis is None or len(node.args) > 2 or set(keywords) - {"axis", "keepdims"}:
+        return False
+    keep = keywords.get("keepdims")
+    if keep is not None and (ast.unparse(node.func)[3:] in CUMULATIVE or
+                             not (isinstance(keep, ast.Constant) and isinstance(keep.value, bool))):
+        return False
+    if isinstance(axis, ast.UnaryOp) and isinstance(axis.op, ast.USub):
+        axis = axis.operand
+    return isinstance(axis, ast.Constant) and type(axis.value) is int
+
+
+def respelled(node, keywords, attribute):
+    """The call `node` (one of ALONG along one axis) as its helper's; `attribute(text)` parses
+    a dotted name."""
+    array = node.args[0]
+    axis = keywords.get("axis", node.args[1] if len(node.args) > 1 else None)
+    call = ast.Call(ast.Name(helper_name(ast.unparse(node.func))), [array, axis], [])
+    keep = keywords.get("keepdims")
+    if keep is not None and keep.value:
+        return ast.Call(attribute("np.expand_dims"), [ast.Call(attribute("np.asarray"), [call], []), axis], [])
+    return call
+
+
+def helpers(used):
+    """The text of the helpers named in `used` (a set of names), in a fixed order."""
+    texts = []
+    for numpy_call in dict.fromkeys(ALONG.values()):
+        name = f"{numpy_call[3:]}_along"
+        if name in used:
+            template = _CUMULATIVE if numpy_call[3:] in CUMULATIVE else _REDUCING
+            texts.append(template.replace("NAME", name).replace("CALL", numpy_call))
+    return texts
+
+
+_REDUCING = '''def NAME(a, axis):
+    """CALL(a, axis=axis), which numba compiles through the overload below."""
+    return CALL(a, axis=axis)
+
+
+@numba.extending.overload(NAME)
+def NAME_typed(a, axis):
+    """NAME under numba for the rank of a: CALL of each line along the axis."""
+    if not isinstance(a, numba.types.Array) or a.ndim > 3:
+        return None
+    if a.ndim == 1:
+        return lambda a, axis: CALL(a)
+
+    @numba.njit(cache=False)
+    def reduced(a, axis):
+        k = axis % a.ndim
+        before, after = 1, 1
+        for j in range(k):
+            before *= a.shape[j]
+        for j in range(k + 1, a.ndim):
+            after *= a.shape[j]
+        lines = np.ascontiguousarray(a).reshape((before, a.shape[k], after))
+        out = np.empty((before, after), a.dtype)
+        for i in range(before):
+            for j in range(after):
+                out[i, j] = CALL(lines[i, :, j])
+        return out
+
+    if a.ndim == 2:
+        return lambda a, axis: reduced(a, axis).reshape(a.size // a.shape[axis % 2])
+
+    def reduced_3(a, axis):
+        k = axis % 3
+        rest = (a.shape[1] if k == 0 else a.shape[0], a.shape[1] if k == 2 else a.shape[2])
+        return reduced(a, axis).reshape(rest)
+
+    return reduced_3
+'''
+
+_CUMULATIVE = '''def NAME(a, axis):
+    """CALL(a, axis=axis), which numba compiles through the overload below."""
+    return CALL(a, axis=axis)
+
+
+@numba.extending.overload(NAME)
+def NAME_typed(a, axis):
+    """NAME under numba for the rank of a: CALL of each line along the axis."""
+    if not isinstance(a, numba.types.Array) or a.ndim > 3:
+        return None
+
+    def along(a, axis):
+        k = axis % a.ndim
+        before, after = 1, 1
+        for j in range(k):
+            before *= a.shape[j]
+        for j in range(k + 1, a.ndim):
+            after *= a.shape[j]
+        lines = np.ascontiguousarray(a).reshape((before, a.shape[k], after))
+        out = np.empty_like(lines)
+        for i in range(before):
+            for j in range(after):
+                out[i, :, j] = CALL(lines[i, :, j])
+        return out.reshape(a.shape)
+
+    return along
+'''
