@@ -299,3 +299,29 @@ def test_the_along_helpers_for_each_rank(axis):
             want = getattr(np, name)(a, axis=axis)
             assert np.shape(got) == np.shape(want)
             np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+GATHERED = '''
+import numpy as np
+
+
+def f(X, cams, *, point, camera):
+    moved = X[point] - cams[camera]
+    picked = X[point, 0] * cams[camera, 1]
+    return np.sum(moved ** 2) + np.sum(np.tanh(picked))
+'''
+
+
+@needs_numba
+def test_a_read_through_repeated_indices_adds_back_with_add_at():
+    """The gradient of `X[point]` (point repeats rows: bundle adjustment's observations) is
+    np.add.at, which numba lacks: `add_at`, a loop over the index (one integer array, or one
+    per axis), written into the module (GradBench's ba compiles under --jit numba)."""
+    text = compile_source(GATHERED, "gathered.py", jit="numba", wrt=["X", "cams"]).text
+    assert "add_at(" in text.split("def f_grad")[1] and "\ndef add_at(a, index, v):\n" in text
+    rng = np.random.default_rng(5)
+    point = dict(X=rng.standard_normal((4, 2)), cams=rng.standard_normal((3, 2)), point=np.array([0, 2, 2, 3, 0, 2]),
+                 camera=np.array([1, 1, 0, 2, 2, 1]))
+    plain, jitted = both(GATHERED, "gathered.py", wrt=["X", "cams"])
+    assert_agree(jitted.f_value_and_grad(**point), plain.f_value_and_grad(**point))
+    assert_agree(jitted.f_grad(**point), plain.f_grad(**point))

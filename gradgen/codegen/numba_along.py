@@ -6,6 +6,8 @@ np.prod take a whole array only, and its np.cumsum and np.cumprod no axis, so
 each call, as a loop over the other axes of the array seen as (before, along, after).
 `keepdims=True` becomes np.expand_dims of that, as numba_arrays.Respell writes np.sum's.
 Ranks 1 to 3 are written; a higher one has no implementation (numba says so at the call).
+np.add.at (the gradient of a read through repeated indices, `X[point]`), which numba lacks too,
+is `add_at`, a loop over the index where it holds integer arrays.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def respelled(node, keywords, attribute):
 
 def helpers(used):
     """The text of the helpers named in `used` (a set of names), in a fixed order."""
-    texts = []
+    texts = [_ADD_AT] if "add_at" in used else []
     for numpy_call in dict.fromkeys(ALONG.values()):
         name = f"{numpy_call[3:]}_along"
         if name in used:
@@ -127,3 +129,52 @@ def NAME_typed(a, axis):
 
     return along
 '''
+
+# np.add.at(a, index, v), which numba lacks (it has no ufunc.at): a loop over an index of
+# integers (one array, or a tuple of them, one per axis), else `a[index] += v` (an index with no
+# array in it picks each element once)
+_ADD_AT = '''def add_at(a, index, v):
+    """np.add.at(a, index, v), which numba compiles through the overload below."""
+    np.add.at(a, index, v)
+
+
+@numba.extending.overload(add_at)
+def add_at_typed(a, index, v):
+    """add_at under numba: each v added at its index, a repeated index adding up."""
+    spread = isinstance(v, numba.types.Array)
+    if isinstance(index, numba.types.Array) and index.ndim == 1 and isinstance(index.dtype, numba.types.Integer):
+        if spread:
+            def along_rows(a, index, v):
+                for k in range(index.shape[0]):
+                    a[index[k]] += v[k]
+            return along_rows
+
+        def along_rows_number(a, index, v):
+            for k in range(index.shape[0]):
+                a[index[k]] += v
+        return along_rows_number
+    if isinstance(index, numba.types.BaseTuple) and len(index) == 2 and any(
+            isinstance(t, numba.types.Array) for t in index) and all(
+            (isinstance(t, numba.types.Array) and t.ndim == 1) or isinstance(t, numba.types.Integer) for t in index):
+        rows = 0 if isinstance(index[0], numba.types.Array) else 1  # (the index that counts the elements)
+        first = numba.njit(lambda i, k: i[k]) if isinstance(index[0], numba.types.Array) else numba.njit(lambda i, k: i)
+        second = numba.njit(lambda i, k: i[k]) if isinstance(index[1], numba.types.Array) else numba.njit(lambda i, k: i)
+        if spread:
+            def at_pairs(a, index, v):
+                for k in range(index[rows].shape[0]):
+                    a[first(index[0], k), second(index[1], k)] += v[k]
+            return at_pairs
+
+        def at_pairs_number(a, index, v):
+            for k in range(index[rows].shape[0]):
+                a[first(index[0], k), second(index[1], k)] += v
+        return at_pairs_number
+    if isinstance(index, numba.types.Array) or (isinstance(index, numba.types.BaseTuple) and any(
+            isinstance(t, numba.types.Array) for t in index)):
+        return None  # (an index of another form: numba says so at the call)
+
+    def in_place(a, index, v):
+        a[index] += v
+    return in_place
+'''
+

@@ -77,6 +77,8 @@ class Respell(ast.NodeTransformer):
             turned = [ast.Slice()] * keywords["axis"].value + [ast.Slice(None, None, ast.Constant(-1))]
             new = ast.Subscript(node.args[0], ast.Tuple(turned, ast.Load()) if len(turned) > 1 else turned[0],
                                 ast.Load())
+        elif spelled == "np.add.at" and len(node.args) == 3 and not node.keywords:  # (numba has no ufunc.at)
+            new = ast.Call(ast.Name("add_at"), node.args, [])
         elif spelled == "np.reshape" and node.args and isinstance(node.args[0], ast.Subscript):
             # (numba reshapes contiguous arrays only; a slice, `g[::-1]` say, may be none)
             node.args[0] = ast.Call(_attribute("np.ascontiguousarray"), [node.args[0]], [])

@@ -208,6 +208,8 @@ class Checker:
             raise Refusal(f"array code (the helper {spelled} gradgen writes for arrays)", node)
         if spelled.startswith("np.") and spelled[3:] in CALLS:
             return self._array_call(node, spelled)
+        if spelled == "np.add.at" and len(node.args) == 3 and not node.keywords:  # (respelled add_at: numba_along)
+            return self._arguments(node)
         if isinstance(node.func, ast.Attribute) and node.func.attr in METHODS and not node.keywords \
                 and not (isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "math")):
             self.expr(node.func.value)

@@ -139,20 +139,23 @@ class _Module(ModuleEdits):
             self.edits.append((end, end, "\n\n\n" + "\n\n".join(texts).rstrip("\n")))
 
     def _along(self):
-        """The helpers of the reductions along an axis the functions call (numba_along), after
-        the last function; refused where the user's file has a name one of them takes."""
-        used = {numba_along.helper_name(ast.unparse(n.func)) for d in self.defs for n in ast.walk(d)
-                if isinstance(n, ast.Call) and numba_along.helper_name(ast.unparse(n.func))
+        """The helpers numba_along writes for the calls numba lacks that the functions make (a
+        reduction along an axis, np.add.at), after the last function; refused where the user's
+        file has a name one of them takes."""
+        calls = [n for d in self.defs for n in ast.walk(d) if isinstance(n, ast.Call)]
+        used = {numba_along.helper_name(ast.unparse(n.func)) for n in calls if numba_along.helper_name(ast.unparse(n.func))
                 and numba_along.one_axis(n, {k.arg: k.value for k in n.keywords})}
+        used |= {"add_at" for n in calls if ast.unparse(n.func) == "np.add.at"}
         taken = sorted(used & self.names)
         if taken:
             node = next((n for n in ast.walk(self.user.tree) if _binds(n, taken[0])), None)
             message = (f"--jit numba: the name '{taken[0]}' would hide the helper of that name the generated code "
                        "defines; rename it")
             raise self.user.error(node, message) if node is not None else CompileError(message, self.user.filename)
-        if used:
+        texts = numba_along.helpers(used)
+        if texts:
             end = self._span(self.defs[-1])[1]
-            self.edits.append((end, end, "\n\n\n" + "\n\n".join(numba_along.helpers(used)).rstrip("\n")))
+            self.edits.append((end, end, "\n\n\n" + "\n\n".join(texts).rstrip("\n")))
 
     def _checker(self, refused):
         return Checker(self.constants, {d.name for d in self.defs}, refused)
@@ -164,7 +167,8 @@ class _Module(ModuleEdits):
             raise self._refused(refusal, fdef) from None
         start = self.starts[(fdef.decorator_list[0] if fdef.decorator_list else fdef).lineno - 1]
         self.edits.append((start, start, f"{DECORATOR}\n"))
-        edits = loops(fdef, self.constants, set(self.names)) + placeholders(fdef, self.constants, self.arrays.get(fdef.name, frozenset())) + respellings(fdef)
+        edits = loops(fdef, self.constants, set(self.names)) + placeholders(fdef, self.constants, self.arrays.get(
+            fdef.name, frozenset())) + respellings(fdef)
         sibling = next((d for d in self.defs if d.name == self.siblings.get(fdef.name)), None)
         edits += zero_resets(fdef) + zero_starts(fdef, self.adjoint_of.get(fdef.name), sibling)
         edits += defaults(fdef)
