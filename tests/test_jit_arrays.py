@@ -325,3 +325,16 @@ def test_a_read_through_repeated_indices_adds_back_with_add_at():
     plain, jitted = both(GATHERED, "gathered.py", wrt=["X", "cams"])
     assert_agree(jitted.f_value_and_grad(**point), plain.f_value_and_grad(**point))
     assert_agree(jitted.f_grad(**point), plain.f_grad(**point))
+
+
+@needs_numba
+@pytest.mark.parametrize("x", [np.array([0.3, 0.9, 0.9, 0.1]), np.array([[0.3, 0.2], [0.9, -0.4]])], ids=["tie", "matrix"])
+def test_the_gradient_of_a_whole_max_divides_by_its_count_as_a_number(x):
+    """np.max(x)'s gradient divides the mask of the maxima by np.sum(mask, axis=None,
+    keepdims=True), which numba has no keywords for: the count as a number divides the mask
+    to the same numbers (GradBench's lse compiles under --jit numba)."""
+    source = "import numpy as np\n\n\ndef f(x):\n    a = np.max(x)\n    return a + np.log(np.sum(np.exp(x - a)))\n"
+    text = compile_source(source, "lse.py", jit="numba").text
+    assert "(x == a) / np.sum(x == a)\n" in text
+    plain, jitted = both(source, "lse.py")
+    assert_agree(jitted.f_value_and_grad(x), plain.f_value_and_grad(x))

@@ -97,6 +97,16 @@ class Respell(ast.NodeTransformer):
             return new
         return node
 
+    def visit_BinOp(self, node):
+        """`d * (x == a) / np.sum(x == a, axis=None, keepdims=True)` (the gradient of np.max):
+        the count as a number, which divides the mask it counts to the same numbers (numba
+        has no keepdims)."""
+        self.generic_visit(node)
+        if counts_what_it_divides(node):
+            node.right = ast.Call(node.right.func, node.right.args, [])
+            self.changed = True
+        return node
+
     def _reduced(self, node, spelled, keywords):
         """np.sum / np.mean of one axis (keepdims or not) as numba's np.sum(a, axis=k)."""
         array, axis = node.args[0], keywords.get("axis", node.args[1] if len(node.args) > 1 else None)
@@ -116,6 +126,22 @@ class Respell(ast.NodeTransformer):
 
 NUMBERS = frozenset({"sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "median", "vdot", "trace",
                      "argmax", "argmin", "count_nonzero", "linalg.norm", "linalg.det"})
+
+
+def counts_what_it_divides(node):
+    """Whether `node` is `... e ... / np.sum(e, axis=None, keepdims=True)`."""
+    right = node.right
+    return isinstance(node.op, ast.Div) and isinstance(right, ast.Call) and ast.unparse(right.func) == "np.sum" \
+        and len(right.args) == 1 and _whole_kept(right) and any(ast.dump(n) == ast.dump(right.args[0])
+                                                                 for n in ast.walk(node.left))
+
+
+def _whole_kept(call):
+    """np.sum(e, axis=None, keepdims=True): a (1, ..., 1) array of e's rank."""
+    keywords = {k.arg: k.value for k in call.keywords}
+    return set(keywords) == {"axis", "keepdims"} and isinstance(keywords["axis"], ast.Constant) and \
+        keywords["axis"].value is None and isinstance(keywords["keepdims"], ast.Constant) and \
+        keywords["keepdims"].value is True
 
 
 def _asarray(node):

@@ -17,7 +17,8 @@ import ast
 import numpy as np
 
 from gradgen.codegen import emit
-from gradgen.codegen.numba_arrays import ATTRIBUTES, CALLS, DTYPES, METHODS, OVERLOADS, respelled_reduction
+from gradgen.codegen.numba_arrays import (ATTRIBUTES, CALLS, DTYPES, METHODS, OVERLOADS, counts_what_it_divides,
+                                          respelled_reduction)
 
 MATH = frozenset("""sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh exp expm1 exp2 log log1p
     log10 log2 sqrt pow fabs floor ceil trunc erf erfc gamma lgamma hypot copysign isnan isinf isfinite degrees
@@ -180,6 +181,9 @@ class Checker:
                     raise Refusal(what, node, _of_type(ast.Compare))
         if type(node) in _DISPLAYS:
             raise Refusal(_DISPLAYS[type(node)], node, _of_type(type(node)))
+        if isinstance(node, ast.BinOp) and counts_what_it_divides(node):  # (respelled np.sum(e): numba_arrays)
+            self.expr(node.left)
+            return self.expr(node.right.args[0])
         if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Tuple)):
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
