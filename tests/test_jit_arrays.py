@@ -287,7 +287,7 @@ def test_the_along_helpers_for_each_rank(axis):
 
     namespace = {}
     text = "import numba\nimport numpy as np\n\n" + "\n\n".join(numba_along.helpers(
-        {"min_along", "max_along", "prod_along", "cumsum_along", "cumprod_along"}))
+        {"min_along", "max_along", "prod_along", "cumsum_along", "cumprod_along", "repeat_along"}))
     exec(compile(text, "along_helpers", "exec"), namespace)  # noqa: S102 - gradgen's own helper text
     rng = np.random.default_rng(4)
     for a in (rng.standard_normal(5), rng.standard_normal((3, 4)), rng.standard_normal((2, 3, 4))):
@@ -299,6 +299,10 @@ def test_the_along_helpers_for_each_rank(axis):
             want = getattr(np, name)(a, axis=axis)
             assert np.shape(got) == np.shape(want)
             np.testing.assert_allclose(got, want, rtol=1e-12)
+        if axis >= 0:  # np.repeat(a, 3, axis=k) (llsq's data): repeat_along
+            repeat = namespace["repeat_along"]
+            got = numba.njit(lambda a, k: repeat(a, 3, k))(a, axis)
+            assert np.array_equal(got, np.repeat(a, 3, axis=axis))
 
 
 GATHERED = '''

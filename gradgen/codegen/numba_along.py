@@ -20,14 +20,21 @@ ALONG = {**REDUCING, **CUMULATIVE}  # np.<name>(a, axis=k) -> the NumPy call the
 
 
 def helper_name(spelled):
-    """`min_along` for np.min / np.amin (one helper a reduction), or None for another call."""
+    """`min_along` for np.min / np.amin (one helper a reduction), `repeat_along` for np.repeat,
+    or None for another call."""
     name = spelled[3:] if spelled.startswith("np.") else None
+    if name == "repeat":
+        return "repeat_along"
     return f"{ALONG[name][3:]}_along" if name in ALONG else None
 
 
 def one_axis(node, keywords):
     """np.min(a, axis=<an int>) (or np.min(a, <an int>)) with no other keyword but keepdims
     (a constant), for the reductions; np.cumsum(a, axis=<an int>) alone for the cumulative."""
+    if ast.unparse(node.func) == "np.repeat":  # np.repeat(a, <a count>, axis=<an int>)
+        axis = keywords.get("axis", node.args[2] if len(node.args) > 2 else None)
+        return len(node.args) in (2, 3) and set(keywords) <= {"axis"} and isinstance(axis, ast.Constant) \
+            and type(axis.value) is int and axis.value >= 0
     axis = keywords.get("axis", node.args[1] if len(node.args) > 1 else None)
     if axis is None or len(node.args) > 2 or set(keywords) - {"axis", "keepdims"}:
         return False
@@ -44,6 +51,8 @@ def respelled(node, keywords, attribute):
     """The call `node` (one of ALONG along one axis) as its helper's; `attribute(text)` parses
     a dotted name."""
     array = node.args[0]
+    if ast.unparse(node.func) == "np.repeat":
+        return ast.Call(ast.Name("repeat_along"), [array, node.args[1], keywords.get("axis", node.args[-1])], [])
     axis = keywords.get("axis", node.args[1] if len(node.args) > 1 else None)
     call = ast.Call(ast.Name(helper_name(ast.unparse(node.func))), [array, axis], [])
     keep = keywords.get("keepdims")
@@ -55,6 +64,7 @@ def respelled(node, keywords, attribute):
 def helpers(used):
     """The text of the helpers named in `used` (a set of names), in a fixed order."""
     texts = [_ADD_AT] if "add_at" in used else []
+    texts += [_REPEAT] if "repeat_along" in used else []
     for numpy_call in dict.fromkeys(ALONG.values()):
         name = f"{numpy_call[3:]}_along"
         if name in used:
@@ -176,5 +186,41 @@ def add_at_typed(a, index, v):
     def in_place(a, index, v):
         a[index] += v
     return in_place
+'''
+
+_REPEAT = '''def repeat_along(a, count, axis):
+    """np.repeat(a, count, axis=axis), which numba compiles through the overload below."""
+    return np.repeat(a, count, axis=axis)
+
+
+@numba.extending.overload(repeat_along)
+def repeat_along_typed(a, count, axis):
+    """repeat_along under numba for the rank of a (a count, not one a line)."""
+    if not isinstance(a, numba.types.Array) or not isinstance(count, numba.types.Integer) or a.ndim > 3:
+        return None
+
+    @numba.njit(cache=False)
+    def repeated(a, count, axis):
+        before, after = 1, 1
+        for j in range(axis):
+            before *= a.shape[j]
+        for j in range(axis + 1, a.ndim):
+            after *= a.shape[j]
+        lines = np.ascontiguousarray(a).reshape((before, a.shape[axis], after))
+        out = np.empty((before, a.shape[axis] * count, after), a.dtype)
+        for i in range(before):
+            for j in range(a.shape[axis]):
+                for r in range(count):
+                    out[i, j * count + r, :] = lines[i, j, :]
+        return out
+
+    if a.ndim == 1:
+        return lambda a, count, axis: repeated(a, count, axis).reshape(a.shape[0] * count)
+    if a.ndim == 2:
+        return lambda a, count, axis: repeated(a, count, axis).reshape(
+            (a.shape[0] * (count if axis == 0 else 1), a.shape[1] * (count if axis == 1 else 1)))
+    return lambda a, count, axis: repeated(a, count, axis).reshape(
+        (a.shape[0] * (count if axis == 0 else 1), a.shape[1] * (count if axis == 1 else 1),
+         a.shape[2] * (count if axis == 2 else 1)))
 '''
 
