@@ -496,3 +496,38 @@ def test_check_takes_a_container_for_a_parameter_the_function_never_reads():
     [report] = check_source(source, "zeros.py", ["f"], at=point, n_points=1, wrt="all")
     assert report.ok
     assert [row.param for row in report.points[0].rows if row.param.startswith("p[")][:2] == ["p['V'].v1", "p['V'].v2"]
+
+
+SHARED_ZERO_D = '''
+import numpy as np
+
+
+def f(a: float, c: float, d: float, k: float):
+    if k < 0.0:
+        noise = 0.5 * a
+    else:
+        noise = a
+    return np.where(d >= np.arcsin(0.9 * np.tanh(c)), d, a + c) + noise
+'''
+
+
+@pytest.mark.parametrize("k", [1.0, -1.0], ids=["else", "then"])
+@pytest.mark.parametrize("d", [0.9, -0.9], ids=["d_taken", "sum_taken"])
+def test_a_branch_never_writes_into_a_0d_adjoint_another_shares(k, d):
+    """np.where of numbers is a 0-d array, and a and c share it as their gradient (`df_dc =
+    df_da`); the then branch's `df_da = df_da + 0.5` made the else branch take df_da for a
+    number it owns and write `df_da += 1.0` into the array df_dc holds too: c's gradient 1,
+    not 0 (soak 54006 #788). Each branch starts from what may be a 0-d array at the `if`."""
+    text = compile_source(SHARED_ZERO_D, "shared.py", wrt=["a", "c", "d"]).text
+    assert "df_da +=" not in text
+    module = load_module(text, f"shared_zero_d_{k > 0}_{d > 0}")
+    namespace = {}
+    exec(SHARED_ZERO_D, namespace)  # noqa: S102 - the test's own source
+    point = [-1.0, 0.468, d, k]
+    got = module.f_grad(*point)
+    for i, g in enumerate(got):
+        h = 1e-6
+        up, down = list(point), list(point)
+        up[i] += h
+        down[i] -= h
+        assert float(g) == pytest.approx((namespace["f"](*up) - namespace["f"](*down)) / (2 * h), abs=1e-6)

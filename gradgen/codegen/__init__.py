@@ -13,7 +13,9 @@ schedule written out), `derivatives` (jvp, hvp, hessian, vjp and
 jacobian beside the gradient), `array_api` with `array_api_calls` and `array_api_helpers`
 (the module respelled for any Array API library), and `numba_jit` (the module made for
 numba.njit) with `numba_check` (what numba compiles), `numba_spell` (the respellings) and
-`numba_arrays` (array code: numba's NumPy, its respellings, typed helpers);
+`numba_arrays` (array code: numba's NumPy, its respellings, typed helpers) and
+`numba_along` (the helpers written into the module for calls numba lacks: reductions
+along an axis, np.repeat, np.add.at);
 both edit the finished text with `rewrite`.
 May import everything below it (ir, rules, analysis, frontend, transform).
 """

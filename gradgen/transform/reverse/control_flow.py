@@ -25,15 +25,20 @@ class ControlFlow:
     # ---- control flow ----------------------------------------------------------------------
     def branches(self, test, body, orelse, stmt):
         """An `if` replayed: each branch reversed; adjoints made to agree where they join."""
-        entry, owned, zeroed = dict(self.state), set(self.owned), set(self.zeroed)
+        entry, owned, zeroed, mutable = dict(self.state), set(self.owned), set(self.zeroed), set(self.mutable)
         self.cited = None
         then_code = self.block(body)
         then_state, self.state = self.state, dict(entry)
         then_owned, self.owned = self.owned, owned
         then_zeroed, self.zeroed = self.zeroed, zeroed
+        # (each branch starts from what may be a 0-d array at the `if`: the then branch's
+        # `df_da = df_da + 0.5` made the else branch's `df_da += 1.0` write into the np.where
+        # df_dc shares, soak 54006 #788); after it, what may be one in either
+        then_mutable, self.mutable = self.mutable, mutable
         self.cited = None
         else_code = self.block(orelse)
         self.owned &= then_owned
+        self.mutable |= then_mutable
         else_zeroed = self.zeroed
         joined = []  # what the adjoints are set to where the branches join: read at the `if`'s entry
         for v in sorted(set(then_state) | set(self.state)):
