@@ -64,6 +64,8 @@ def respelled(node, keywords, attribute):
 def helpers(used):
     """The text of the helpers named in `used` (a set of names), in a fixed order."""
     texts = [_ADD_AT] if "add_at" in used else []
+    if used - {"add_at"}:  # (each helper along an axis sees the array as lines along it)
+        texts.append(_LINES)
     texts += [_REPEAT] if "repeat_along" in used else []
     for numpy_call in dict.fromkeys(ALONG.values()):
         name = f"{numpy_call[3:]}_along"
@@ -88,16 +90,10 @@ def NAME_typed(a, axis):
 
     @numba.njit(cache=False)
     def reduced(a, axis):
-        k = axis % a.ndim
-        before, after = 1, 1
-        for j in range(k):
-            before *= a.shape[j]
-        for j in range(k + 1, a.ndim):
-            after *= a.shape[j]
-        lines = np.ascontiguousarray(a).reshape((before, a.shape[k], after))
-        out = np.empty((before, after), a.dtype)
-        for i in range(before):
-            for j in range(after):
+        lines = lines_along(a, axis)
+        out = np.empty((lines.shape[0], lines.shape[2]), a.dtype)
+        for i in range(lines.shape[0]):
+            for j in range(lines.shape[2]):
                 out[i, j] = CALL(lines[i, :, j])
         return out
 
@@ -124,16 +120,10 @@ def NAME_typed(a, axis):
         return None
 
     def along(a, axis):
-        k = axis % a.ndim
-        before, after = 1, 1
-        for j in range(k):
-            before *= a.shape[j]
-        for j in range(k + 1, a.ndim):
-            after *= a.shape[j]
-        lines = np.ascontiguousarray(a).reshape((before, a.shape[k], after))
+        lines = lines_along(a, axis)
         out = np.empty_like(lines)
-        for i in range(before):
-            for j in range(after):
+        for i in range(lines.shape[0]):
+            for j in range(lines.shape[2]):
                 out[i, :, j] = CALL(lines[i, :, j])
         return out.reshape(a.shape)
 
@@ -151,34 +141,23 @@ _ADD_AT = '''def add_at(a, index, v):
 @numba.extending.overload(add_at)
 def add_at_typed(a, index, v):
     """add_at under numba: each v added at its index, a repeated index adding up."""
-    spread = isinstance(v, numba.types.Array)
+    value = numba.njit(lambda v, k: v[k]) if isinstance(v, numba.types.Array) else numba.njit(lambda v, k: v)
     if isinstance(index, numba.types.Array) and index.ndim == 1 and isinstance(index.dtype, numba.types.Integer):
-        if spread:
-            def along_rows(a, index, v):
-                for k in range(index.shape[0]):
-                    a[index[k]] += v[k]
-            return along_rows
-
-        def along_rows_number(a, index, v):
+        def along_rows(a, index, v):
             for k in range(index.shape[0]):
-                a[index[k]] += v
-        return along_rows_number
+                a[index[k]] += value(v, k)
+        return along_rows
     if isinstance(index, numba.types.BaseTuple) and len(index) == 2 and any(
             isinstance(t, numba.types.Array) for t in index) and all(
             (isinstance(t, numba.types.Array) and t.ndim == 1) or isinstance(t, numba.types.Integer) for t in index):
         rows = 0 if isinstance(index[0], numba.types.Array) else 1  # (the index that counts the elements)
-        first = numba.njit(lambda i, k: i[k]) if isinstance(index[0], numba.types.Array) else numba.njit(lambda i, k: i)
-        second = numba.njit(lambda i, k: i[k]) if isinstance(index[1], numba.types.Array) else numba.njit(lambda i, k: i)
-        if spread:
-            def at_pairs(a, index, v):
-                for k in range(index[rows].shape[0]):
-                    a[first(index[0], k), second(index[1], k)] += v[k]
-            return at_pairs
+        first, second = (numba.njit(lambda i, k: i[k]) if isinstance(t, numba.types.Array) else
+                         numba.njit(lambda i, k: i) for t in index)
 
-        def at_pairs_number(a, index, v):
+        def at_pairs(a, index, v):
             for k in range(index[rows].shape[0]):
-                a[first(index[0], k), second(index[1], k)] += v
-        return at_pairs_number
+                a[first(index[0], k), second(index[1], k)] += value(v, k)
+        return at_pairs
     if isinstance(index, numba.types.Array) or (isinstance(index, numba.types.BaseTuple) and any(
             isinstance(t, numba.types.Array) for t in index)):
         return None  # (an index of another form: numba says so at the call)
@@ -201,15 +180,10 @@ def repeat_along_typed(a, count, axis):
 
     @numba.njit(cache=False)
     def repeated(a, count, axis):
-        before, after = 1, 1
-        for j in range(axis):
-            before *= a.shape[j]
-        for j in range(axis + 1, a.ndim):
-            after *= a.shape[j]
-        lines = np.ascontiguousarray(a).reshape((before, a.shape[axis], after))
-        out = np.empty((before, a.shape[axis] * count, after), a.dtype)
-        for i in range(before):
-            for j in range(a.shape[axis]):
+        lines = lines_along(a, axis)
+        out = np.empty((lines.shape[0], lines.shape[1] * count, lines.shape[2]), a.dtype)
+        for i in range(lines.shape[0]):
+            for j in range(lines.shape[1]):
                 for r in range(count):
                     out[i, j * count + r, :] = lines[i, j, :]
         return out
@@ -222,5 +196,17 @@ def repeat_along_typed(a, count, axis):
     return lambda a, count, axis: repeated(a, count, axis).reshape(
         (a.shape[0] * (count if axis == 0 else 1), a.shape[1] * (count if axis == 1 else 1),
          a.shape[2] * (count if axis == 2 else 1)))
+'''
+
+_LINES = '''@numba.njit(cache=False)
+def lines_along(a, axis):
+    """a as (before, along, after): the lines along `axis` are lines[i, :, j]."""
+    k = axis % a.ndim
+    before, after = 1, 1
+    for j in range(k):
+        before *= a.shape[j]
+    for j in range(k + 1, a.ndim):
+        after *= a.shape[j]
+    return np.ascontiguousarray(a).reshape((before, a.shape[k], after))
 '''
 
