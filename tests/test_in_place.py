@@ -252,3 +252,37 @@ def test_an_update_whose_array_only_the_tape_and_dead_names_hold_is_made_a_new_a
         want = np.array([(namespace["f"](s + h * e) - namespace["f"](s - h * e)) / (2 * h)
                          for e in np.eye(np.size(s))]).reshape(np.shape(s))
         np.testing.assert_allclose(module.f_grad(s), want, rtol=1e-6, atol=1e-8)
+
+
+ROWS = '''
+import numpy as np
+
+
+def f(w, *, X):
+    first, second = np.cos(X * w)
+    if np.sum(w) > -10.0:
+        first += np.tanh(first) * w
+    return np.sum(first * first) + np.sum(SECOND)
+'''
+
+
+@pytest.mark.parametrize("second, refused", [("second", False), ("np.cos(X * w)[0]", True)])
+def test_an_update_of_one_row_leaves_another_row_alone(second, refused):
+    """`first, second = rows` then `first += ...`: first is row 0 of the array, second row 1,
+    and an update of one changes nothing of the other (soak 55004 #396: refused as if they
+    shared memory); a name that may hold the same row is still refused."""
+    source = ROWS.replace("SECOND", second)
+    point = {"w": np.array([0.3, -0.2]), "X": np.array([[0.5, 1.0], [-0.4, 0.8]])}
+    if refused:
+        source = source.replace("    if np.sum(w)", "    again = first\n    if np.sum(w)").replace(
+            f"np.sum({second})", "np.sum(again)")
+        with pytest.raises(CompileError, match="would change an array that may share memory"):
+            compile_source(source, "rows.py", wrt=["w"])
+        return
+    module = load_module(compile_source(source, "rows.py", wrt=["w"]).text, "rows_apart")
+    namespace = {}
+    exec(source, namespace)  # noqa: S102 - the test's own source
+    h = 1e-6
+    want = np.array([(namespace["f"](point["w"] + h * e, X=point["X"]) - namespace["f"](point["w"] - h * e, X=point["X"]))
+                     / (2 * h) for e in np.eye(2)])
+    np.testing.assert_allclose(module.f_grad(**point), want, rtol=1e-6, atol=1e-8)

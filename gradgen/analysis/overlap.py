@@ -50,15 +50,47 @@ def untouched(places, write, name, bound, changed):
     `name` holds of x's array: every statement that may bind `name` to that array
     (`bound`: id(statement) -> the arrays it bound; `changed`: the arrays the write changes)
     reads one row of x itself, `name = x[j]`, that no run of the write after it reaches."""
-    if not (isinstance(write.expr, Call) and write.expr.prim == "setitem" and write.expr.args[0] == Var(write.target)):
-        return False  # (`x += e` changes every element)
     if ("outside", name) in changed:  # the caller's array (or a module constant) under its own name
         return False
+    if not (isinstance(write.expr, Call) and write.expr.prim == "setitem" and write.expr.args[0] == Var(write.target)):
+        return _other_rows(places, write.target, name, bound, {_made_by(o) for o in changed})  # (`x += e`)
     changed = {_made_by(o) for o in changed}
     for b in places.bindings.get(name, ()):
         if {_made_by(o) for o in bound.get(id(b), ())} & changed and not _apart(places, b, write, bound):
             return False
     return True
+
+
+def _other_rows(places, x, name, bound, changed):
+    """`x += e` changes every element of the array x holds: where every binding that may give x
+    a changed array is a row of one array, `x = base[i]`, and every one that may give `name`
+    one is another row of it, `name = base[j]` (i and j constants of one sign, base bound once),
+    the two are apart (`first, W0 = rows; first += ...`: soak 55004 #396, a false refusal)."""
+    def held(b):
+        return {_made_by(o) for o in bound.get(id(b), ())}
+
+    shared = changed & {o for b in places.bindings.get(name, ()) for o in held(b)}  # (what both may hold)
+
+    def rows(n):
+        found = set()
+        for b in places.bindings.get(n, ()):
+            if not held(b) & shared:
+                continue
+            e = b.expr
+            if not (isinstance(e, Call) and e.prim == "getitem" and dict(e.params).get("index") == ("i",)
+                    and isinstance(e.args[0], Var) and isinstance(e.args[1], Const) and type(e.args[1].value) is int):
+                return None
+            found.add((e.args[0].name, e.args[1].value))
+        return found
+
+    mine, theirs = rows(x), rows(name)
+    if not mine or not theirs:
+        return False
+    bases = {base for base, _ in mine | theirs}
+    if len(bases) != 1 or len(places.bindings.get(next(iter(bases)), ())) > 1:
+        return False
+    signs = {k >= 0 for _, k in mine | theirs}
+    return len(signs) == 1 and not {k for _, k in mine} & {k for _, k in theirs}
 
 
 def _apart(places, b, write, bound):
