@@ -526,3 +526,25 @@ def test_a_loop_every_trip_of_which_returns_is_run_once():
     assert "while" not in text.split("def f_grad")[1]
     check_at(ONE_TRIP, "f", [{"x": np.array([0.5, -1.0]), "data": np.ones(2)},
                              {"x": np.array([0.5, 1.0]), "data": np.ones(2)}])
+
+
+ONE_TRIP_OR_BREAK = """
+import numpy as np
+
+
+def f(x, *, data):
+    total = 0.0
+    while np.sum(data) > 0.0:
+        if np.sum(x) > 5.0:
+            break
+        return np.sum(x * x)
+    return total + np.sum(x)
+"""
+
+
+def test_a_loop_that_may_break_before_it_returns_stays_a_loop():
+    """A `break` beside the return: the trip may leave the loop and go on after it, so the
+    loop is not the `if` a loop every trip of which returns is."""
+    check_at(ONE_TRIP_OR_BREAK, "f", [{"x": np.array([1.0, 2.0]), "data": np.ones(2)},
+                                      {"x": np.array([3.0, 4.0]), "data": np.ones(2)},
+                                      {"x": np.array([1.0, 2.0]), "data": -np.ones(2)}])

@@ -82,7 +82,8 @@ def lift(stmts, fnode, error):
 def _lift(stmts, names, error):
     out = []
     for i, stmt in enumerate(stmts):
-        if isinstance(stmt, ast.While) and not stmt.orelse and _always_leaves(stmt.body) and not _continues(stmt.body):
+        if isinstance(stmt, ast.While) and not stmt.orelse and _always_leaves(stmt.body) and not _continues(stmt.body) \
+                and not _breaks(stmt.body):
             # every trip returns: the loop runs its body once at most, and is the `if` it is (a
             # value the body makes is no loop-carried value then: soak 53002 #13, a false refusal)
             once = stmt.body if _forever(stmt) else [ast.copy_location(ast.If(stmt.test, stmt.body, []), stmt)]
