@@ -305,8 +305,8 @@ class GrammarBuilder(ExprGrammar):
             return self.stmt_assign()
         name = name or self.choice(lists)
         e = self.expr(self.choice([1, 2]))
-        if e is None:
-            return None
+        if e is None or (self.depth and e.text in self.updated):
+            return None  # (`e -= ...` earlier in this loop: its next trip would change what the list holds, soak 56006 #901)
         self.owned.discard(e.text)  # (the list holds that very object now: `k -= ...` would change it)
         return self.commit([(f"{name}.append({e.text})", f"{name}.append({e.probe})")])
 
