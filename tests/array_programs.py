@@ -5,7 +5,7 @@ one of (d,), (1, d), (n, 1), (n, d) or a float, and `X` (data, not differentiate
 (n, d), (d, m), (m, n) or (d,), every axis 1..4 long. The body assigns 1-5 array
 expressions built from broadcasting arithmetic, elementwise functions, reductions with a
 random `axis`/`keepdims` (`np.sum`, `np.mean`, their method forms, `np.prod`, `np.cumsum`),
-`@`/`np.dot`/`np.matmul` between operands whose shapes fit, `np.outer`, `.T`,
+`@`/`np.dot`/`np.matmul` between operands whose shapes fit (also as `np.einsum`), `np.outer`, `.T`,
 `np.transpose`, `.reshape(-1)`, slices and `[:, None]`, `np.expand_dims`, `np.concatenate`,
 `np.stack`, `np.sum` over a list and `np.linalg.norm`, sometimes updates a local in place
 (`u += e`, `u *= e`), also in a `for` loop, and returns a number (`np.sum`, `np.mean` or a
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import random
 import re
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -259,10 +260,14 @@ class _ArrayBuilder:
         shape = x.shape[:-1] + y.shape[1:]
         bound = x.bound * y.bound * inner
         if spelling == "dot":
+            if zlib.crc32(f"{x.text}|{y.text}".encode()) % 3 == 0:  # (off the draws: earlier seeds keep their programs)
+                return AExpr(_einsum(x, y), shape, bound)
             return AExpr(f"np.{self.choice(['dot', 'matmul'])}({x.text}, {y.text})", shape, bound)
         if self.chance(0.3) and len(x.shape) == 2 and len(y.shape) == 2:
             # the same product with the operands transposed: (y.T @ x.T).T
             return AExpr(f"({wrap(y, POW)}.T @ {wrap(x, POW)}.T).T", shape, x.bound * y.bound * inner)
+        if zlib.crc32(f"{x.text}|{y.text}".encode()) % 4 == 0:
+            return AExpr(_einsum(x, y), shape, x.bound * y.bound * inner)
         return AExpr(f"{wrap(x, MUL - 1)} @ {wrap(y, MUL)}", shape, x.bound * y.bound * inner, MUL)
 
     def gen_shape(self, depth: int) -> AExpr:
@@ -755,3 +760,12 @@ def array_programs(draw, max_statements: int = 5) -> ArrayProgram:
 def seeded_array_program(seed: int, max_statements: int = 5) -> ArrayProgram:
     """The same kind of program from a seed, without hypothesis."""
     return build_array_program(SeededChoices(seed), max_statements)
+
+
+def _einsum(x: AExpr, y: AExpr) -> str:
+    """x @ y as np.einsum: "ij,jk->ik" (the letters x and y keep, the one they sum), for a
+    matrix x or a vector (its row); gradgen writes each operand's gradient as an einsum back
+    to its letters, and the two-operand einsum in BLAS (tests/test_einsum_matmul.py)."""
+    left = "ab"[:len(x.shape) - 1]
+    right = "cd"[:len(y.shape) - 1]
+    return f"np.einsum('{left}s,s{right}->{left}{right}', {x.text}, {y.text})"

@@ -145,6 +145,8 @@ class Respell(ast.NodeTransformer):
                           "standard has no equivalent; compile with --backend numpy")
         self.generic_visit(node)
         func = node.func
+        if isinstance(func, ast.Name) and func.id == "einsum_matmul":  # np.einsum (gradgen.codegen.spellings)
+            raise _unknown("einsum")
         if isinstance(func, ast.Name) and (func.id in self.takes_xp or func.id in emit.HELPERS):
             if func.id not in self.takes_xp and func.id not in array_api_helpers.HELPERS:
                 raise Refusal(f"the code generated here needs gradgen's NumPy helper '{func.id}', which has no "

@@ -17,6 +17,7 @@ import math
 import textwrap
 
 from gradgen.codegen import checkpointing, guards, layout
+from gradgen.codegen.spellings import EINSUM_MATMUL
 from gradgen.codegen.spellings import SPECIAL as _SPECIAL
 from gradgen.codegen.spellings import operator_node as _operator
 from gradgen.codegen.spellings import path as _path
@@ -421,6 +422,7 @@ HELPERS = {
 }
 
 HELPERS[guards.CHECK] = ((), guards.HELPER)
+HELPERS["einsum_matmul"] = EINSUM_MATMUL  # np.einsum of two operands, in BLAS (gradgen.codegen.spellings)
 HELPERS.update(checkpointing.HELPERS)  # the schedule of a checkpointed loop
 HELPERS.update(LIBRARY_HELPERS)  # those of the library rules (gradgen.rules_*)
 HELPERS.update(SMOOTH_HELPER_SOURCES)  # the backward pass's helpers differentiated again (sum_to)

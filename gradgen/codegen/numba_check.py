@@ -208,6 +208,8 @@ class Checker:
             raise Refusal(f"a random draw ({spelled}(...))", node, _spelled(spelled))
         if spelled in OVERLOADS:
             return self._arguments(node)
+        if spelled == "einsum_matmul":  # np.einsum of two operands (gradgen.codegen.spellings)
+            raise Refusal("the array function np.einsum", node, _spelled("np.einsum"))
         if spelled in emit.HELPERS or spelled in self.refused:
             raise Refusal(f"array code (the helper {spelled} gradgen writes for arrays)", node)
         if spelled.startswith("np.") and spelled[3:] in CALLS:

@@ -266,11 +266,30 @@ helper("einsum_grad", '''def einsum_grad(g, operands, i, subscripts):
         piece = np.einsum(kept + "," + own + "->" + parts[i], piece, np.ones(sizes))
     return piece
 ''', tangent="explicit")
-primitive("einsum", None, spellings=["numpy.einsum"], keywords=("subscripts",), min_args=1, elementwise=False,
-          tangent="multilinear",
 
-          vjp=(lambda i: lambda g, out, *xs, **p: Call("einsum_grad", (g, Call("tuple", xs, "builtins"), Const(i),
-                                                                      Const(p["subscripts"])), None),))
+
+def _einsum_vjp(i):
+    """The gradient of operand i: the output's gradient contracted with the other operands back
+    to operand i's letters, an einsum written out when compiling (`np.einsum("nki,nkj->kij",
+    g, centered)` for "kij,nkj->nki", as a person writes it); einsum_grad where operand i has
+    letters of its own (summed in it alone), whose gradient is spread over them."""
+    def vjp(g, out, *xs, subscripts):
+        inputs, output = subscripts.split("->")
+        parts = inputs.split(",")
+        others = [part for k, part in enumerate(parts) if k != i]
+        if any(c not in output + "".join(others) for c in parts[i]):
+            return Call("einsum_grad", (g, Call("tuple", xs, "builtins"), Const(i), Const(subscripts)), None)
+        rest = tuple(x for k, x in enumerate(xs) if k != i)
+        if output == "" or [output] == others == [parts[i]]:  # a number, or "ij,ij->ij": g times the rest
+            kept = rest[0] if others == [parts[i]] else Call(
+                "einsum", rest, None, params=(("subscripts", f"{','.join(others)}->{parts[i]}"),))
+            return F.mul(g, kept)
+        return Call("einsum", (g, *rest), None, params=(("subscripts", f"{','.join([output, *others])}->{parts[i]}"),))
+    return vjp
+
+
+primitive("einsum", None, spellings=["numpy.einsum"], keywords=("subscripts",), min_args=1, elementwise=False,
+          tangent="multilinear", vjp=(_einsum_vjp,))
 
 ARRAY_RULES.update({"einsum", "solve", "inv", "det", "slogdet", "cholesky", "solve_triangular", "trace", "diag", "tril",
                     "triu", "cho_factor", "cho_solve", "cross", "vdot"})

@@ -16,6 +16,7 @@ import sympy
 
 from gradgen.codegen import record_defaults
 from gradgen.codegen.emit import Emitter
+from gradgen.codegen.spellings import EINSUM_MATMUL
 from gradgen.ir.nodes import Assign, Break, Call, Cond, Const, Continue, For, If, Spelled, Var, While, as_written, variables
 from gradgen.rules.table import SCIPY_MODULES, TABLE, casts_to_int
 from gradgen.verify.symbolic_plans import Fallback, _number, partials
@@ -80,6 +81,7 @@ class _Trace:
         self.emitter = Emitter("math", {"sigmoid": "sigmoid"})
         self.env = {"math": math, "np": np, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
                     **(_scipy() if "scipy" in module.source else {})}  # (scipy.stats: half a second)
+        exec(_EINSUM_MATMUL, self.env)  # noqa: S102 - the helper np.einsum of two operands is spelled as
         for made in getattr(module, "ode_functions", {}).values():  # odeint(f, ...): f as the file writes it
             for text in made.texts:
                 exec(text, self.env)  # noqa: S102 - the user's own function (gradgen.frontend.odeint)
@@ -253,6 +255,7 @@ class _Trace:
 
 
 _CUSTOM = ("custom_vjp", "custom_estimator")
+_EINSUM_MATMUL = compile(EINSUM_MATMUL[1], "<einsum_matmul>", "exec")
 
 
 def _custom_value(e):
