@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gradgen import compile_source, load_module
+from gradgen.analysis.stated import shapes_of_point
 from gradgen.codegen.spellings import EINSUM_MATMUL
 
 HELPER = {"np": np}
@@ -53,8 +54,8 @@ def test_the_helper_is_np_einsum(case, seed):
     if stretched:
         with pytest.raises(ValueError) as raised:
             einsum_matmul(subscripts, a, b)
-        assert str(raised.value) == (f"np.einsum({subscripts!r}): letter {stretched}; the gradient needs one length "
-                                     "per letter: np.broadcast_to the operand of length 1 first")
+        assert str(raised.value) == (f"np.einsum({subscripts!r}): letter {stretched}; the gradient needs one "
+                                     "length per summed letter: np.broadcast_to the operand of length 1 first")
         return
     got = einsum_matmul(subscripts, a, b)
     assert np.shape(got) == np.shape(expected)
@@ -98,20 +99,26 @@ def objective(mu, l, *, x, lower):
 
 
 def test_the_gradient_is_written_as_einsums():
-    text = compile_source(GMM, "gmm.py", wrt=["mu", "l"]).text
-    grad = text[text.index("def objective_grad"):text.index("def objective_value_and_grad")]
-    lines = [line.strip() for line in grad.splitlines()]
-    for line in ['Ls = einsum_matmul("kp,pij->kij", l, lower)',
-                 'einsum_Ls = einsum_matmul("kij,nkj->nki", Ls, centered)',
-                 'dobjective_dLs = einsum_matmul("nki,nkj->kij", dobjective_dLx_inner, centered)',
-                 '"nki,kij->nkj", dobjective_dLx_inner, Ls',
-                 'dobjective_dl = dobjective_dl + einsum_matmul("kij,pij->kp", dobjective_dLs, lower)']:
-        assert line in lines, line
-    assert "einsum_grad" not in text and "def einsum_matmul(subscripts, *operands):" in text
+    """With the shapes stated, each operand's gradient is one einsum back to its letters; without
+    them, np.einsum may have stretched k or n (a length 1), and it is summed back at run time."""
     rng = np.random.default_rng(1)
     point = {"mu": rng.standard_normal((5, 2)), "l": rng.standard_normal((5, 1))}
     data = {"x": rng.standard_normal((1000, 2)), "lower": np.array([[[0.0, 0.0], [1.0, 0.0]]])}
+    text = compile_source(GMM, "gmm.py", wrt=["mu", "l"], shapes=shapes_of_point({**point, **data})).text
+    grad = text[text.index("def objective_grad"):text.index("def objective_value_and_grad")]
+    lines = [line.strip() for line in grad.splitlines()]
+    for line in ['Ls = einsum_matmul("kp,pij->kij", l, lower)',
+                 'Lx = centered + einsum_matmul("kij,nkj->nki", Ls, centered)',
+                 'dobjective_dLs = einsum_matmul("nki,nkj->kij", dobjective_dLx, centered)',
+                 '"nki,kij->nkj", dobjective_dLx, Ls',
+                 'dobjective_dl = dobjective_dl + einsum_matmul("kij,pij->kp", dobjective_dLs, lower)']:
+        assert line in lines, line
+    assert "einsum_grad" not in text and "unbroadcast" not in text
+    assert "def einsum_matmul(subscripts, *operands):" in text
     _agrees_with_differences(text, GMM, "objective", point, data)
+    plain = compile_source(GMM, "gmm.py", wrt=["mu", "l"]).text
+    assert "dobjective_dLs = unbroadcast(" in plain
+    _agrees_with_differences(plain, GMM, "objective", point, data)
 
 
 @settings(max_examples=25, deadline=None)
@@ -122,19 +129,21 @@ def test_gradients_of_random_contractions(case, seed):
               f"    return np.sum(np.sin(np.einsum('{subscripts}', a, b)))\n")
     rng = np.random.default_rng(seed)
     point = {"a": rng.standard_normal(shape_a), "b": rng.standard_normal(shape_b)}
-    if _stretched(subscripts, shape_a, shape_b):  # refused when it runs, never a gradient of b's shape
+    if _stretched(subscripts, shape_a, shape_b):  # refused when it runs, never a gradient of a's shape
         module = load_module(compile_source(source, "f.py", wrt=["a", "b"]).text, "einsum_stretched")
-        with pytest.raises(ValueError, match="the gradient needs one length per letter"):
+        with pytest.raises(ValueError, match="the gradient needs one length per summed letter"):
             module.f_grad(**point)
         return
     _agrees_with_differences(compile_source(source, "f.py", wrt=["a", "b"]).text, source, "f", point, {})
 
 
 def _stretched(subscripts, shape_a, shape_b):
-    """"c has lengths 3 and 1" for the first letter of two lengths, else None."""
-    sa, sb = subscripts.split("->")[0].split(",")
+    """"c, summed, has lengths 3 and 1" for the first summed letter of two lengths, else None
+    (a letter of the output stretched is np.einsum's broadcast, and its gradient is summed back)."""
+    (sa, sb), out = subscripts.split("->")[0].split(","), subscripts.split("->")[1]
     a = dict(zip(sa, shape_a))
-    return next((f"{c} has lengths {a[c]} and {n}" for c, n in zip(sb, shape_b) if a.get(c, n) != n), None)
+    return next((f"{c}, summed, has lengths {a[c]} and {n}" for c, n in zip(sb, shape_b)
+                 if a.get(c, n) != n and c not in out), None)
 
 
 def _agrees_with_differences(text, source, name, point, data, step=1e-6):
@@ -150,3 +159,28 @@ def _agrees_with_differences(text, source, name, point, data, step=1e-6):
             up, down = (user[name](**{**point, param: m}, **data) for m in moved)
             expected[index] = (up - down) / (2 * step)
         np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)
+
+
+MLP = '''import numpy as np
+
+
+def f(W, v, *, inputs):
+    outputs = np.einsum("mnd,mdo->mno", np.expand_dims(inputs, 0), W)
+    hidden = np.tanh(outputs)
+    return np.sum(np.einsum("mno,xo->mnx", hidden, v) ** 2)
+'''
+
+
+def test_a_letter_stretched_in_the_output_is_summed_back():
+    """autograd's Bayesian network stacks m weight sets against one batch of inputs (a letter
+    m of length 1 stretched to 3, which np.einsum allows); v (1, o) is stretched by nothing,
+    but `xo` against `mno` keeps x: its gradient is as long as v's x. And where the stretched
+    operand is the parameter (v of length 1 against hidden's m), its gradient is summed back."""
+    rng = np.random.default_rng(2)
+    point = {"W": rng.standard_normal((3, 4, 2)), "v": rng.standard_normal((1, 2))}
+    text = compile_source(MLP, "mlp.py", wrt=["W", "v"]).text
+    _agrees_with_differences(text, MLP, "f", point, {"inputs": rng.standard_normal((5, 4))})
+    stretched = MLP.replace('"mno,xo->mnx", hidden, v', '"mno,mo->mn", hidden, v')
+    text = compile_source(stretched, "mlp.py", wrt=["W", "v"]).text
+    assert "unbroadcast(" in text
+    _agrees_with_differences(text, stretched, "f", point, {"inputs": rng.standard_normal((5, 4))})

@@ -74,24 +74,28 @@ def _einsum(em, operands, subscripts):
 # matmul of the operands transposed and reshaped, and so is the gradient's "nki,nkj->kij". Small
 # operands (a loop over 3x3 matrices) keep np.einsum: there the reshapes would cost more.
 # np.einsum also stretches a letter of length 1 in one operand to its length in another; the
-# gradient of an operand (an einsum back to its letters) would then have the other's length,
-# so a letter of two lengths is refused when the code runs (the test found it: "e,e->").
+# gradient of an operand (an einsum back to its letters) then has the other's length. A letter
+# of the output is summed back (gradgen.transform.reverse.expression._einsum_stretches); a
+# summed one is refused when the code runs (tests/test_einsum_matmul.py found it: "e,e->").
 EINSUM_MATMUL = ((), '''def einsum_matmul(subscripts, *operands):
-    """np.einsum(subscripts, *operands), each letter one length in every operand (a length 1
-    stretched would give a gradient of the wrong shape); two large operands as one matmul, the
+    """np.einsum(subscripts, *operands), each summed letter one length in every operand (a
+    length 1 stretched would give a gradient of the wrong shape); two large operands as one matmul, the
     letters both keep stacked and those they sum multiplied out in BLAS (np.einsum's own loop
     is 10-30x slower there)."""
     inputs, out = subscripts.split("->")
     parts, operands = inputs.split(","), [np.asarray(x) for x in operands]
-    sizes = {}
+    sizes, stretched = {}, False
     for part, x in zip(parts, operands):
         for c, n in zip(part, x.shape):
-            if sizes.setdefault(c, n) != n:
+            if sizes.setdefault(c, n) == n:
+                continue
+            if c not in out:
                 raise ValueError(
-                    f"np.einsum({subscripts!r}): letter {c} has lengths {sizes[c]} and {n}; the gradient "
-                    "needs one length per letter: np.broadcast_to the operand of length 1 first"
+                    f"np.einsum({subscripts!r}): letter {c}, summed, has lengths {sizes[c]} and {n}; the "
+                    "gradient needs one length per summed letter: np.broadcast_to the operand of length 1 first"
                 )
-    if len(operands) != 2 or operands[0].size * operands[1].size < 4096:
+            stretched, sizes[c] = True, max(n, sizes[c])
+    if len(operands) != 2 or stretched or operands[0].size * operands[1].size < 4096:
         return np.einsum(subscripts, *operands)
     (sa, sb), (a, b) = parts, operands
     if any(c not in sb + out for c in sa):  # summed in a alone: summed first

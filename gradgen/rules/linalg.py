@@ -272,7 +272,9 @@ def _einsum_vjp(i):
     """The gradient of operand i: the output's gradient contracted with the other operands back
     to operand i's letters, an einsum written out when compiling (`np.einsum("nki,nkj->kij",
     g, centered)` for "kij,nkj->nki", as a person writes it); einsum_grad where operand i has
-    letters of its own (summed in it alone), whose gradient is spread over them."""
+    letters of its own (summed in it alone), whose gradient is spread over them. Where np.einsum
+    may have stretched a letter of length 1 of operand i, the reverse pass sums the gradient
+    back (gradgen.transform.reverse.expression._einsum_stretches)."""
     def vjp(g, out, *xs, subscripts):
         inputs, output = subscripts.split("->")
         parts = inputs.split(",")

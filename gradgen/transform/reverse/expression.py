@@ -122,6 +122,8 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         arg_stretched = not arg_scalar and (stretched or (prim.elementwise and _stretches(expr, i, arrays)))
         if expr.prim in _TAKES_STRETCHED:
             arg_stretched = False  # its helper sums back to each input's shape itself
+        if expr.prim == "einsum" and not arg_stretched and _einsum_stretches(expr, i, arrays):
+            arg_stretched, wide = True, None  # (the gradient's shape is no other node's)
         arg_wide = (wide if stretched else value) if arg_stretched else None
         if expr.prim == "setitem" and i == 1:
             arg_stretched = True  # `x[1:] = s`: the value broadcast into the index
@@ -211,6 +213,29 @@ def _stretches(expr, i, arrays):
     if same is not None and same.same(expr, expr.args[i]):
         return False  # the result has this input's shape: nothing stretched it
     return any(may_be_array(a, arrays) for j, a in enumerate(expr.args) if j != i)
+
+
+def _einsum_stretches(expr, i, arrays):
+    """Whether np.einsum may have stretched a letter of length 1 of operand i to another
+    operand's length (autograd's MLP: `np.einsum("mnd,mdo->mno", inputs[None], W)`): a
+    letter of the output that another operand has too, not shown one length by the shapes
+    the source states. Its gradient, an einsum back to its letters, then has the other's
+    length there, and is summed back. (A summed letter of two lengths is refused when the
+    code runs: gradgen.codegen.spellings.EINSUM_MATMUL.)"""
+    inputs, output = dict(expr.params)["subscripts"].split("->")
+    parts = inputs.split(",")
+    others = "".join(part for k, part in enumerate(parts) if k != i)
+    shared = [c for c in parts[i] if c in output and c in others]
+    if not shared:
+        return False
+    lengths = {}
+    for part, arg in zip(parts, expr.args):
+        shape = sameshape.static_of(arrays, arg)
+        if shape is None or len(shape) != len(part):
+            return True
+        for c, n in zip(part, shape):
+            lengths.setdefault(c, set()).add(n)
+    return any(len(lengths[c]) > 1 or None in lengths[c] for c in shared)
 
 
 def _fit(g, like, stretched, arrays, wide=None):
