@@ -241,9 +241,9 @@ REFUSALS = [
      "loss.py:5:19: --jit numba: np.std(..., axis=...), which numba does not compile; write np.std without axis= "
      "(a loop, say), or compile this file without --jit\n        return np.sum(np.std(X * w, axis=0))\n"
      "                      ^"),
-    ("einsum", "import numpy as np\n\n\ndef loss(w, X):\n    return np.sum(np.einsum('ij,j->i', X, w) ** 2)\n",
-     f"loss.py:5:19: --jit numba: the array function np.einsum; {TAIL}\n"
-     "        return np.sum(np.einsum('ij,j->i', X, w) ** 2)\n                      ^"),
+    ("roll", "import numpy as np\n\n\ndef loss(w, X):\n    return np.sum(np.roll(X @ w, 1) ** 2)\n",
+     f"loss.py:5:19: --jit numba: the array function np.roll; {TAIL}\n"
+     "        return np.sum(np.roll(X @ w, 1) ** 2)\n                      ^"),
     ("list", "def f(a=0.5, b=1.5):\n    xs = [a, b, a * b]\n    s = 0.0\n    for x in xs:\n        s = s + x * x\n"
      "    return s\n",
      f"loss.py:2:10: --jit numba: a list; {TAIL}\n        xs = [a, b, a * b]\n             ^"),

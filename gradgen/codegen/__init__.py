@@ -15,7 +15,8 @@ jacobian beside the gradient), `array_api` with `array_api_calls` and `array_api
 numba.njit) with `numba_check` (what numba compiles), `numba_spell` (the respellings) and
 `numba_arrays` (array code: numba's NumPy, its respellings, typed helpers) and
 `numba_along` (the helpers written into the module for calls numba lacks: reductions
-along an axis, np.repeat, np.add.at);
+along an axis, np.repeat, np.add.at) and `numba_einsum` (an einsum as a loop nest written
+for its subscripts);
 both edit the finished text with `rewrite`.
 May import everything below it (ir, rules, analysis, frontend, transform).
 """

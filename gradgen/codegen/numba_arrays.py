@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 
-from gradgen.codegen import numba_along
+from gradgen.codegen import numba_along, numba_einsum
 
 # numba's NumPy (0.59+), on arrays and numbers: function -> the keywords numba takes for it
 _NONE = frozenset()
@@ -77,6 +77,8 @@ class Respell(ast.NodeTransformer):
             turned = [ast.Slice()] * keywords["axis"].value + [ast.Slice(None, None, ast.Constant(-1))]
             new = ast.Subscript(node.args[0], ast.Tuple(turned, ast.Load()) if len(turned) > 1 else turned[0],
                                 ast.Load())
+        elif numba_einsum.subscripts(node) is not None:  # einsum_matmul("kij,nkj->nki", a, b): a loop nest
+            new = numba_einsum.respelled(node)
         elif spelled == "np.add.at" and len(node.args) == 3 and not node.keywords:  # (numba has no ufunc.at)
             new = ast.Call(ast.Name("add_at"), node.args, [])
         elif spelled == "np.reshape" and node.args and isinstance(node.args[0], ast.Subscript):

@@ -16,7 +16,7 @@ import ast
 
 import numpy as np
 
-from gradgen.codegen import emit
+from gradgen.codegen import emit, numba_einsum
 from gradgen.codegen.numba_arrays import (ATTRIBUTES, CALLS, DTYPES, METHODS, OVERLOADS, counts_what_it_divides,
                                           respelled_reduction)
 
@@ -208,8 +208,11 @@ class Checker:
             raise Refusal(f"a random draw ({spelled}(...))", node, _spelled(spelled))
         if spelled in OVERLOADS:
             return self._arguments(node)
-        if spelled == "einsum_matmul":  # np.einsum of two operands (gradgen.codegen.spellings)
-            raise Refusal("the array function np.einsum", node, _spelled("np.einsum"))
+        if spelled in numba_einsum.SPELLINGS:  # a loop nest of its subscripts (gradgen.codegen.numba_einsum)
+            if numba_einsum.subscripts(node) is None:
+                raise Refusal("the array function np.einsum", node, _spelled("np.einsum"))
+            node = ast.Call(node.func, node.args[1:], [])
+            return self._arguments(node)
         if spelled in emit.HELPERS or spelled in self.refused:
             raise Refusal(f"array code (the helper {spelled} gradgen writes for arrays)", node)
         if spelled.startswith("np.") and spelled[3:] in CALLS:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import re
 
-from gradgen.codegen import emit, freshness, numba_along
+from gradgen.codegen import emit, freshness, numba_along, numba_einsum
 from gradgen.codegen.numba_arrays import OVERLOADS, overloads
 from gradgen.codegen.numba_check import Checker, Refusal
 from gradgen.codegen.numba_spell import defaults, loops, placeholders, respellings, zero_resets, zero_starts
@@ -124,6 +124,7 @@ class _Module(ModuleEdits):
         (gradgen/codegen/numba_arrays.py), and the helpers only they call: left as Python."""
         calls = {d.name: {ast.unparse(n.func) for n in ast.walk(d) if isinstance(n, ast.Call)} for d in self.defs}
         plain = {d.name for d in self.defs if d.name in OVERLOADS and d.name not in self.users}
+        plain |= {d.name for d in self.defs if d.name == "einsum_matmul"}  # (called as loop nests: numba_einsum)
         for d in self.defs:
             callers = {name for name, called in calls.items() if d.name in called and name != d.name}
             if d.name in emit.HELPERS and d.name not in self.users and callers and callers <= plain:
@@ -139,20 +140,22 @@ class _Module(ModuleEdits):
             self.edits.append((end, end, "\n\n\n" + "\n\n".join(texts).rstrip("\n")))
 
     def _along(self):
-        """The helpers numba_along writes for the calls numba lacks that the functions make (a
-        reduction along an axis, np.add.at), after the last function; refused where the user's
+        """The helpers numba_along and numba_einsum write for the calls numba lacks that the
+        functions make (a reduction along an axis, np.add.at, an einsum), after the last function; refused where the user's
         file has a name one of them takes."""
         calls = [n for d in self.defs for n in ast.walk(d) if isinstance(n, ast.Call)]
         used = {numba_along.helper_name(ast.unparse(n.func)) for n in calls if numba_along.helper_name(ast.unparse(n.func))
                 and numba_along.one_axis(n, {k.arg: k.value for k in n.keywords})}
         used |= {"add_at" for n in calls if ast.unparse(n.func) == "np.add.at"}
+        specs = {numba_einsum.subscripts(n) for n in calls} - {None}
+        used |= {numba_einsum.helper_name(spec) for spec in specs}
         taken = sorted(used & self.names)
         if taken:
             node = next((n for n in ast.walk(self.user.tree) if _binds(n, taken[0])), None)
             message = (f"--jit numba: the name '{taken[0]}' would hide the helper of that name the generated code "
                        "defines; rename it")
             raise self.user.error(node, message) if node is not None else CompileError(message, self.user.filename)
-        texts = numba_along.helpers(used)
+        texts = numba_along.helpers(used) + numba_einsum.helpers(specs)
         if texts:
             end = self._span(self.defs[-1])[1]
             self.edits.append((end, end, "\n\n\n" + "\n\n".join(texts).rstrip("\n")))
