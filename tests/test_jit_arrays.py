@@ -70,6 +70,33 @@ def test_an_array_program_agrees_with_the_plain_module():
     assert_agree(jitted.loss_value_and_grad(**point), plain.loss_value_and_grad(**point))
 
 
+INDEXED = '''import numpy as np
+
+
+def loss(W, x, *, idx):
+    h = np.tanh(W @ x)
+    h[1:] = h[1:] * 2.0
+    row = np.sum(W**2, axis=1)[None, :] + h[:, None]
+    picked = h[idx]
+    return np.sum(picked**2) + np.sum(np.tanh(row))
+'''
+
+
+@needs_numba
+def test_the_helpers_of_reads_and_writes_at_an_index():
+    """zero_at (what `h[1:] = ...` overwrote) and scatter (the gradient of `...[None, :]` and of
+    h[idx] through a repeated index: add_at) under numba, their index a value with slice(...)
+    and None in it (kmeans and particle's forms)."""
+    text = compile_source(INDEXED, "indexed.py", jit="numba", wrt=["W", "x"]).text
+    assert "dloss_dh = zero_at(dloss_dh, slice(1, None, None)) + scatter(" in text
+    assert "(None, slice(None, None, None))," in text
+    assert "@numba.extending.overload(scatter)" in text and "\ndef add_at(a, index, v):" in text
+    rng = np.random.default_rng(0)
+    point = dict(W=rng.standard_normal((4, 3)), x=rng.standard_normal(3), idx=np.array([0, 2, 2, 3]))
+    plain, jitted = both(INDEXED, "indexed.py", wrt=["W", "x"])
+    assert_agree(jitted.loss_grad(**point), plain.loss_grad(**point))
+
+
 @needs_numba
 @pytest.mark.parametrize("name", ["kalman", "rosenbrock"])
 def test_gradbench_programs_agree_with_the_plain_module(name):

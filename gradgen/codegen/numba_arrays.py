@@ -11,7 +11,8 @@ the typed versions of gradgen's array helpers.
   `np.concatenate`/`np.stack` as a tuple (each part of a stack through `np.asarray`: numba
   stacks arrays only, and a number is a 0-d one), and what `np.expand_dims` is given too.
 * `OVERLOADS`: gradgen's helpers that undo broadcasting (`unbroadcast`, `matmul_grad_a`,
-  `matmul_grad_b`) ask NumPy for shapes and ranks while they run; numba types a function once
+  `matmul_grad_b`) and those of reads and writes at an index (`zero_at`, `scatter`, which
+  adds through numba_along's add_at) ask NumPy for shapes and ranks while they run; numba types a function once
   per argument types, so each gets a `numba.extending.overload` that picks, from the types
   of a call, the code for those ranks (a number's gradient is the number, a vector's sum of
   a stretched matrix a loop). The plain helper stays beside it for Python callers.
@@ -279,6 +280,34 @@ def matmul_grad_b_matrix(g, a, b):
 def matmul_grad_b_vector_matrix(g, a, b):
     g = matmul_fitted(g, a, b)
     return np.outer(a, g)
+''',
+    "zero_at": '''@numba.extending.overload(zero_at)
+def zero_at_typed(g, index):
+    """zero_at under numba: a copy of the array g with zeros at `index`; a number g (the 0.0
+    no gradient has replaced yet) stays itself, as zeros stay zeros."""
+    if isinstance(g, numba.types.Optional) or isinstance(index, numba.types.Optional):
+        return lambda g, index: zero_at(optional_value(g), optional_value(index))
+    if not isinstance(g, numba.types.Array):
+        return lambda g, index: g
+
+    def zeroed(g, index):
+        out = g.astype(np.float64)
+        out[index] = 0.0
+        return out
+    return zeroed
+''',
+    "scatter": '''@numba.extending.overload(scatter)
+def scatter_typed(g, like, index):
+    """scatter under numba: zeros shaped like `like`, g added at `index` by add_at (a repeated
+    index adds up)."""
+    if any(isinstance(t, numba.types.Optional) for t in (g, like, index)):
+        return lambda g, like, index: scatter(optional_value(g), optional_value(like), optional_value(index))
+
+    def scattered(g, like, index):
+        out = np.zeros(np.shape(like))
+        add_at(out, index, g)
+        return out
+    return scattered
 ''',
     "matmul_fitted": '''@numba.njit(cache=False)
 def matmul_fitted(g, a, b):

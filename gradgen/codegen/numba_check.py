@@ -28,7 +28,7 @@ NUMPY = frozenset("""sin cos tan arcsin arccos arctan arctan2 sinh cosh tanh arc
     maximum minimum fmax fmin logaddexp logaddexp2 copysign deg2rad rad2deg isnan isinf isfinite pi e inf nan
     euler_gamma logical_and logical_or logical_not round around clip where""".split())  # (np.clip and np.where of numbers respelled: see Respell)
 DRAWS = frozenset(n for n in dir(np.random.Generator) + dir(np.random.RandomState) if not n.startswith("_"))
-BUILTINS = frozenset({"abs", "min", "max", "float", "int", "bool", "round", "pow", "range", "len"})
+BUILTINS = frozenset({"abs", "min", "max", "float", "int", "bool", "round", "pow", "range", "len", "slice"})
 _STATEMENTS = {ast.With: "a with statement", ast.Try: "a try statement", ast.Raise: "a raise statement",
                ast.Assert: "an assert statement", ast.Delete: "a del statement", ast.Global: "a global declaration",
                ast.Nonlocal: "a nonlocal declaration", ast.Import: "an import inside a function",
@@ -206,6 +206,10 @@ class Checker:
         if "random" in spelled.split(".") or (isinstance(node.func, ast.Attribute) and node.func.attr in DRAWS
                                               and ast.unparse(node.func.value) not in ("np", "math")):
             raise Refusal(f"a random draw ({spelled}(...))", node, _spelled(spelled))
+        if spelled in _INDEXED and len(node.args) == _INDEXED[spelled]:  # the last argument an index value
+            for arg in node.args[:-1]:
+                self.expr(arg)
+            return self._index_value(node.args[-1])
         if spelled in OVERLOADS:
             return self._arguments(node)
         if spelled in numba_einsum.SPELLINGS:  # a loop nest of its subscripts (gradgen.codegen.numba_einsum)
@@ -229,6 +233,18 @@ class Checker:
         if node.keywords:
             raise Refusal(f"the call {spelled} with keyword arguments", node, _spelled(spelled))
         return self._arguments(node)
+
+    def _index_value(self, node):
+        """An index as a value (`(slice(1, None), None, k)`): None and Ellipsis are a new axis
+        and all axes there, as inside brackets; numba takes them in an index tuple."""
+        for part in node.elts if isinstance(node, ast.Tuple) else [node]:
+            if call_to(part, "slice") and not part.keywords:
+                for bound in part.args:
+                    if not is_none(bound):
+                        self.expr(bound)
+            elif not (isinstance(part, ast.Constant) and (part.value is None or part.value is Ellipsis)):
+                self.expr(part)
+        return None
 
     def _arguments(self, node):
         for arg in node.args:
@@ -293,6 +309,11 @@ class Checker:
             elif not (isinstance(part, ast.Constant) and (part.value is None or part.value is Ellipsis)):
                 self.expr(part)
         return None
+
+
+# gradgen's helpers of reads and writes at an index (numba_arrays.OVERLOADS), by their count of
+# arguments, the last of them the index as a value
+_INDEXED = {"zero_at": 2, "scatter": 3}
 
 
 def _parameter(name):

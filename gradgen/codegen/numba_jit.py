@@ -147,6 +147,7 @@ class _Module(ModuleEdits):
         used = {numba_along.helper_name(ast.unparse(n.func)) for n in calls if numba_along.helper_name(ast.unparse(n.func))
                 and numba_along.one_axis(n, {k.arg: k.value for k in n.keywords})}
         used |= {"add_at" for n in calls if ast.unparse(n.func) == "np.add.at"}
+        used |= {"add_at" for d in self.defs if d.name == "scatter"}  # (its overload adds through add_at)
         specs = {numba_einsum.subscripts(n) for n in calls} - {None}
         used |= {numba_einsum.helper_name(spec) for spec in specs}
         taken = sorted(used & self.names)
