@@ -397,6 +397,8 @@ class GrammarBuilder(ExprGrammar):
             return None
         for t in new:
             self.bind(t, "num")
+        for v in values:  # (`t, (R[1], part) = e, (s, e)`: t and part hold e's object, so `e += ...` changes
+            self.owned.discard(v.text)  # them too: gradgen refuses it, rightly; soak 60002 #1134)
         return text, probe
 
     def stmt_stack(self) -> list | None:

@@ -14,7 +14,10 @@ import pytest
 
 import gradgen
 from gradgen import compile_source, load_module
+from gradgen.errors import CompileError
 
+TAIL = ("--jit numba compiles numbers, arrays, if/for/while and the NumPy functions numba has: compile this file "
+        "without --jit")
 ROOT = Path(__file__).resolve().parent.parent
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
 needs_numba = pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed (pip install 'gradgen[numba]')")
@@ -95,6 +98,45 @@ def test_the_helpers_of_reads_and_writes_at_an_index():
     point = dict(W=rng.standard_normal((4, 3)), x=rng.standard_normal(3), idx=np.array([0, 2, 2, 3]))
     plain, jitted = both(INDEXED, "indexed.py", wrt=["W", "x"])
     assert_agree(jitted.loss_grad(**point), plain.loss_grad(**point))
+
+
+STACKED = '''import numpy as np
+
+
+def loss(W, x, *, X):
+    rows = []
+    for k in range(3):
+        rows.append(np.tanh(X[k]))
+    H = np.stack(rows)
+    g = np.concatenate([x, W[0]]) * 2.0
+    return np.sum((H @ W) ** 2) + np.sum(np.tanh(g))
+
+
+def elsewhere(v):
+    return list(v)
+'''
+
+
+@needs_numba
+def test_a_stacked_list_and_the_pieces_of_a_concatenation():
+    """np.stack of a list built by appends (numba's np.stack takes tuples: stack_rows), and
+    concatenate_grad's typed overload (each part's piece of the gradient)."""
+    text = compile_source(STACKED, "stacked.py", jit="numba", functions=["loss"], wrt=["W", "x"]).text
+    assert "H = stack_rows(rows)" in text and "dloss_dx = concatenate_grad(dloss_dg_inner, (x, W[0]), 0, 0)" in text
+    rng = np.random.default_rng(0)
+    point = dict(W=rng.standard_normal((4, 4)), x=rng.standard_normal(4), X=rng.standard_normal((3, 4)))
+    plain, jitted = both(STACKED, "stacked.py", functions=["loss"], wrt=["W", "x"])
+    assert_agree(jitted.loss_grad(**point), plain.loss_grad(**point))
+
+
+def test_a_refusal_of_generated_code_points_at_the_line_it_cites():
+    """The gradient of np.stack(rows) is list(...) of its rows, which numba refuses: the error
+    points at the line whose gradient needs it, not at a list(...) another function writes."""
+    source = STACKED.replace("np.tanh(X[k])", "np.tanh(W[k] * x)")
+    with pytest.raises(CompileError) as caught:
+        compile_source(source, "stacked.py", jit="numba", functions=["loss"], wrt=["W", "x"])
+    assert caught.value.format().splitlines()[:2] == [
+        f"stacked.py:8:5: --jit numba: the call list; {TAIL}", "        H = np.stack(rows)"]
 
 
 @needs_numba

@@ -7,7 +7,8 @@ each call, as a loop over the other axes of the array seen as (before, along, af
 `keepdims=True` becomes np.expand_dims of that, as numba_arrays.Respell writes np.sum's.
 Ranks 1 to 3 are written; a higher one has no implementation (numba says so at the call).
 np.add.at (the gradient of a read through repeated indices, `X[point]`), which numba lacks too,
-is `add_at`, a loop over the index where it holds integer arrays.
+is `add_at`, a loop over the index where it holds integer arrays; np.stack of a list (which
+numba's np.stack, taking tuples, lacks) is `stack_rows`.
 """
 
 from __future__ import annotations
@@ -64,9 +65,10 @@ def respelled(node, keywords, attribute):
 def helpers(used):
     """The text of the helpers named in `used` (a set of names), in a fixed order."""
     texts = [_ADD_AT] if "add_at" in used else []
-    if used - {"add_at"}:  # (each helper along an axis sees the array as lines along it)
+    if used - {"add_at", "stack_rows"}:  # (each helper along an axis sees the array as lines along it)
         texts.append(_LINES)
     texts += [_REPEAT] if "repeat_along" in used else []
+    texts += [_STACK_ROWS] if "stack_rows" in used else []
     for numpy_call in dict.fromkeys(ALONG.values()):
         name = f"{numpy_call[3:]}_along"
         if name in used:
@@ -210,3 +212,14 @@ def lines_along(a, axis):
     return np.ascontiguousarray(a).reshape((before, a.shape[k], after))
 '''
 
+
+# np.stack of a list (the layers' states of lstm, ht's bones): numba's np.stack takes a tuple,
+# and a list built by appends has a length known only when the code runs
+_STACK_ROWS = '''@numba.njit(cache=False)
+def stack_rows(parts):
+    """np.stack(parts) of a list of arrays of one shape (numba's np.stack takes a tuple)."""
+    out = np.empty((len(parts),) + np.shape(parts[0]))
+    for k in range(len(parts)):
+        out[k] = parts[k]
+    return out
+'''

@@ -9,7 +9,8 @@ the typed versions of gradgen's array helpers.
   as `np.expand_dims(np.sum(a, axis=k), k)`, `np.mean(a, axis=k)` as the sum over the
   length, `np.zeros_like(a, dtype=float)` with `dtype=np.float64`, a list of arrays given to
   `np.concatenate`/`np.stack` as a tuple (each part of a stack through `np.asarray`: numba
-  stacks arrays only, and a number is a 0-d one), and what `np.expand_dims` is given too.
+  stacks arrays only, and a number is a 0-d one), a list variable stacked as `stack_rows(l)`
+  (numba_along), and what `np.expand_dims` is given too.
 * `OVERLOADS`: gradgen's helpers that undo broadcasting (`unbroadcast`, `matmul_grad_a`,
   `matmul_grad_b`) and those of reads and writes at an index (`zero_at`, `scatter`, which
   adds through numba_along's add_at) ask NumPy for shapes and ranks while they run; numba types a function once
@@ -89,6 +90,9 @@ class Respell(ast.NodeTransformer):
         elif spelled == "np.expand_dims" and node.args and not _asarray(node.args[0]):
             node.args[0] = ast.Call(_attribute("np.asarray"), [node.args[0]], [])  # (numba's takes arrays only)
             self.changed = True
+        elif spelled == "np.stack" and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and (
+                not keywords or set(keywords) == {"axis"} and _is_zero(keywords["axis"])):
+            new = ast.Call(ast.Name("stack_rows"), node.args, [])  # a list np.stack made (numba's takes tuples)
         elif spelled in ("np.concatenate", "np.stack") and node.args and isinstance(node.args[0], ast.List):
             parts = node.args[0].elts
             if spelled == "np.stack":  # (numba stacks arrays only: a number as a 0-d array, an array as it is)
@@ -183,6 +187,10 @@ def _one_axis(node, keywords):
     if isinstance(axis, ast.UnaryOp) and isinstance(axis.op, ast.USub):
         axis = axis.operand
     return isinstance(axis, ast.Constant) and type(axis.value) is int
+
+
+def _is_zero(node):
+    return isinstance(node, ast.Constant) and type(node.value) is int and node.value == 0
 
 
 def _attribute(spelled):
@@ -308,6 +316,21 @@ def scatter_typed(g, like, index):
         add_at(out, index, g)
         return out
     return scattered
+''',
+    "concatenate_grad": '''@numba.extending.overload(concatenate_grad)
+def concatenate_grad_typed(g, parts, i, axis):
+    """concatenate_grad under numba: the piece of g that part i became, along `axis` (parts
+    of one type: numba indexes a tuple of one type by a number it knows only when it runs)."""
+    if isinstance(g, numba.types.Optional):
+        return lambda g, parts, i, axis: concatenate_grad(optional_value(g), parts, i, axis)
+
+    def piece(g, parts, i, axis):
+        start = 0
+        for k in range(i):
+            start += np.shape(parts[k])[axis]
+        stop = start + np.shape(parts[i])[axis]
+        return np.ascontiguousarray(np.swapaxes(np.swapaxes(g, 0, axis)[start:stop], 0, axis))
+    return piece
 ''',
     "matmul_fitted": '''@numba.njit(cache=False)
 def matmul_fitted(g, a, b):

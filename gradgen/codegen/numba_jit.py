@@ -148,6 +148,8 @@ class _Module(ModuleEdits):
                 and numba_along.one_axis(n, {k.arg: k.value for k in n.keywords})}
         used |= {"add_at" for n in calls if ast.unparse(n.func) == "np.add.at"}
         used |= {"add_at" for d in self.defs if d.name == "scatter"}  # (its overload adds through add_at)
+        used |= {"stack_rows" for n in calls if ast.unparse(n.func) == "np.stack" and len(n.args) == 1
+                 and isinstance(n.args[0], ast.Name)}
         specs = {numba_einsum.subscripts(n) for n in calls} - {None}
         used |= {numba_einsum.helper_name(spec) for spec in specs}
         taken = sorted(used & self.names)
@@ -225,14 +227,16 @@ class _Module(ModuleEdits):
     def _refused(self, refusal, fdef):
         """A CompileError at the user's code a refusal came from: the first place its `match`
         accepts on the line the generated line cites (`# line 14: ...`), else in the user's
-        function, else in the file; else the cited line; else the user's def."""
+        function; else the cited line; else the first place in the file; else the user's def."""
         message = f"--jit numba: {refusal.what}; {refusal.advice or TAIL}"
         user_def = self.user.functions.get(self.users.get(fdef.name, fdef.name))
         cited = None if isinstance(refusal.node, ast.arg) else self._cited(refusal.node.lineno, fdef)
         if refusal.match is not None:
             everywhere = [n for n in ast.walk(self.user.tree) if hasattr(n, "lineno") and refusal.match(n)]
             own = [n for n in ast.walk(user_def) if refusal.match(n)] if user_def is not None else []
-            hits = [n for n in everywhere if n.lineno == cited] or own or everywhere
+            # (elsewhere in the file only where no line is cited: lstm's `list(...)` is the gradient
+            # of its np.stack, not the jax version's list(hidden) further down)
+            hits = [n for n in everywhere if n.lineno == cited] or own or ([] if cited is not None else everywhere)
             if hits:
                 return self.user.error(min(hits, key=_position), message)
         if cited is not None:
