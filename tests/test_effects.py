@@ -105,6 +105,31 @@ def test_check_samples_a_random_state_parameter_as_a_fresh_random_state():
     assert len({rs.get_state()[1][0] for rs in states}) == 3  # three seeds
 
 
+FOLDED = """import numpy as np
+
+
+def f(a: float, d: float, rs):
+    noise = 0.0
+    if 2 >= 0.1:
+        t = np.sin(a) * d
+    else:
+        t = a
+        noise = noise + d * rs.uniform(-0.5, 0.5)
+    return t + noise
+"""
+
+
+def test_a_random_state_drawn_from_only_in_a_branch_folded_away():
+    """`if 2 >= 0.1:` is folded, and the draw in its else branch with it: rs is still the
+    random state the text draws from, never a parameter to differentiate (soak 60008 #269:
+    --wrt all took it, and check refused the RandomState it was given)."""
+    [report] = check_source(FOLDED, "folded.py", n_points=2, wrt="all")
+    assert report.ok and report.wrt == ["a", "d"]
+    assert all(isinstance(p.point["rs"], np.random.RandomState) for p in report.points)
+    text = compile_source(FOLDED, "folded.py", wrt="all").text
+    assert "Returns (df/da, df/dd)" in text
+
+
 def test_draws_in_loops_and_branches_and_inside_expressions():
     source = textwrap.dedent('''
         import numpy as np

@@ -128,8 +128,8 @@ def _not_differentiable(fn, names):
             why[n] = "a count or an index: it reaches range(), int() or an index"
         elif n in used and n not in used_diff and n in seeds and n not in drawn_from:
             why[n] = "a seed: it makes a random generator, and a draw has no derivative"
-        elif n in used and n not in used_diff and n in drawn_from | seeds:
-            why[n] = "used only in a random draw, which has no derivative"
+        elif n not in used_diff and (n in used and n in drawn_from | seeds or n in fn.drawn_from):
+            why[n] = "used only in a random draw, which has no derivative"  # (drawn_from: a folded branch too)
         elif n in used and n not in used_diff and n in sizes:
             why[n] = "a size: it gives the shape of an array the function makes (np.zeros, np.eye, ...)"
         elif n in used and n not in used_diff:

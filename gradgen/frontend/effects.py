@@ -39,11 +39,24 @@ _STATEMENT_CALLS = {"print"}
 _CANONICAL = {"numpy": "np", "math": "math"}  # how the generated module spells these imports
 
 
+def drawn_in_source(fnode, params) -> frozenset:
+    """The parameters a draw in the function's text calls a method of (`rs` of
+    `rs.uniform(-0.5, 0.5)`), also in a branch lowering folds away (`if 2 >= 0.1: ... else:
+    <draws>`: soak 60008 #269 took rs, never read after folding, for a parameter to
+    differentiate, and check refused the RandomState it was given)."""
+    return frozenset(n.func.value.id for n in ast.walk(fnode) if isinstance(n, ast.Call)
+                     and isinstance(n.func, ast.Attribute) and n.func.attr in RANDOM_DRAWS
+                     and isinstance(n.func.value, ast.Name) and n.func.value.id in params)
+
+
 def random_states(fn) -> set:
     """The parameters of lowered `fn` a draw calls a method of (`rs` of `rs.randn(n)`):
-    random states, which `check` samples as fresh seeded `np.random.RandomState`s."""
+    random states, which `check` samples as fresh seeded `np.random.RandomState`s; and those
+    a draw of the source calls that lowering folded away (`drawn_from`), never read."""
     params = {p.name for p in fn.params}
-    found = set()
+    used = {v.name for s in nodes.walk(fn.body) for e in nodes.expressions(s) for v in nodes.variables(e)}
+    used |= {v.name for v in nodes.variables(fn.result)}
+    found = {n for n in getattr(fn, "drawn_from", ()) if n not in used}
     for s in nodes.walk(fn.body):
         if isinstance(s, nodes.Assign) and nodes.is_draw(s.expr):
             call = ast.parse(dict(s.expr.params)["text"], mode="eval").body

@@ -111,7 +111,8 @@ class Lowerer(AssignLowering, ExprLowering, CallLowering, LoopLowering, ListLowe
             result, result_name = self._body(scope, self.fnode.body)
         self.body[0:0] = self._kind_guards()
         return Function(self.fnode.name, params, self.body, result, result_name, self.fnode.lineno,
-                        helpers=self.helpers, display=dict(self.namer.base_of))
+                        helpers=self.helpers, display=dict(self.namer.base_of),
+                        drawn_from=effects.drawn_in_source(self.fnode, {p.name for p in params}))
 
     def _params(self, fnode, helper=False):
         if not helper and is_generator(fnode):

@@ -393,7 +393,8 @@ class Function:
     """A lowered user function: straight-line SSA body ending in `result`.
 
     `display` maps each SSA name to the user's name it versions (for provenance and for
-    naming adjoints); `lines` records where each SSA value was assigned.
+    naming adjoints); `lines` records where each SSA value was assigned; `drawn_from`, the
+    parameters the source draws from (`rs` of `rs.uniform()`), a branch folded away included.
     """
 
     name: str
@@ -405,6 +406,7 @@ class Function:
     constants: dict = field(default_factory=dict)
     helpers: dict = field(default_factory=dict)
     display: dict = field(default_factory=dict)
+    drawn_from: frozenset = frozenset()
 
     def __str__(self):
         head = f"def {self.name}({', '.join(p.name for p in self.params)}):"
