@@ -617,3 +617,11 @@ def test_soak_43005_a_checkpointed_number_state_stays_a_number():
         assert fuzz.run(case) == fuzz.Outcome(case, "ok")
     finally:
         fuzz.CHECKPOINT[0] = None
+
+
+def test_a_control_program_the_generator_cannot_run_is_drawn_again():
+    """Soak 61008 #816: the generator's own run of its program raised (a helper's `b **
+    math.sin(b)` of a negative b, complex); that program is drawn again from the next seed."""
+    case = fuzz.generate(61008, 816)
+    assert case.kind == "control" and "def f(" in case.source
+    assert fuzz.run(case).status == "ok"
