@@ -2,19 +2,8 @@
 gradients are einsums ("kij,nkj->nki" forward, "nki,nkj->kij" back). The subscripts are
 constants of the generated code, so each einsum becomes a loop nest written for its
 subscripts when compiling: `einsum_matmul("kij,nkj->nki", Ls, centered)` is
-`einsum_kij_nkj_to_nki(Ls, centered)`, a function of the module that numba compiles:
-
-    n_k, n_i, n_j = x0.shape
-    n_n = x1.shape[0]
-    ...
-    for n in range(n_n):
-        for k in range(n_k):
-            for i in range(n_i):
-                total = 0.0
-                for j in range(n_j):
-                    total += x0[k, i, j] * x1[n, k, j]
-                out[n, k, i] = total
-
+`einsum_kij_nkj_to_nki(Ls, centered)`, a function of the module that numba compiles: loops
+over n, k and i, each summing `x0[k, i, j] * x1[n, k, j]` over j into `out[n, k, i]`:
 the output's letters outside, the summed ones inside. A letter of two lengths (np.einsum
 stretches a length 1) is a ValueError when it runs: the plain module takes it.
 """
