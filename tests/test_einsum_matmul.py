@@ -181,6 +181,10 @@ def test_a_letter_stretched_in_the_output_is_summed_back():
     text = compile_source(MLP, "mlp.py", wrt=["W", "v"]).text
     _agrees_with_differences(text, MLP, "f", point, {"inputs": rng.standard_normal((5, 4))})
     stretched = MLP.replace('"mno,xo->mnx", hidden, v', '"mno,mo->mn", hidden, v')
+    data = {"inputs": rng.standard_normal((5, 4))}
     text = compile_source(stretched, "mlp.py", wrt=["W", "v"]).text
     assert "unbroadcast(" in text
-    _agrees_with_differences(text, stretched, "f", point, {"inputs": rng.standard_normal((5, 4))})
+    _agrees_with_differences(text, stretched, "f", point, data)
+    # the stated shapes show v's m stretched (1 against 3): still summed back, in v's shape
+    text = compile_source(stretched, "mlp.py", wrt=["W", "v"], shapes=shapes_of_point({**point, **data})).text
+    _agrees_with_differences(text, stretched, "f", point, data)

@@ -343,17 +343,29 @@ def _inner(self, e, params):
 
 
 def _einsum(self, e, params):
-    """The output subscript's letters, each the length of an operand axis it names."""
+    """The output subscript's letters, each the length of the operand axes it names as
+    np.einsum broadcasts them: a 1 gives way to another length (autograd's MLP,
+    "mnd,mdo->mno" of a (1, n, d) and an (m, d, o): m, not 1), and a letter only a 1 and an
+    operand of unknown shape name is unknown."""
     inputs, _, output = str(params.get("subscripts", "")).partition("->")
-    lengths = {}
+    lengths, open_letters = {}, set()
     for letters, x in zip(inputs.split(","), e.args):
         shape = self.of(x)
         if shape is None or len(shape) != len(letters):
+            open_letters |= set(letters)
             continue
         for c, d in zip(letters, shape):
-            lengths.setdefault(c, d)
-    shape = tuple(lengths.get(c) for c in output)
-    return shape if None not in shape else None
+            lengths.setdefault(c, set()).add(d)
+    shape = []
+    for c in output:
+        dims = lengths.get(c, set()) - {1}
+        if len(dims) == 1:
+            shape.append(next(iter(dims)))
+        elif not dims and c in lengths and c not in open_letters:
+            shape.append(1)
+        else:
+            return None
+    return tuple(shape)
 
 
 def _outer(self, e, params):

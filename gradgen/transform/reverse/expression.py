@@ -122,9 +122,9 @@ def push_into(expr, g, guards, active, out, value=None, arrays=frozenset(), stre
         arg_stretched = not arg_scalar and (stretched or (prim.elementwise and _stretches(expr, i, arrays)))
         if expr.prim in _TAKES_STRETCHED:
             arg_stretched = False  # its helper sums back to each input's shape itself
-        if expr.prim == "einsum" and not arg_stretched and _einsum_stretches(expr, i, arrays):
-            arg_stretched, wide = True, None  # (the gradient's shape is no other node's)
         arg_wide = (wide if stretched else value) if arg_stretched else None
+        if expr.prim == "einsum" and not arg_stretched and _einsum_stretches(expr, i, arrays):
+            arg_stretched, arg_wide = True, None  # (the gradient's shape is no node's: unbroadcast)
         if expr.prim == "setitem" and i == 1:
             arg_stretched = True  # `x[1:] = s`: the value broadcast into the index
             gi = _every_write_survives(gi, arrays)
