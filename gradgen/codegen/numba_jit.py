@@ -141,8 +141,8 @@ class _Module(ModuleEdits):
 
     def _along(self):
         """The helpers numba_along and numba_einsum write for the calls numba lacks that the
-        functions make (a reduction along an axis, np.add.at, an einsum), after the last function; refused where the user's
-        file has a name one of them takes."""
+        functions make (a reduction along an axis, np.add.at, an einsum), after the last
+        function; refused where the user's file has a name one of them takes."""
         calls = [n for d in self.defs for n in ast.walk(d) if isinstance(n, ast.Call)]
         used = {numba_along.helper_name(ast.unparse(n.func)) for n in calls if numba_along.helper_name(ast.unparse(n.func))
                 and numba_along.one_axis(n, {k.arg: k.value for k in n.keywords})}

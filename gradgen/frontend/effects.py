@@ -56,7 +56,7 @@ def random_states(fn) -> set:
     params = {p.name for p in fn.params}
     used = {v.name for s in nodes.walk(fn.body) for e in nodes.expressions(s) for v in nodes.variables(e)}
     used |= {v.name for v in nodes.variables(fn.result)}
-    found = {n for n in getattr(fn, "drawn_from", ()) if n not in used}
+    found = {n for n in fn.drawn_from if n not in used}
     for s in nodes.walk(fn.body):
         if isinstance(s, nodes.Assign) and nodes.is_draw(s.expr):
             call = ast.parse(dict(s.expr.params)["text"], mode="eval").body

@@ -81,7 +81,7 @@ class _Trace:
         self.emitter = Emitter("math", {"sigmoid": "sigmoid"})
         self.env = {"math": math, "np": np, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
                     **(_scipy() if "scipy" in module.source else {})}  # (scipy.stats: half a second)
-        exec(_EINSUM_MATMUL, self.env)  # noqa: S102 - the helper np.einsum of two operands is spelled as
+        self.env["einsum_matmul"] = _EINSUM_MATMUL  # (np.einsum of two or more operands is spelled so)
         for made in getattr(module, "ode_functions", {}).values():  # odeint(f, ...): f as the file writes it
             for text in made.texts:
                 exec(text, self.env)  # noqa: S102 - the user's own function (gradgen.frontend.odeint)
@@ -255,7 +255,9 @@ class _Trace:
 
 
 _CUSTOM = ("custom_vjp", "custom_estimator")
-_EINSUM_MATMUL = compile(EINSUM_MATMUL[1], "<einsum_matmul>", "exec")
+_HELPER_ENV = {"np": np}
+exec(EINSUM_MATMUL[1], _HELPER_ENV)  # noqa: S102 - gradgen's own helper text, once
+_EINSUM_MATMUL = _HELPER_ENV["einsum_matmul"]
 
 
 def _custom_value(e):
