@@ -545,6 +545,24 @@ def test_the_jit_check_seed_4_151_an_adjoint_reset_keeps_its_type_under_numba():
     assert fuzz.jit_problems(case, "numba") == []
 
 
+def test_the_jit_check_a_programs_own_variable_of_two_types_is_not_accepted_by_numba():
+    """Seed 63000 #188 under --jit numba: `x = v @ v` makes the vector parameter x a number in
+    one branch; Python runs it, numba types a variable once and refuses it at the first call:
+    numba does not take the program, no finding. An adjoint or a tape of two types is gradgen's
+    own text and stays one (#3, `df_dh_1` started at 0.0 before an array was added)."""
+    pytest.importorskip("numba")
+    case = fuzz.generate(63000, 188)
+    assert "            x = v @ v\n" in case.source
+    assert fuzz.jit_problems(case, "numba") == []
+    own = "Cannot unify array(float64, 1d, C) and float64 for 'x.3', defined at <j> (141)"
+    assert fuzz._programs_own_type_change("\x1b[1m" + own)
+    assert not fuzz._programs_own_type_change(own.replace("'x.3'", "'df_dh_1.4'"))
+    assert not fuzz._programs_own_type_change(own.replace("'x.3'", "'h_stack'"))
+    assert not fuzz._programs_own_type_change(own.replace("array(float64, 1d, C)", "int64"))
+    assert fuzz.run(fuzz.generate(63000, 3)).status == "ok"  # (--jit off: the plain check)
+    assert fuzz.jit_problems(fuzz.generate(63000, 3), "numba") == []
+
+
 @pytest.mark.parametrize("source, point", [
     ("import numpy as np\n\n\ndef f(u):\n    S = np.mean(u, axis=0)\n    return S\n", {"u": np.array([0.5, -1.0, 2.0])}),
     ("import numpy as np\n\n\ndef f(a, *, X):\n    z = np.broadcast_to(X, (2, 2))\n"

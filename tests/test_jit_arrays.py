@@ -411,3 +411,43 @@ def test_the_gradient_of_a_whole_max_divides_by_its_count_as_a_number(x):
     assert "(x == a) / np.sum(x == a)\n" in text
     plain, jitted = both(source, "lse.py")
     assert_agree(jitted.f_value_and_grad(x), plain.f_value_and_grad(x))
+
+
+RELAXED = '''import numpy as np
+
+
+def relax(h, rate=0.5):
+    k = 0
+    while True:
+        h = h - rate * np.tanh(h)
+        k += 1
+        if k >= 2:
+            return h
+
+
+def f(w, x):
+    w = relax(w + 0.8)
+    for it in range(2):
+        r = x / (1 + w * w)
+        if np.sum(x) > -1.0:
+            return np.mean(r)
+    return np.mean(x)
+'''
+
+
+@needs_numba
+@pytest.mark.parametrize("x", [np.array([0.5, 1.0, -0.2]), np.array([-2.0, 0.1, 0.3])])
+def test_adjoints_start_from_zeros_of_a_value_bound_there(x):
+    """numba types a variable once, so an adjoint that starts or restarts at 0.0 and later holds
+    an array starts from zeros of a value of its type, which must be bound there: the adjoint
+    of `h`, a loop's variable, from h as the loop left it (it stayed 0.0: numba could not unify
+    it with the array added later); `df_dr` in the `else` of a trip that binds it only in the
+    `if`, from r (it read df_dr, unbound in the first trip). Fuzz --jit numba 63000 #3; both
+    branches taken."""
+    text = compile_source(RELAXED, "relaxed.py", functions=["f"], jit="numba").text
+    assert "    df_dh_1 = np.zeros_like(h_1, dtype=np.float64)[()]\n" in text
+    assert "        else:\n            df_dr = np.zeros_like(r, dtype=np.float64)[()]\n" in text
+    plain, jitted = both(RELAXED, "relaxed.py", functions=["f"])
+    w = np.array([0.3, -0.4, 1.1])
+    assert_agree(jitted.f_value_and_grad(w, x), plain.f_value_and_grad(w, x))
+    assert_agree(jitted.f_grad(w, x), plain.f_grad(w, x))

@@ -371,3 +371,31 @@ def test_data_written_into_in_a_loop_is_not_saved():
     assert "_stack" not in text and "for _ in" not in text
     point = {"p1": np.array([0.4, -0.3]), "start": np.array([1.0, 1.0]), "steps": 3}
     _check(INNER_ASCENT, point, name="f", wrt=["p1"])
+
+
+FRESH_LISTS = """
+import numpy as np
+
+
+def f(a, b):
+    acc = 0.0
+    v = a + a
+    for _ in range(2):
+        parts = [b * (j + 1.0) for j in range(2)]
+        acc = acc + np.sum(sum(t * t for t in parts))
+    return np.sum(v) + 0.01 * acc
+"""
+
+
+def test_a_loop_no_gradient_flows_through_is_left_out_with_its_lists():
+    """A list made afresh in each trip of a loop that carries no gradient (acc depends on b,
+    not a) was pushed every trip and popped again, for nothing: the backward loop of its
+    `sum(...)` had only restores, and reading its range made them needed (fuzz --jit numba
+    63000 #24). Now a loop or an if whose backward code is only restores reads its range or
+    test only where one of them is kept."""
+    text = _grad_text(compile_source(FRESH_LISTS, "tape.py", functions=["f"], wrt=["a"]).text)
+    assert "_stack" not in text and "parts" not in text and "for _ in range(2)" not in text
+    grad = load_module(compile_source(FRESH_LISTS, "tape.py", functions=["f"], wrt=["a"]).text, "fresh_lists").f_grad
+    a, b = np.array([0.3, -1.2]), np.array([[0.5], [2.0]])
+    np.testing.assert_array_equal(grad(a, b), np.full(2, 2.0))
+    _check(FRESH_LISTS, {"a": a, "b": b}, name="f")  # (with b's gradient, the lists are read back)

@@ -12,7 +12,8 @@ functions odeint calls, written into the module with their vjps), `checkpointing
 schedule written out), `derivatives` (jvp, hvp, hessian, vjp and
 jacobian beside the gradient), `array_api` with `array_api_calls` and `array_api_helpers`
 (the module respelled for any Array API library), and `numba_jit` (the module made for
-numba.njit) with `numba_check` (what numba compiles), `numba_spell` (the respellings) and
+numba.njit) with `numba_check` (what numba compiles), `numba_spell` (the respellings, with
+`numba_bound`: the names certainly bound where each statement starts) and
 `numba_arrays` (array code: numba's NumPy, its respellings, typed helpers) and
 `numba_along` (the helpers written into the module for calls numba lacks: reductions
 along an axis, np.repeat, np.add.at) and `numba_einsum` (an einsum as a loop nest written

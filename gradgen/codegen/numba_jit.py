@@ -176,7 +176,8 @@ class _Module(ModuleEdits):
         edits = loops(fdef, self.constants, set(self.names)) + placeholders(fdef, self.constants, self.arrays.get(
             fdef.name, frozenset())) + respellings(fdef)
         sibling = next((d for d in self.defs if d.name == self.siblings.get(fdef.name)), None)
-        edits += zero_resets(fdef) + zero_starts(fdef, self.adjoint_of.get(fdef.name), sibling)
+        adjoints = self.adjoint_of.get(fdef.name)
+        edits += zero_resets(fdef, adjoints) + zero_starts(fdef, adjoints, sibling)
         edits += defaults(fdef)
         for node, text in edits:
             self._edit(node, text)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 
 from gradgen.codegen import numba_arrays
+from gradgen.codegen.numba_bound import bound_before
 from gradgen.codegen.naming import unused
 from gradgen.codegen.numba_check import call_to, is_head, is_none, kind_of
 
@@ -35,23 +36,36 @@ def defaults(fdef):
                                                                   args.defaults)]
 
 
-def zero_resets(fdef):
+def zero_resets(fdef, adjoint_of=None):
     """[(statement, its new text)]: an adjoint the backward pass resets to a bare `0.0` after it
-    held an array (`ds = 0.0` once a loop trip's `s = row` is done) restarts from zeros of its
-    own value, `np.zeros_like(ds, dtype=np.float64)[()]` (a number stays a number, and a float as `0.0` is): numba types a variable once.
+    held an array (`ds = 0.0` once a loop trip's `s = row` is done) restarts from zeros of a
+    value of its type, `np.zeros_like(ds, dtype=np.float64)[()]` (a number stays a number, and a
+    float as `0.0` is): numba types a variable once. The value is the adjoint's own where it is
+    certainly bound there, else its variable's (`np.zeros_like(r)` in the first trip of a loop
+    that binds `df_dr` only in a branch: fuzz --jit numba 63000 #3), else the reset stays 0.0.
     Only in a function that calls NumPy (a scalar module's resets are numbers already)."""
     if not any(isinstance(n, ast.Name) and n.id == "np" for n in ast.walk(fdef)):
         return []
+    here, nones, adjoint_of = bound_before(fdef), _none_bound(fdef), adjoint_of or {}
     edits, seen = [], set()
     for stmt in sorted((n for n in ast.walk(fdef) if isinstance(n, ast.Assign)), key=lambda n: (n.lineno, n.col_offset)):
         target = stmt.targets[0] if len(stmt.targets) == 1 else None
         if not isinstance(target, ast.Name):
             continue
-        if isinstance(stmt.value, ast.Constant) and type(stmt.value.value) is float and stmt.value.value == 0.0 \
-                and target.id in seen:
-            edits.append((stmt, f"{target.id} = np.zeros_like({target.id}, dtype=np.float64)[()]"))  # (0.0: a float, as written)
+        if _float_zero(stmt.value) and target.id in seen:
+            witness = next((w for w in (target.id, adjoint_of.get(target.id))
+                            if w is not None and w in here.get(id(stmt), ()) and w not in nones), None)
+            if witness is not None:  # (0.0: a float, as written)
+                edits.append((stmt, f"{target.id} = np.zeros_like({witness}, dtype=np.float64)[()]"))
         seen.add(target.id)
     return edits
+
+
+def _none_bound(fdef):
+    """The names a function binds to None somewhere (a placeholder before a loop): never a
+    value to take zeros of."""
+    return {t.id for n in ast.walk(fdef) if isinstance(n, ast.Assign) and is_none(n.value)
+            for t in n.targets if isinstance(t, ast.Name)}
 
 
 def zero_starts(fdef, adjoint_of, sibling=None):
@@ -59,9 +73,11 @@ def zero_starts(fdef, adjoint_of, sibling=None):
     level that a loop adds into later starts from zeros of its variable's value instead,
     `df_du = np.zeros_like(u, dtype=np.float64)[()]` (0.0 plus an array is an array, and numba
     types a variable once: fuzz --jit numba seed 6 #100). Only where that variable is a
-    parameter or bound on the top level, and never in a loop (one value, one shape). A
-    gradient whose forward pass never needed the variable computes it first, as `sibling`
-    (its value-and-gradient function) does on its top level, from names bound there."""
+    parameter or bound on the top level and never in a loop, or certainly bound where the
+    adjoint starts (a loop's variable as its last trip left it, `h` after `while True: h = ...`,
+    whose adjoint starts there: fuzz --jit numba 63000 #3). A gradient whose forward pass never
+    needed the variable computes it first, as `sibling` (its value-and-gradient function) does
+    on its top level, from names bound there."""
     if not adjoint_of or not any(isinstance(n, ast.Name) and n.id == "np" for n in ast.walk(fdef)):
         return []
     in_loops = _loop_bound(fdef)
@@ -69,12 +85,18 @@ def zero_starts(fdef, adjoint_of, sibling=None):
         names[0]: stmt for stmt in sibling.body if isinstance(stmt, ast.Assign)
         and len(names := [t.id for t in _bound_names(stmt)]) == 1 and names[0] not in _loop_bound(sibling)}
     bound = {a.arg for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs}
+    here, nones = bound_before(fdef), _none_bound(fdef)
     edits = []
     for stmt in fdef.body:
         names = [t.id for t in _bound_names(stmt)]
         primal = adjoint_of.get(names[0]) if len(names) == 1 else None
-        if isinstance(stmt, ast.Assign) and primal is not None and _float_zero(stmt.value) and names[0] in in_loops \
-                and primal not in in_loops and _first(fdef, stmt, names[0]):
+        if not (isinstance(stmt, ast.Assign) and primal is not None and _float_zero(stmt.value)
+                and names[0] in in_loops and _first(fdef, stmt, names[0])):
+            bound.update(names)
+            continue
+        if primal in in_loops and primal in here[id(stmt)] and primal not in nones:
+            edits.append((stmt, f"{names[0]} = np.zeros_like({primal}, dtype=np.float64)[()]"))
+        elif primal not in in_loops:
             source = made.get(primal)
             if primal not in bound and source is not None and _reads(source.value) <= bound:
                 edits.append((("insert", stmt), ast.unparse(source)))  # (numba's type needs the value)

@@ -93,7 +93,7 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
     # it has a gradient: data written into, `df_dp2[0] = ...` of an inner gradient, is read back only where read)
     rev.trip_values = tape.trip_values(fn.body, rebinds)
     statements = rev.block(fn.body)
-    saved, after = tape.mark_saves(fn.body, rev.reads, rebinds, rev.trip_values, rev.reads_made)
+    saved, after = _saves(fn, rev, rebinds)
     statements = _prune(statements, saved, after)
     targets = {id(s): s.target for s in walk(fn.body) if id(s) in saved | after}
     # (a save in code after an unconditional `break` gets a stack too: the backward pass has
@@ -101,6 +101,40 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
     stacks = {v: rev.stack(v) for v in targets.values()}
     return Backward(statements, rev.state, saved, stacks, targets, rev.zeroed, after,
                     {adj: v for v, adj in rev.adj_names.items()})
+
+
+def _saves(fn, rev, rebinds):
+    """tape.mark_saves, where a loop or an `if` whose backward code is only restores reads its
+    iteration or test only if one of those restores is kept: otherwise its reads would make the
+    saves they restore (soak --jit numba 63000 #24: a list made afresh in every trip of a loop
+    no gradient flows through was pushed and popped again, for nothing)."""
+    reads, added = dict(rev.reads), set()
+    while True:
+        saved, after = tape.mark_saves(fn.body, reads, rebinds, rev.trip_values, rev.reads_made)
+        kept = [i for i, (restores, _) in rev.reads_if_restored.items() if i not in added
+                and any(origin in (after if late else saved) for origin, late in restores)]
+        if not kept:
+            return saved, after
+        for i in kept:
+            reads[i] = reads.get(i, set()) | rev.reads_if_restored[i][1]
+            added.add(i)
+
+
+def _only_restores(stmts):
+    """{(origin, after)} of the restores in `stmts`, when restores (in loops and branches) are
+    all the code they hold; None when they hold other code."""
+    found = set()
+    for s in stmts:
+        if isinstance(s, Restore):
+            found.add((s.origin, s.after))
+        elif isinstance(s, (If, For)):
+            inner = [_only_restores(s.body)] + ([_only_restores(s.orelse)] if isinstance(s, If) else [])
+            if None in inner:
+                return None
+            found = found.union(*inner)
+        elif not isinstance(s, Comment):
+            return None
+    return found
 
 
 def _stable_names(fn):
@@ -126,6 +160,7 @@ class _Reverser(Merging, ListGradients, ControlFlow):
         self.stacks = {}
         self.cited = None
         self.reads = {}  # id(forward statement) -> forward names its backward code reads
+        self.reads_if_restored = {}  # id(loop or if) -> (its restores, what it reads where one is kept): _saves
         self.reads_made = {}  # id(`x = f(x)`) -> {x} where its backward code reads the x it made (tape.py)
         self.owned = set()  # adjoint arrays made fresh here, which may be written into
         self.mutable = set()  # adjoints of numbers that may hold a 0-d array (np.ones_like of a number)
@@ -199,7 +234,12 @@ class _Reverser(Merging, ListGradients, ControlFlow):
             code = self.loop(stmt)
         if code:  # (a while loop runs backwards `for _ in range(count)`: its test is not read again)
             read = [] if isinstance(stmt, While) else list(expressions(stmt))
-            self.note_reads(stmt, *read, *([Var(stmt.count)] if getattr(stmt, "count", None) else []))
+            read += [Var(stmt.count)] if getattr(stmt, "count", None) else []
+            restores = _only_restores(code)
+            if restores is None:
+                self.note_reads(stmt, *read)
+            else:  # (read only where one of its restores is kept: _saves)
+                self.reads_if_restored[id(stmt)] = (restores, {v.name for e in read for v in variables(e)})
         return code
 
     def note_reads(self, stmt, *exprs):
