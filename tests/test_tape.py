@@ -399,3 +399,33 @@ def test_a_loop_no_gradient_flows_through_is_left_out_with_its_lists():
     a, b = np.array([0.3, -1.2]), np.array([[0.5], [2.0]])
     np.testing.assert_array_equal(grad(a, b), np.full(2, 2.0))
     _check(FRESH_LISTS, {"a": a, "b": b}, name="f")  # (with b's gradient, the lists are read back)
+
+
+LAYERS = """
+import numpy as np
+
+
+def f(w, xs):
+    total = 0.0
+    x = xs[0]
+    for t in range(3):
+        new = []
+        for i in range(2):
+            g = np.tanh(w[i] * x)
+            x = g * 2.0
+            new.append(x)
+        h = np.stack(new)
+        total = total + np.sum(h)
+    return total
+"""
+
+
+def test_an_inner_loops_temporaries_start_afresh_in_each_of_its_trips():
+    """g, first bound at the top of the inner loop's trip and read only in it, is that loop's
+    temporary: its adjoint starts in each trip (`dtotal_dg = dtotal_dx * 2.0`), not carried
+    from a `dtotal_dg = 0.0` before the outer loop and reset at each trip's end. A name read
+    inside the inner loop itself counted as read "elsewhere in the enclosing loop" (lstm's
+    gates, weights and cell values: 14 adjoints carried and reset per layer)."""
+    text = _grad_text(compile_source(LAYERS, "tape.py", functions=["f"]).text)
+    assert "dtotal_dg = 0.0" not in text and "            dtotal_dg = dtotal_dx * 2.0\n" in text
+    _check(LAYERS, {"w": np.array([0.3, -0.7]), "xs": np.array([[0.5, -0.2], [1.0, 0.4]])}, name="f", wrt=["w"])

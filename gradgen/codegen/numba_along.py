@@ -18,6 +18,8 @@ import ast
 REDUCING = {"min": "np.min", "amin": "np.min", "max": "np.max", "amax": "np.max", "prod": "np.prod"}
 CUMULATIVE = {"cumsum": "np.cumsum", "cumprod": "np.cumprod"}
 ALONG = {**REDUCING, **CUMULATIVE}  # np.<name>(a, axis=k) -> the NumPy call the helper makes
+# the names of the helpers written into a --jit numba module (each reserved: no generated name is one)
+NAMES = ("add_at", "stack_rows", "repeat_along", *sorted({f"{call[3:]}_along" for call in ALONG.values()}))
 
 
 def helper_name(spelled):

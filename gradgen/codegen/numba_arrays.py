@@ -25,14 +25,15 @@ import ast
 
 from gradgen.codegen import numba_along, numba_einsum
 
-# numba's NumPy (0.59+), on arrays and numbers: function -> the keywords numba takes for it
+# numba's NumPy (0.59+), on arrays and numbers: function -> the keywords numba takes for it (not np.squeeze
+# nor np.diagonal: numba 0.68 has neither, and a module calling them failed at its first call: fuzz 63001 #291)
 _NONE = frozenset()
 _AXIS = frozenset({"axis"})
 CALLS = {
     **{name: _NONE for name in """zeros ones empty zeros_like ones_like empty_like full full_like arange linspace
         eye identity array asarray ascontiguousarray copy shape size prod cumsum cumprod mean var std max min amax amin
-        median dot vdot outer kron transpose ravel reshape expand_dims squeeze atleast_1d atleast_2d atleast_3d
-        broadcast_to swapaxes flip fliplr flipud diag diagonal trace tril triu cross sort argsort delete repeat
+        median dot vdot outer kron transpose ravel reshape expand_dims atleast_1d atleast_2d atleast_3d
+        broadcast_to swapaxes flip fliplr flipud diag trace tril triu cross sort argsort delete repeat
         nonzero count_nonzero all any isclose allclose sign interp diff ediff1d hstack vstack dstack column_stack
         convolve searchsorted unique""".split()},
     "sum": _AXIS, "expand_dims": _AXIS, "argmax": _AXIS, "argmin": _AXIS, "cumsum": _NONE, "concatenate": _AXIS, "stack": _AXIS,
@@ -203,9 +204,14 @@ OVERLOADS = {
     "unbroadcast": '''@numba.extending.overload(unbroadcast)
 def unbroadcast_typed(g, like):
     """unbroadcast under numba, chosen by the types of g and like: a number's gradient is g
-    summed, an array's the sum over the axes broadcasting stretched."""
+    summed, an array's the sum over the axes broadcasting stretched. A `like` numba has typed
+    only as None so far (a name bound `x = None` before the loop that binds it, as numba's
+    inference first meets it) gives g back: typed as a number, the gradient met the array it
+    is where x is typed in full (lstm's dobjective_dx); x is never None where this runs."""
     if isinstance(g, numba.types.Optional) or isinstance(like, numba.types.Optional):
         return lambda g, like: unbroadcast(optional_value(g), optional_value(like))
+    if like is numba.types.none:
+        return lambda g, like: g
     if not isinstance(like, numba.types.Array):
         if isinstance(g, numba.types.Array):
             return lambda g, like: np.sum(g)
@@ -319,18 +325,23 @@ def scatter_typed(g, like, index):
 ''',
     "concatenate_grad": '''@numba.extending.overload(concatenate_grad)
 def concatenate_grad_typed(g, parts, i, axis):
-    """concatenate_grad under numba: the piece of g that part i became, along `axis` (parts
-    of one type: numba indexes a tuple of one type by a number it knows only when it runs)."""
+    """concatenate_grad under numba: the piece of g that part i became, along `axis`. Part by
+    part, each call taking the first off the tuple: a tuple of parts of several types (a C
+    array and a view, lstm's (x, hidden[i], x, hidden[i])) has no item numba can index by a
+    number it knows only when it runs, and a tuple's first item and the rest it types."""
     if isinstance(g, numba.types.Optional):
         return lambda g, parts, i, axis: concatenate_grad(optional_value(g), parts, i, axis)
 
+    def last(g, parts, i, axis):
+        return np.ascontiguousarray(g)
+
     def piece(g, parts, i, axis):
-        start = 0
-        for k in range(i):
-            start += np.shape(parts[k])[axis]
-        stop = start + np.shape(parts[i])[axis]
-        return np.ascontiguousarray(np.swapaxes(np.swapaxes(g, 0, axis)[start:stop], 0, axis))
-    return piece
+        moved = np.swapaxes(g, 0, axis)
+        length = np.shape(optional_value(parts[0]))[axis]
+        if i == 0:
+            return np.ascontiguousarray(np.swapaxes(moved[:length], 0, axis))
+        return concatenate_grad(np.swapaxes(moved[length:], 0, axis), parts[1:], i - 1, axis)
+    return last if len(parts) == 1 else piece
 ''',
     "matmul_fitted": '''@numba.njit(cache=False)
 def matmul_fitted(g, a, b):

@@ -80,8 +80,8 @@ class Checker:
         for default in args.defaults:
             self.expr(default)
         body = fdef.body[1:] if _is_docstring(fdef.body[0]) else fdef.body
-        self.stacks = {t.id for s in ast.walk(fdef) if isinstance(s, ast.Assign) and _is_empty_list(s.value)
-                       for t in s.targets if isinstance(t, ast.Name)}
+        self.stacks = {t.id for s in ast.walk(fdef) if isinstance(s, ast.Assign)
+                       and (_is_empty_list(s.value) or _rows(s.value)) for t in s.targets if isinstance(t, ast.Name)}
         self.statements(body)
 
     def statements(self, stmts):
@@ -206,6 +206,8 @@ class Checker:
         if "random" in spelled.split(".") or (isinstance(node.func, ast.Attribute) and node.func.attr in DRAWS
                                               and ast.unparse(node.func.value) not in ("np", "math")):
             raise Refusal(f"a random draw ({spelled}(...))", node, _spelled(spelled))
+        if _rows(node):  # (the rows of np.stack's gradient, popped as its appends are undone; numba's list)
+            return self.expr(node.args[0])
         if spelled in _INDEXED and len(node.args) == _INDEXED[spelled]:  # the last argument an index value
             for arg in node.args[:-1]:
                 self.expr(arg)
@@ -344,6 +346,11 @@ def _is_empty_list(value):
 
 def is_none(value):
     return isinstance(value, ast.Constant) and value.value is None
+
+
+def _rows(node):
+    """`list(g)`: the rows of an array as a list (numba's list() of an array)."""
+    return call_to(node, "list") and len(node.args) == 1 and not node.keywords
 
 
 def _is_docstring(stmt):

@@ -30,7 +30,8 @@ import re
 from gradgen.codegen import emit, freshness, numba_along, numba_einsum
 from gradgen.codegen.numba_arrays import OVERLOADS, overloads
 from gradgen.codegen.numba_check import Checker, Refusal
-from gradgen.codegen.numba_spell import defaults, loops, placeholders, respellings, zero_resets, zero_starts
+from gradgen.codegen.numba_spell import (defaults, loops, placeholders, respellings, typed_placeholders, zero_resets,
+                                         zero_starts)
 from gradgen.codegen.rewrite import ModuleEdits
 from gradgen.errors import CompileError
 from gradgen.ir.nodes import Call
@@ -178,7 +179,7 @@ class _Module(ModuleEdits):
         sibling = next((d for d in self.defs if d.name == self.siblings.get(fdef.name)), None)
         adjoints = self.adjoint_of.get(fdef.name)
         edits += zero_resets(fdef, adjoints) + zero_starts(fdef, adjoints, sibling)
-        edits += defaults(fdef)
+        edits += typed_placeholders(fdef, self.arrays.get(fdef.name, frozenset())) + defaults(fdef)
         for node, text in edits:
             self._edit(node, text)
 

@@ -377,6 +377,45 @@ def placeholders(fdef, constants, arrays=frozenset()):
     return edits
 
 
+def typed_placeholders(fdef, arrays=frozenset()):
+    """[(("insert", loop), `x = <its first value>`)]: a name that may hold an array, bound
+    `x = None` so that its loop can save it before the first trip binds it, is bound again
+    before that loop to the value the trip first gives it, where that value is plain
+    arithmetic of names bound there (`x = current * extra_params[0]`): numba's inference
+    meets the None first, and calls of it (`np.ones_like(x)`, a helper's overload) typed a
+    number there that later met the array (lstm's x). The value is never read (the first
+    trip's save of it is popped last, and nothing before the loop reads x)."""
+    here, edits = bound_before(fdef), []
+    for stmt in fdef.body:
+        if not (isinstance(stmt, ast.Assign) and is_none(stmt.value) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id in arrays):
+            continue
+        name = stmt.targets[0].id
+        for loop in (s for s in fdef.body if isinstance(s, (ast.For, ast.While)) and s.lineno > stmt.lineno):
+            first = min((n for n in ast.walk(loop) if isinstance(n, ast.Assign) and name in [t.id for t in
+                         _bound_names(n)]), key=lambda n: n.lineno, default=None)
+            if first is None:
+                continue
+            if len(first.targets) == 1 and isinstance(first.targets[0], ast.Name) and _plain(first.value) \
+                    and _reads(first.value) <= here[id(loop)]:
+                edits.append((("insert", loop), f"{name} = {ast.unparse(first.value)}"))
+            break
+    return edits
+
+
+def _plain(node):
+    """Arithmetic that cannot raise where the loop would not have run: +, -, * of names,
+    numbers and items at a constant index."""
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)) and _plain(node.left) and _plain(node.right)
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.USub) and _plain(node.operand)
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant) \
+            and type(node.slice.value) is int
+    return isinstance(node, ast.Name) or (isinstance(node, ast.Constant) and type(node.value) in (int, float))
+
+
 def _zero(kind):
     if kind == "array":  # (numba types `None` then an array as an optional array)
         return "None"

@@ -80,8 +80,9 @@ class ControlFlow:
         pre = []
         local = self.locals.get(id(stmt), set())
         made = {s.target for s in walk(stmt.body) if _makes_list(s)}  # new in every iteration: never carried
-        for v in _touched(stmt.body, self.active):
-            if v in local or v in made or (isinstance(self.state.get(v), Const) and _accumulates(stmt.body, v)):
+        inner = set().union(*(self.locals.get(id(s), set()) for s in walk(stmt.body) if isinstance(s, (For, While))))
+        for v in _touched(stmt.body, self.active):  # (an inner loop's temporary: that loop's to start)
+            if v in local or v in made or v in inner or (isinstance(self.state.get(v), Const) and _accumulates(stmt.body, v)):
                 continue  # (an accumulator's constant adjoint, `total += e`, is the same on every trip)
             name = Var(self.adj_name(v))
             if self.state.get(v) != name:
@@ -182,11 +183,14 @@ def _reads_of(expr):
     return {v.name for v in variables(expr)}
 
 
-def loop_temporaries(stmts, bound, after, out):
+def loop_temporaries(stmts, bound, after, out, in_loop=False):
     """For each loop, the variables that live only inside one iteration: first assigned at
     the top of its body, unbound before the loop, and read nowhere after it (nor, for an
-    inner loop, anywhere else in the enclosing loop). Their adjoints need no carrying.
-    `bound`: names bound before `stmts`; `after`: names read after them.
+    inner loop, anywhere else in the enclosing loop: `in_loop`, the statements before it run
+    again after it, in the next trip). Their adjoints need no carrying. `bound`: names bound
+    before `stmts`; `after`: names read after them. (What an inner loop reads itself is not
+    "elsewhere": lstm's gates and weights, read only in its trip over layers, were carried
+    across trips and reset, as every adjoint of that loop was.)
 
     The sets of names read after each statement are built in one backward sweep, and kept
     only where a loop needs them, so straight-line code costs one pass."""
@@ -198,10 +202,16 @@ def loop_temporaries(stmts, bound, after, out):
         if i in needed:
             later_of[i] = set(later)
         later |= simplify.names_read([stmts[i]])
+    if in_loop:
+        before = set()
+        for i, s in enumerate(stmts):
+            if i in later_of:
+                later_of[i] |= before
+            before |= simplify.names_read([s])
     bound = set(bound)
     for i, s in enumerate(stmts):
         if i in later_of:
-            _temporaries_of(s, bound, later_of[i], out)
+            _temporaries_of(s, bound, later_of[i], out, in_loop)
         bound |= assigned([s])
 
 
@@ -209,12 +219,11 @@ def _has_loop(stmt):
     return any(isinstance(s, (For, While)) for s in walk([stmt]))
 
 
-def _temporaries_of(s, bound, later, out):
+def _temporaries_of(s, bound, later, out, in_loop):
     if isinstance(s, If):
-        loop_temporaries(s.body, bound, later, out)
-        loop_temporaries(s.orelse, bound, later, out)
+        loop_temporaries(s.body, bound, later, out, in_loop)
+        loop_temporaries(s.orelse, bound, later, out, in_loop)
         return
-    inside = simplify.names_read(s.body) | later
     firsts, seen = [], set()
     for t in s.body:
         for x in walk([t]):
@@ -223,7 +232,7 @@ def _temporaries_of(s, bound, later, out):
                     firsts.append(n)
                 seen.add(n)
     out[id(s)] = {n for n in firsts if n not in bound and n not in later}
-    loop_temporaries(s.body, bound, inside, out)
+    loop_temporaries(s.body, bound, later, out, in_loop=True)
 
 
 def _touched(body, active):
