@@ -510,3 +510,51 @@ def test_calls_numba_lacks_are_refused_where_they_are_written(call):
     assert caught.value.format().splitlines()[:3] == [
         f"lacks.py:5:{column}: --jit numba: the array function {call.split('(')[0]}; {TAIL}",
         f"        return np.sum({call}) + np.sum(np.arctan(a))", " " * (3 + column) + "^"]
+
+
+STACKS = '''import numpy as np
+
+
+def rotation(v):
+    n = np.sqrt(np.sum(v ** 2))
+    if n < 0.0001:
+        return np.eye(2)
+    c = np.cos(n)
+    s = np.sin(n)
+    R = np.zeros((2, 2))
+    R[0, 0] = c
+    R[0, 1] = -s
+    R[1, 0] = s
+    R[1, 1] = c
+    return R * v[0]
+
+
+def loss(theta, *, bases, M):
+    mats = []
+    for i in range(3):
+        mats.append(bases[i] * theta[i])
+    T = np.stack(mats) @ bases
+    U = T @ M
+    V = M @ T
+    return np.sum(U ** 2) + np.sum(V) + np.sum(rotation(theta[:2]))
+'''
+
+
+@needs_numba
+def test_stacks_of_matrices_and_an_adjoint_started_in_a_branch():
+    """GradBench ht's forms under numba: `@` of stacks of matrices (3-D by 3-D, by 2-D, 2-D by
+    3-D) and their gradients, numba's `@` taking matrices only (an overload of the operator,
+    matmul_stacked); and an adjoint first set to 0.0 in a branch (a near-zero rotation's
+    `return np.eye(2)`) whose other branch makes it an array: zeros of v there. Both
+    branches taken; one function compiled (numba compiles slowly)."""
+    text = compile_source(STACKS, "stacks.py", functions=["loss"], jit="numba").text
+    assert "import numba\nimport numpy as np\nimport operator\n" in text
+    assert "@numba.extending.overload(operator.matmul)\ndef matmul_stacked(a, b):" in text
+    assert ("    if n < 0.0001:\n        dloss_dn = np.zeros_like(n, dtype=np.float64)[()]\n"
+            "        dloss_dv = np.zeros_like(v, dtype=np.float64)[()]\n") in text
+    plain = load_module(compile_source(STACKS, "stacks.py", functions=["loss"]).text, "stacks_plain")
+    jitted = load_module(text, "stacks_nb")
+    rng = np.random.default_rng(1)
+    data = dict(bases=rng.standard_normal((3, 2, 2)), M=rng.standard_normal((2, 2)))
+    for theta in (np.array([0.5, -0.2, 0.3]), np.array([1e-5, 1e-5, 0.3])):
+        assert_agree(jitted.loss_grad(theta, **data), plain.loss_grad(theta, **data))

@@ -19,7 +19,8 @@ REDUCING = {"min": "np.min", "amin": "np.min", "max": "np.max", "amax": "np.max"
 CUMULATIVE = {"cumsum": "np.cumsum", "cumprod": "np.cumprod"}
 ALONG = {**REDUCING, **CUMULATIVE}  # np.<name>(a, axis=k) -> the NumPy call the helper makes
 # the names of the helpers written into a --jit numba module (each reserved: no generated name is one)
-NAMES = ("add_at", "stack_rows", "repeat_along", *sorted({f"{call[3:]}_along" for call in ALONG.values()}))
+NAMES = ("add_at", "stack_rows", "matmul_stacked", "repeat_along",
+         *sorted({f"{call[3:]}_along" for call in ALONG.values()}))
 
 
 def helper_name(spelled):
@@ -67,10 +68,11 @@ def respelled(node, keywords, attribute):
 def helpers(used):
     """The text of the helpers named in `used` (a set of names), in a fixed order."""
     texts = [_ADD_AT] if "add_at" in used else []
-    if used - {"add_at", "stack_rows"}:  # (each helper along an axis sees the array as lines along it)
+    if used - {"add_at", "stack_rows", "matmul_stacked"}:  # (each helper along an axis sees the array as lines along it)
         texts.append(_LINES)
     texts += [_REPEAT] if "repeat_along" in used else []
     texts += [_STACK_ROWS] if "stack_rows" in used else []
+    texts += [_MATMUL_STACKED] if "matmul_stacked" in used else []
     for numpy_call in dict.fromkeys(ALONG.values()):
         name = f"{numpy_call[3:]}_along"
         if name in used:
@@ -223,5 +225,44 @@ def stack_rows(parts):
     out = np.empty((len(parts),) + np.shape(parts[0]))
     for k in range(len(parts)):
         out[k] = parts[k]
+    return out
+'''
+
+
+# numba's `@` multiplies vectors and matrices; a stack of matrices (ht's np.stack(absolutes) @
+# inverse_base_absolutes, 3-D by 3-D, and its gradients) is this overload of the operator
+_MATMUL_STACKED = '''@numba.extending.overload(operator.matmul)
+def matmul_stacked(a, b):
+    """a @ b under numba where one of them is a stack of matrices (3-D; the other a stack or
+    a matrix): one matrix product per item of the stack, a stack of length 1 repeated."""
+    if not (isinstance(a, numba.types.Array) and isinstance(b, numba.types.Array)):
+        return None
+    return {(3, 3): matmul_stacks, (3, 2): matmul_stack_matrix, (2, 3): matmul_matrix_stack}.get((a.ndim, b.ndim))
+
+
+def matmul_stacks(a, b):
+    count = max(a.shape[0], b.shape[0])
+    if a.shape[0] not in (1, count) or b.shape[0] not in (1, count):
+        raise ValueError("matmul: stacks of different lengths")
+    out = np.empty((count, a.shape[1], b.shape[2]))
+    for k in range(count):
+        left = np.ascontiguousarray(a[k if a.shape[0] > 1 else 0])
+        out[k] = left @ np.ascontiguousarray(b[k if b.shape[0] > 1 else 0])
+    return out
+
+
+def matmul_stack_matrix(a, b):
+    right = np.ascontiguousarray(b)
+    out = np.empty((a.shape[0], a.shape[1], b.shape[1]))
+    for k in range(a.shape[0]):
+        out[k] = np.ascontiguousarray(a[k]) @ right
+    return out
+
+
+def matmul_matrix_stack(a, b):
+    left = np.ascontiguousarray(a)
+    out = np.empty((b.shape[0], a.shape[0], b.shape[2]))
+    for k in range(b.shape[0]):
+        out[k] = left @ np.ascontiguousarray(b[k])
     return out
 '''

@@ -49,9 +49,13 @@ DTYPES = {"float": "np.float64", "int": "np.int64", "bool": "np.bool_"}
 
 
 class Respell(ast.NodeTransformer):
-    """The array calls numba lacks, each written as calls it has (see the module docstring)."""
+    """The array calls numba lacks, each written as calls it has (see the module docstring).
+    `lists`: the names the function binds to lists (`items = []`)."""
 
     changed = False
+
+    def __init__(self, lists=frozenset()):
+        self.lists = lists
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -91,9 +95,8 @@ class Respell(ast.NodeTransformer):
         elif spelled == "np.expand_dims" and node.args and not _asarray(node.args[0]):
             node.args[0] = ast.Call(_attribute("np.asarray"), [node.args[0]], [])  # (numba's takes arrays only)
             self.changed = True
-        elif spelled == "np.stack" and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and (
-                not keywords or set(keywords) == {"axis"} and _is_zero(keywords["axis"])):
-            new = ast.Call(ast.Name("stack_rows"), node.args, [])  # a list np.stack made (numba's takes tuples)
+        elif stacks_a_list(node, self.lists):  # (numba's np.stack takes tuples, its np.array no list of arrays)
+            new = ast.Call(ast.Name("stack_rows"), node.args, [])
         elif spelled in ("np.concatenate", "np.stack") and node.args and isinstance(node.args[0], ast.List):
             parts = node.args[0].elts
             if spelled == "np.stack":  # (numba stacks arrays only: a number as a 0-d array, an array as it is)
@@ -165,6 +168,24 @@ def kind_of_call(node, spelled):
     if name in ("dot", "where", "zeros_like", "ones_like", "full_like", "copy", "asarray", "sign", "clip"):
         return None
     return "array"
+
+
+def stacks_a_list(node, lists):
+    """`np.stack(rows)` of a name (axis 0), or `np.array(items)` / `np.asarray(items)` of a
+    list the function builds (its items arrays or numbers: fuzz --jit numba 63002 #38): the
+    helper stack_rows under numba."""
+    spelled = ast.unparse(node.func)
+    if len(node.args) != 1 or not isinstance(node.args[0], ast.Name):
+        return False
+    if spelled == "np.stack":
+        return not node.keywords or [k.arg for k in node.keywords] == ["axis"] and _is_zero(node.keywords[0].value)
+    return spelled in ("np.array", "np.asarray") and not node.keywords and node.args[0].id in lists
+
+
+def list_names(fdef):
+    """The names a function binds to a new list (`items = []`)."""
+    return frozenset(t.id for n in ast.walk(fdef) if isinstance(n, ast.Assign) and isinstance(n.value, ast.List)
+                     and not n.value.elts for t in n.targets if isinstance(t, ast.Name))
 
 
 def respelled_reduction(node):
@@ -245,6 +266,10 @@ def matmul_grad_a_typed(g, a, b):
         return lambda g, a, b: matmul_grad_a(optional_value(g), optional_value(a), optional_value(b))
     if not isinstance(g, numba.types.Array):
         return matmul_grad_a_vectors if a.ndim == 1 and b.ndim == 1 else None
+    if max(a.ndim, b.ndim) == 3 and min(a.ndim, b.ndim) >= 2:  # (a stack of matrices: matmul_stacked)
+        return matmul_grad_a_stacked if g.ndim == 3 else None
+    if g.ndim > a.ndim + b.ndim - 2:  # (a product broadcast further, `a * (a @ X)` of a vector: fuzz 63002 #192)
+        return lambda g, a, b: matmul_grad_a(unbroadcast(g, np.zeros(np.shape(a)[:-1] + np.shape(b)[1:])), a, b)
     if g.ndim != a.ndim + b.ndim - 2:
         return None
     return {(2, 2): matmul_grad_a_matrices, (2, 1): matmul_grad_a_matrix_vector,
@@ -253,6 +278,10 @@ def matmul_grad_a_typed(g, a, b):
 
 def matmul_grad_a_vectors(g, a, b):
     return g * b
+
+
+def matmul_grad_a_stacked(g, a, b):
+    return unbroadcast(g @ np.swapaxes(b, -1, -2), a)
 
 
 def matmul_grad_a_matrices(g, a, b):
@@ -277,6 +306,10 @@ def matmul_grad_b_typed(g, a, b):
         return lambda g, a, b: matmul_grad_b(optional_value(g), optional_value(a), optional_value(b))
     if not isinstance(g, numba.types.Array):
         return matmul_grad_b_vectors if a.ndim == 1 and b.ndim == 1 else None
+    if max(a.ndim, b.ndim) == 3 and min(a.ndim, b.ndim) >= 2:  # (a stack of matrices: matmul_stacked)
+        return matmul_grad_b_stacked if g.ndim == 3 else None
+    if g.ndim > a.ndim + b.ndim - 2:  # (a product broadcast further, `a * (a @ X)` of a vector: fuzz 63002 #192)
+        return lambda g, a, b: matmul_grad_b(unbroadcast(g, np.zeros(np.shape(a)[:-1] + np.shape(b)[1:])), a, b)
     if g.ndim != a.ndim + b.ndim - 2 or a.ndim > 2 or b.ndim > 2:
         return None
     return matmul_grad_b_matrix if a.ndim == 2 else matmul_grad_b_vector_matrix
@@ -284,6 +317,10 @@ def matmul_grad_b_typed(g, a, b):
 
 def matmul_grad_b_vectors(g, a, b):
     return g * a
+
+
+def matmul_grad_b_stacked(g, a, b):
+    return unbroadcast(np.swapaxes(a, -1, -2) @ g, b)
 
 
 def matmul_grad_b_matrix(g, a, b):

@@ -28,7 +28,7 @@ import ast
 import re
 
 from gradgen.codegen import emit, freshness, numba_along, numba_einsum
-from gradgen.codegen.numba_arrays import OVERLOADS, overloads
+from gradgen.codegen.numba_arrays import OVERLOADS, list_names, overloads, stacks_a_list
 from gradgen.codegen.numba_check import Checker, Refusal
 from gradgen.codegen.numba_spell import (defaults, loops, placeholders, respellings, typed_placeholders, zero_resets,
                                          zero_starts)
@@ -115,7 +115,7 @@ class _Module(ModuleEdits):
         self._docstring()
         self._import()
         self._overloads(plain)
-        self._along()
+        self._along(plain)
         return "\n\n".join(self._pieces())
 
     # --- the module's parts -----------------------------------------------------------
@@ -140,7 +140,7 @@ class _Module(ModuleEdits):
             end = self._span(last)[1]
             self.edits.append((end, end, "\n\n\n" + "\n\n".join(texts).rstrip("\n")))
 
-    def _along(self):
+    def _along(self, plain):
         """The helpers numba_along and numba_einsum write for the calls numba lacks that the
         functions make (a reduction along an axis, np.add.at, an einsum), after the last
         function; refused where the user's file has a name one of them takes."""
@@ -149,8 +149,14 @@ class _Module(ModuleEdits):
                 and numba_along.one_axis(n, {k.arg: k.value for k in n.keywords})}
         used |= {"add_at" for n in calls if ast.unparse(n.func) == "np.add.at"}
         used |= {"add_at" for d in self.defs if d.name == "scatter"}  # (its overload adds through add_at)
-        used |= {"stack_rows" for n in calls if ast.unparse(n.func) == "np.stack" and len(n.args) == 1
-                 and isinstance(n.args[0], ast.Name)}
+        used |= {"stack_rows" for d in self.defs for n in ast.walk(d) if isinstance(n, ast.Call)
+                 and stacks_a_list(n, list_names(d))}
+        jitted = [d for d in self.defs if d.name not in plain]
+        if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult) for d in jitted for n in ast.walk(d)) \
+                or {"matmul_grad_a", "matmul_grad_b"} & plain:  # (numba's `@` of a stack of matrices: an overload)
+            used.add("matmul_stacked")
+            if "operator" not in self.names:
+                self._import("operator")
         specs = {numba_einsum.subscripts(n) for n in calls} - {None}
         used |= {numba_einsum.helper_name(spec) for spec in specs}
         taken = sorted(used & self.names)
@@ -186,19 +192,19 @@ class _Module(ModuleEdits):
     def _docstring(self):
         self._docstring_ends("; each function is compiled by numba.njit on its first call.")
 
-    def _import(self):
-        """`import numba` among the imports, in their sorted order."""
+    def _import(self, module="numba"):
+        """`import <module>` among the imports, in their sorted order."""
         imports = [s for s in self.tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
-        after = [s for s in imports if isinstance(s, ast.Import) and s.names[0].name < "numba"]
+        after = [s for s in imports if isinstance(s, ast.Import) and s.names[0].name < module]
         if after:
             end = self._span(after[-1])[1]
-            self.edits.append((end, end, "\nimport numba"))
+            self.edits.append((end, end, f"\nimport {module}"))
         elif imports:
             start = self._span(imports[0])[0]
-            self.edits.append((start, start, "import numba\n"))
+            self.edits.append((start, start, f"import {module}\n"))
         else:
             end = self._span(self.tree.body[0])[1]
-            self.edits.append((end, end, "\n\nimport numba"))
+            self.edits.append((end, end, f"\n\nimport {module}"))
 
     def _pieces(self):
         """The module, formatted a top-level piece at a time (as gradgen/codegen/emit.py does): its

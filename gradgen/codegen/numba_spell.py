@@ -43,7 +43,10 @@ def zero_resets(fdef, adjoint_of=None):
     float as `0.0` is): numba types a variable once. The value is the adjoint's own where it is
     certainly bound there, else its variable's (`np.zeros_like(r)` in the first trip of a loop
     that binds `df_dr` only in a branch: fuzz --jit numba 63000 #3), else the reset stays 0.0.
-    Only in a function that calls NumPy (a scalar module's resets are numbers already)."""
+    So does an adjoint's first `= 0.0` inside a branch or a loop (ht's `dobjective_dv = 0.0` in
+    the branch of a near-zero rotation, whose other branch writes into zeros of v); one on
+    the top level is zero_starts'. Only in a function that calls NumPy (a scalar module's
+    resets are numbers already)."""
     if not any(isinstance(n, ast.Name) and n.id == "np" for n in ast.walk(fdef)):
         return []
     here, nones, adjoint_of = bound_before(fdef), _none_bound(fdef), adjoint_of or {}
@@ -52,7 +55,8 @@ def zero_resets(fdef, adjoint_of=None):
         target = stmt.targets[0] if len(stmt.targets) == 1 else None
         if not isinstance(target, ast.Name):
             continue
-        if _float_zero(stmt.value) and target.id in seen:
+        start = target.id not in seen and target.id in adjoint_of and stmt not in fdef.body  # (else zero_starts')
+        if _float_zero(stmt.value) and (target.id in seen or start):
             witness = next((w for w in (target.id, adjoint_of.get(target.id))
                             if w is not None and w in here.get(id(stmt), ()) and w not in nones), None)
             if witness is not None:  # (0.0: a float, as written)
@@ -200,7 +204,7 @@ def _range(*parts):
 def respellings(fdef):
     """[(statement or expression, its new text)]: the calls numba has no version of for numbers,
     respelled as the same arithmetic (see Respell)."""
-    edits = []
+    edits, lists = [], numba_arrays.list_names(fdef)
     for stmt in ast.walk(fdef):
         guarded = _guarded_add(stmt)
         if guarded is not None:
@@ -212,7 +216,7 @@ def respellings(fdef):
             node = stmt.test
         else:
             continue
-        respell, arrays = Respell(), numba_arrays.Respell()
+        respell, arrays = Respell(), numba_arrays.Respell(lists)
         new = arrays.visit(respell.visit(_copy(node)))
         if respell.changed or arrays.changed:
             edits.append((node, ast.unparse(new)))
