@@ -1,6 +1,6 @@
-"""Test set-up: a SciPy stand-in where SciPy is not installed (see tests/stubs/scipy); the
-`--soak` option (or GRADGEN_SOAK=1) for the long runs; the count of hostile inputs tried,
-summed over pytest-xdist's workers."""
+"""Test set-up: a SciPy stand-in where SciPy is not installed (see tests/stubs/scipy); numba
+compiling without LLVM's optimisations; the `--soak` option (or GRADGEN_SOAK=1) for the long
+runs; the count of hostile inputs tried, summed over pytest-xdist's workers."""
 
 import importlib.util
 import json
@@ -13,6 +13,11 @@ import pytest
 
 if importlib.util.find_spec("scipy") is None:
     sys.path.insert(0, str(Path(__file__).parent / "stubs"))
+
+# numba's compiles take most of the --jit numba tests' time, and LLVM's optimisation most of a
+# compile; the tests compare numbers, never speed (that is benchmarks/): optimisation level 0
+# (read when numba is first imported, here and in each xdist worker) halves them
+os.environ.setdefault("NUMBA_OPT", "0")
 
 SOAK_VARIABLE = "GRADGEN_SOAK"
 

@@ -643,3 +643,14 @@ def test_a_control_program_the_generator_cannot_run_is_drawn_again():
     case = fuzz.generate(61008, 816)
     assert case.kind == "control" and "def f(" in case.source
     assert fuzz.run(case).status == "ok"
+
+
+@pytest.mark.parametrize("seed, index, why", [
+    (63002, 38, "np.array(items) of a list of arrays (numba's np.array takes no list of arrays): stack_rows"),
+    (63002, 192, "a matrix product's gradient broadcast further (`a * s / ...` of s = ... @ np.tanh(b)): the "
+                 "typed matmul_grad_a refused a gradient of more axes than the product; now summed back first"),
+])
+def test_the_jit_check_seed_63002(seed, index, why):
+    """Fuzz --jit numba 63002: two programs whose numba module failed at its first call."""
+    pytest.importorskip("numba")
+    assert fuzz.jit_problems(fuzz.generate(seed, index), "numba") == [], why
