@@ -654,3 +654,12 @@ def test_the_jit_check_seed_63002(seed, index, why):
     """Fuzz --jit numba 63002: two programs whose numba module failed at its first call."""
     pytest.importorskip("numba")
     assert fuzz.jit_problems(fuzz.generate(seed, index), "numba") == [], why
+
+
+def test_array_programs_gather_entries_by_index_arrays():
+    """The fuzzer's array programs pick entries by index arrays now and then (repeats and
+    negative indices among them, `x[np.arange(2)[:, None], np.array([[-2, 0], [1, 0]])]`),
+    whose gradient adds each pick back through index_add (np.bincount)."""
+    case = fuzz.generate(70000, 226)
+    assert "[np.arange(2)[:, None], np.array([[-2, 0], [1, 0]])]" in case.source
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok")

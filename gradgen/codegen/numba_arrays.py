@@ -360,6 +360,13 @@ def scatter_typed(g, like, index):
         return out
     return scattered
 ''',
+    "index_add": '''@numba.extending.overload(index_add)
+def index_add_typed(out, index, g):
+    """index_add under numba: add_at, element by element (a repeated index adds up)."""
+    if any(isinstance(t, numba.types.Optional) for t in (out, index, g)):
+        return lambda out, index, g: add_at(optional_value(out), optional_value(index), optional_value(g))
+    return lambda out, index, g: add_at(out, index, g)
+''',
     "concatenate_grad": '''@numba.extending.overload(concatenate_grad)
 def concatenate_grad_typed(g, parts, i, axis):
     """concatenate_grad under numba: the piece of g that part i became, along `axis`. Part by

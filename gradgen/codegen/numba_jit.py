@@ -148,7 +148,7 @@ class _Module(ModuleEdits):
         used = {numba_along.helper_name(ast.unparse(n.func)) for n in calls if numba_along.helper_name(ast.unparse(n.func))
                 and numba_along.one_axis(n, {k.arg: k.value for k in n.keywords})}
         used |= {"add_at" for n in calls if ast.unparse(n.func) == "np.add.at"}
-        used |= {"add_at" for d in self.defs if d.name == "scatter"}  # (its overload adds through add_at)
+        used |= {"add_at" for d in self.defs if d.name in ("scatter", "index_add")}  # (their overloads: add_at)
         used |= {"stack_rows" for d in self.defs for n in ast.walk(d) if isinstance(n, ast.Call)
                  and stacks_a_list(n, list_names(d))}
         jitted = [d for d in self.defs if d.name not in plain]

@@ -234,13 +234,19 @@ class _Sharer:
         with numbers alone (`lengthscale ** 2`, `0.5 * y`) it costs about what a name does."""
         return _array_leaves(e, self.arrays) >= 2
 
+    def gather(self, e):
+        """`A[rows, permutations]`: an index of two arrays or more copies what it picks (no view),
+        as costly as arithmetic: worth a name where the backward pass reads it again (det by
+        permutations gathered its 5,040 x 7 entries twice)."""
+        return e.prim == "getitem" and sum(may_be_array(a, self.arrays) for a in e.args[1:]) >= 2
+
     def candidate(self, e, operand=False):
         """A call worth one name: a function of forward values, pure, not a shape fact nor
         a fresh array (but ones an arithmetic operation reads, which it never changes); an
         operator only on arrays (on numbers it costs what a name does)."""
         if not isinstance(e, Call) or e.prim not in TABLE or not _hashable(e):
             return False
-        if e.prim in _NEVER and not (operand and e.prim in ("ones_like", "zeros_like")):
+        if e.prim in _NEVER and not (operand and e.prim in ("ones_like", "zeros_like")) and not self.gather(e):
             return False
         prim = TABLE[e.prim]
         if prim.kind not in ("smooth", "piecewise", "helper") or not e.args:

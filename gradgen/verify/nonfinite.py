@@ -226,8 +226,9 @@ class _GeneratedLayout:
                         self.targets.setdefault(line, base.id)
                     if base.id not in self.adjoints:
                         self.adjoints.append(base.id)
-        for call in ast.walk(node):  # np.add.at(dL_dx, index, g): an adjoint updated in place
-            if isinstance(call, ast.Call) and ast.unparse(call.func) == "np.add.at" and call.lineno > self.start \
+        for call in ast.walk(node):  # index_add(dL_dx, index, g): an adjoint updated in place (np.add.at)
+            if isinstance(call, ast.Call) and ast.unparse(call.func) in ("np.add.at", "index_add") \
+                    and call.lineno > self.start \
                     and call.args and isinstance(call.args[0], ast.Name):
                 for line in range(call.lineno, call.end_lineno + 1):
                     self.targets.setdefault(line, call.args[0].id)
