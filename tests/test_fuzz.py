@@ -649,9 +649,11 @@ def test_a_control_program_the_generator_cannot_run_is_drawn_again():
     (63002, 38, "np.array(items) of a list of arrays (numba's np.array takes no list of arrays): stack_rows"),
     (63002, 192, "a matrix product's gradient broadcast further (`a * s / ...` of s = ... @ np.tanh(b)): the "
                  "typed matmul_grad_a refused a gradient of more axes than the product; now summed back first"),
+    (63003, 364, "`y = np.zeros(3)` in a loop, saved before it: `y = None` met first, np.ones_like(y) typed a "
+                 "number (typed_placeholders binds y to np.zeros(3) before the loop)"),
 ])
-def test_the_jit_check_seed_63002(seed, index, why):
-    """Fuzz --jit numba 63002: two programs whose numba module failed at its first call."""
+def test_the_jit_check_seeds_63002_63003(seed, index, why):
+    """Fuzz --jit numba 63002 and 63003: programs whose numba module failed at its first call."""
     pytest.importorskip("numba")
     assert fuzz.jit_problems(fuzz.generate(seed, index), "numba") == [], why
 

@@ -92,8 +92,9 @@ class Respell(ast.NodeTransformer):
             # (numba reshapes contiguous arrays only; a slice, `g[::-1]` say, may be none)
             node.args[0] = ast.Call(_attribute("np.ascontiguousarray"), [node.args[0]], [])
             self.changed = True
-        elif spelled == "np.expand_dims" and node.args and not _asarray(node.args[0]):
-            node.args[0] = ast.Call(_attribute("np.asarray"), [node.args[0]], [])  # (numba's takes arrays only)
+        elif spelled in ("np.expand_dims", "np.ravel") and node.args and not _asarray(node.args[0]):
+            node.args[0] = ast.Call(_attribute("np.asarray"), [node.args[0]], [])  # (numba's take arrays only:
+            # np.ravel(3) of a number, fuzz --jit numba 63003 #202)
             self.changed = True
         elif stacks_a_list(node, self.lists):  # (numba's np.stack takes tuples, its np.array no list of arrays)
             new = ast.Call(ast.Name("stack_rows"), node.args, [])

@@ -407,9 +407,16 @@ def typed_placeholders(fdef, arrays=frozenset()):
     return edits
 
 
+_MAKERS = ("np.zeros", "np.ones", "np.zeros_like", "np.ones_like", "np.empty")
+
+
 def _plain(node):
     """Arithmetic that cannot raise where the loop would not have run: +, -, * of names,
-    numbers and items at a constant index."""
+    numbers and items at a constant index; zeros or ones of a constant shape or of a name's
+    (`y = np.zeros(3)`: fuzz --jit numba 63003 #364)."""
+    if isinstance(node, ast.Call) and ast.unparse(node.func) in _MAKERS:
+        return all(_shape(a) for a in node.args) and all(
+            k.arg == "dtype" and isinstance(k.value, ast.Attribute) for k in node.keywords)
     if isinstance(node, ast.BinOp):
         return isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)) and _plain(node.left) and _plain(node.right)
     if isinstance(node, ast.UnaryOp):
@@ -418,6 +425,15 @@ def _plain(node):
         return isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant) \
             and type(node.slice.value) is int
     return isinstance(node, ast.Name) or (isinstance(node, ast.Constant) and type(node.value) in (int, float))
+
+
+def _shape(node):
+    """A constant shape (`3`, `(2, 3)`), a name, or np.shape of a name."""
+    if isinstance(node, ast.Tuple):
+        return all(_shape(e) for e in node.elts)
+    if isinstance(node, ast.Call) and ast.unparse(node.func) == "np.shape":
+        return len(node.args) == 1 and isinstance(node.args[0], ast.Name) and not node.keywords
+    return isinstance(node, ast.Name) or (isinstance(node, ast.Constant) and type(node.value) is int)
 
 
 def _zero(kind):
