@@ -185,7 +185,7 @@ class _Module(ModuleEdits):
         sibling = next((d for d in self.defs if d.name == self.siblings.get(fdef.name)), None)
         adjoints = self.adjoint_of.get(fdef.name)
         edits += zero_resets(fdef, adjoints) + zero_starts(fdef, adjoints, sibling)
-        edits += typed_placeholders(fdef, self.arrays.get(fdef.name, frozenset())) + defaults(fdef)
+        edits += typed_placeholders(fdef) + defaults(fdef)
         for node, text in edits:
             self._edit(node, text)
 

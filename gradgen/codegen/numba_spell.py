@@ -381,9 +381,9 @@ def placeholders(fdef, constants, arrays=frozenset()):
     return edits
 
 
-def typed_placeholders(fdef, arrays=frozenset()):
-    """[(("insert", loop), `x = <its first value>`)]: a name that may hold an array, bound
-    `x = None` so that its loop can save it before the first trip binds it, is bound again
+def typed_placeholders(fdef):
+    """[(("insert", loop), `x = <its first value>`)]: a name bound `x = None` (or the zero
+    `placeholders` makes of it) so that its loop can save it before the first trip binds it, is bound again
     before that loop to the value the trip first gives it, where that value is plain
     arithmetic of names bound there (`x = current * extra_params[0]`): numba's inference
     meets the None first, and calls of it (`np.ones_like(x)`, a helper's overload) typed a
@@ -392,7 +392,7 @@ def typed_placeholders(fdef, arrays=frozenset()):
     here, edits = bound_before(fdef), []
     for stmt in fdef.body:
         if not (isinstance(stmt, ast.Assign) and is_none(stmt.value) and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id in arrays):
+                and isinstance(stmt.targets[0], ast.Name)):
             continue
         name = stmt.targets[0].id
         for loop in (s for s in fdef.body if isinstance(s, (ast.For, ast.While)) and s.lineno > stmt.lineno):
@@ -401,8 +401,8 @@ def typed_placeholders(fdef, arrays=frozenset()):
             if first is None:
                 continue
             if len(first.targets) == 1 and isinstance(first.targets[0], ast.Name) and _plain(first.value) \
-                    and _reads(first.value) <= here[id(loop)]:
-                edits.append((("insert", loop), f"{name} = {ast.unparse(first.value)}"))
+                    and _reads(first.value) - {"float", "int", "bool"} <= here[id(loop)]:  # (a dtype=float)
+                edits.append((("insert", loop), f"{name} = {_respelled(first.value)}"))
             break
     return edits
 
@@ -416,11 +416,13 @@ def _plain(node):
     (`y = np.zeros(3)`: fuzz --jit numba 63003 #364)."""
     if isinstance(node, ast.Call) and ast.unparse(node.func) in _MAKERS:
         return all(_shape(a) for a in node.args) and all(
-            k.arg == "dtype" and isinstance(k.value, ast.Attribute) for k in node.keywords)
+            k.arg == "dtype" and isinstance(k.value, (ast.Attribute, ast.Name)) for k in node.keywords)
     if isinstance(node, ast.BinOp):
         return isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)) and _plain(node.left) and _plain(node.right)
     if isinstance(node, ast.UnaryOp):
         return isinstance(node.op, ast.USub) and _plain(node.operand)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) and not node.slice.elts:
+        return _plain(node.value)  # (`np.zeros_like(x, dtype=np.float64)[()]`: particle's dpotential_dx)
     if isinstance(node, ast.Subscript):
         return isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant) \
             and type(node.slice.value) is int
