@@ -335,7 +335,7 @@ class _ArrayBuilder:
         if kind == "dot":
             return self.gen_matmul(depth, x, spelling="dot")
         if kind == "outer":
-            y = self.small(depth)
+            x, y = _floated(x), _floated(self.small(depth))
             shape = (int(np.prod(x.shape)), int(np.prod(y.shape)))
             return AExpr(f"np.outer({x.text}, {y.text})", shape, x.bound * y.bound)
         if kind in ("concatenate", "stack", "sum_list") and x.shape:
@@ -355,6 +355,7 @@ class _ArrayBuilder:
                 return AExpr(f"np.stack([{x.text}, {y.text}])", (2,) + x.shape, max(x.bound, y.bound))
             return x
         if kind == "expand_dims" and len(x.shape) <= 1:
+            x = _floated(x)
             axis = self.choice([0, -1])
             shape = (1,) + x.shape if axis == 0 else x.shape + (1,)
             return AExpr(f"np.expand_dims({x.text}, {axis})", shape, x.bound)
@@ -769,6 +770,19 @@ def _einsum(x: AExpr, y: AExpr) -> str:
     left = "ab"[:len(x.shape) - 1]
     right = "cd"[:len(y.shape) - 1]
     return f"np.einsum('{left}s,s{right}->{left}{right}', {x.text}, {y.text})"
+
+
+def _floated(x: AExpr) -> AExpr:
+    """x, or float(x) where x is a number made of integer literals alone (`-3`, `3 * 3`): an
+    array made of it (`np.expand_dims(-3, 0)`) holds integers, and a later `s += np.sin(...)`
+    of it raised in the program's own run (soak 64006 #243: the generator's error)."""
+    if x.shape or any(c.isalpha() for c in x.text):
+        return x
+    try:
+        value = eval(x.text, {"__builtins__": {}})  # noqa: S307 - the generator's own arithmetic of literals
+    except Exception:  # noqa: BLE001 - not a literal expression: as it is
+        return x
+    return AExpr(f"float({x.text})", x.shape, x.bound) if isinstance(value, int) else x
 
 
 GATHER = [3, 1]  # (which texts are gathered: crc32 1 modulo 3; the regression seeds of tests/test_fuzz.py keep their programs)

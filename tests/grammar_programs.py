@@ -191,6 +191,9 @@ class GrammarBuilder(ExprGrammar):
             return None
         if name in self.updated and self.depth and not (e.prec < ATOM and " if " not in e.text):
             return None  # (`k -= e`, then `k = theta[...]` in the same loop: the next trip's `-=` changes theta)
+        if e.text in self.updated and self.depth:
+            return None  # (`z += e`, then `k = z` in the same loop: the next trip's `+=` changes k's object;
+            # z = x @ x is a number there, which gradgen cannot know: soak 64006 #1009)
         self.bind(name, "num")
         self.owned.discard(e.text)  # (`A = R`: R's object has another name now, so `R -= ...` may change A)
         self.owned.discard(name)  # (`z = b` after `z = e`: z holds b's object now, a caller's array maybe)

@@ -665,3 +665,19 @@ def test_array_programs_gather_entries_by_index_arrays():
     case = fuzz.generate(70000, 226)
     assert "[np.arange(2)[:, None], np.array([[-2, 0], [1, 0]])]" in case.source
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")
+
+
+@pytest.mark.parametrize("seed, index, kind, why", [
+    (64006, 243, "array", "`np.expand_dims(-3, 0)` of an integer literal made an integer array, and the program's own "
+                          "`s += np.sin(...)` raised: an array made of integer literals is made of float(...) of them"),
+    (64006, 1009, "grammar", "`z += z * 2.0` then `k = z` in one loop: on the next trip `+=` would change k's object "
+                             "(z = x @ x is a number there, which gradgen cannot know): no alias of a name updated in "
+                             "place in the loop"),
+])
+def test_soak_64006_the_generators_errors(seed, index, kind, why):
+    """Soak 64006 (on 4626378): two programs gradgen rightly refused, each the generator's error."""
+    case = fuzz.generate(seed, index)
+    assert case.kind == kind
+    if index == 243:
+        assert "np.expand_dims(float(-3), 0)" in case.source
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok"), why
