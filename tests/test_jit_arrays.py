@@ -445,8 +445,7 @@ def f(w, x):
 
 
 @needs_numba
-@pytest.mark.parametrize("x", [np.array([0.5, 1.0, -0.2]), np.array([-2.0, 0.1, 0.3])])
-def test_adjoints_start_from_zeros_of_a_value_bound_there(x):
+def test_adjoints_start_from_zeros_of_a_value_bound_there():
     """numba types a variable once, so an adjoint that starts or restarts at 0.0 and later holds
     an array starts from zeros of a value of its type, which must be bound there: the adjoint
     of `h`, a loop's variable, from h as the loop left it (it stayed 0.0: numba could not unify
@@ -458,8 +457,9 @@ def test_adjoints_start_from_zeros_of_a_value_bound_there(x):
     assert "        else:\n            df_dr = np.zeros_like(r, dtype=np.float64)[()]\n" in text
     plain, jitted = both(RELAXED, "relaxed.py", functions=["f"])
     w = np.array([0.3, -0.4, 1.1])
-    assert_agree(jitted.f_value_and_grad(w, x), plain.f_value_and_grad(w, x))
-    assert_agree(jitted.f_grad(w, x), plain.f_grad(w, x))
+    for x in (np.array([0.5, 1.0, -0.2]), np.array([-2.0, 0.1, 0.3])):  # (one compile: numba is slow)
+        assert_agree(jitted.f_value_and_grad(w, x), plain.f_value_and_grad(w, x))
+        assert_agree(jitted.f_grad(w, x), plain.f_grad(w, x))
 
 
 LAYERED = '''import numpy as np

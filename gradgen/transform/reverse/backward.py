@@ -106,7 +106,7 @@ def backward(fn, activity, namer, of, arrays=frozenset(), seed=None) -> Backward
 def _saves(fn, rev, rebinds):
     """tape.mark_saves, where a loop or an `if` whose backward code is only restores reads its
     iteration or test only if one of those restores is kept: otherwise its reads would make the
-    saves they restore (soak --jit numba 63000 #24: a list made afresh in every trip of a loop
+    saves they restore (fuzz --jit numba 63000 #24: a list made afresh in every trip of a loop
     no gradient flows through was pushed and popped again, for nothing)."""
     reads, added = dict(rev.reads), set()
     while True:
