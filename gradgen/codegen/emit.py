@@ -398,7 +398,8 @@ HELPERS = {
             and all(isinstance(p, np.ndarray) and p.dtype.kind in "iu" for p in parts)):
         np.add.at(out, index, g)
         return
-    flat = np.ravel_multi_index(np.broadcast_arrays(*parts), np.shape(out), mode="wrap")
+    parts = [np.where(p < 0, p + n, p) for p, n in zip(np.broadcast_arrays(*parts), np.shape(out))]
+    flat = np.ravel_multi_index(parts, np.shape(out))  # (an index out of range raises, as in np.add.at)
     weights = np.broadcast_to(g, np.shape(flat)).ravel()
     out += np.bincount(flat.ravel(), weights, minlength=out.size).reshape(np.shape(out))
 '''),

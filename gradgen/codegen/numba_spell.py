@@ -123,7 +123,9 @@ def _loop_bound(fdef):
 
 
 def _reads(node):
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - {"np", "math"}
+    """The names `node` reads for their values (not np, math, nor a dtype's float, int, bool)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - {
+        "np", "math", "float", "int", "bool"}
 
 
 def _bound_names(node):
@@ -401,7 +403,7 @@ def typed_placeholders(fdef):
             if first is None:
                 continue
             if len(first.targets) == 1 and isinstance(first.targets[0], ast.Name) and _plain(first.value) \
-                    and _reads(first.value) - {"float", "int", "bool"} <= here[id(loop)]:  # (a dtype=float)
+                    and _reads(first.value) <= here[id(loop)]:
                 edits.append((("insert", loop), f"{name} = {_respelled(first.value)}"))
             break
     return edits

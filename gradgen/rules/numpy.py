@@ -417,7 +417,7 @@ primitive("getitem", None, keywords=("index",), sympy=None, elementwise=False, t
                                                               params=tuple(p.items()))) if i == 0 else None)
 # (tangent="linear_in_first": a helper linear in the gradient it carries, reading the others
 # for their shapes or indices only: what a Hessian-vector product needs)
-primitive("scatter", None, keywords=("index",), sympy=None, kind="helper", tangent="linear_in_first")
+primitive("scatter", None, keywords=("index",), sympy=None, kind="helper", tangent="linear_in_first", shaped_as=1)
 
 
 # --- writing: x[index] = v ------------------------------------------------------------------
@@ -512,10 +512,13 @@ primitive("array", spellings=["numpy.array", "numpy.asarray"], keywords=("dtype"
 # --- helpers the backward pass calls; written into the generated module when used -------
 # (tangent="bilinear": in the gradient and one operand, `value_slots` the two that carry tangents;
 # prod_grad's is written out, gradgen.rules.tangents, with prod_grad_tangent; that one has none)
-for _name, _tangent, _slots in (("unbroadcast", "linear_in_first", None), ("matmul_grad_a", "bilinear", (0, 2)),
-                                ("matmul_grad_b", "bilinear", (0, 1)), ("concatenate_grad", "linear_in_first", None),
-                                ("prod_grad", "explicit", None)):
-    primitive(_name, None, sympy=None, kind="helper", tangent=_tangent, value_slots=_slots)
+# (shaped_as: the argument each one's value is shaped like, the one it sums back to)
+for _name, _tangent, _slots, _shaped in (("unbroadcast", "linear_in_first", None, 1),
+                                         ("matmul_grad_a", "bilinear", (0, 2), 1),
+                                         ("matmul_grad_b", "bilinear", (0, 1), 2),
+                                         ("concatenate_grad", "linear_in_first", None, None),
+                                         ("prod_grad", "explicit", None, 1)):
+    primitive(_name, None, sympy=None, kind="helper", tangent=_tangent, value_slots=_slots, shaped_as=_shaped)
 # A gradient gradgen differentiates again (a nested gradgen.grad, gradgen.frontend.nested) calls
 # unbroadcast(g, like), the helper kind above that no derivative flows through. There the call is
 # its smooth twin: linear in g, whose adjoint spreads a cotangent shaped like `like` back over the

@@ -75,6 +75,7 @@ class Primitive:
     positional: tuple = ()  # ((name, default), ...): keywords the call may pass by position (loc=mu)
     tangent: str | None = None  # forward mode's class (TANGENT_CLASSES); None: refused
     value_slots: tuple | None = None  # the arguments that carry a tangent; None: those the vjp differentiates
+    shaped_as: int | None = None  # a helper whose value has the shape of this argument (what it sums back to)
 
 
 REQUIRED = object()  # a positional parameter without a default
@@ -105,10 +106,11 @@ def namespace_of(spelling):
 
 def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", op=None, expand=None,
               keywords=(), elementwise=None, method=False, min_args=2, result=None, sequence=False, positional=(),
-              written=(), tangent=None, value_slots=None):
+              written=(), tangent=None, value_slots=None, shaped_as=None):
     """Register a primitive; `spellings` are qualified names like "math.exp", "numpy.exp", "abs";
     `written`: spellings gradgen writes but never reads from a source; `tangent`, `value_slots`:
-    its forward-mode class and the arguments that carry a tangent (see the module docstring)."""
+    its forward-mode class and the arguments that carry a tangent (see the module docstring);
+    `shaped_as`: the argument whose shape a helper's value has (a shape is measured on it)."""
     names = {}
     for spelling in spellings:
         ns, short = namespace_of(spelling)
@@ -126,7 +128,8 @@ def primitive(name, arity=1, spellings=(), sympy=None, vjp=None, kind="smooth", 
     if tangent not in TANGENT_CLASSES:
         raise ValueError(f"{name}: tangent class {tangent!r} is none of {TANGENT_CLASSES}")
     TABLE[name] = Primitive(name, arity, names, sympy, vjp, kind, op, expand, tuple(keywords), min_args,
-                            elementwise, method, result, sequence, tuple(positional), tangent, value_slots)
+                            elementwise, method, result, sequence, tuple(positional), tangent, value_slots,
+                            shaped_as)
     return TABLE[name]
 
 

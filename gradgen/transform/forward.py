@@ -26,7 +26,7 @@ from gradgen.ir.nodes import (
 )
 from gradgen.rules import tangents as rules_forward
 from gradgen.rules.lists import LIST_MAKERS
-from gradgen.rules.table import primitive
+from gradgen.rules.table import TABLE, primitive
 from gradgen.transform.reverse.expression import _in_namespace
 
 # The tangent of an expression kept as written that a tangent reaches: an error if anything
@@ -59,18 +59,16 @@ def _reads(expr):
     return {v.name for v in variables(expr)}
 
 
-# gradient helpers whose value has the shape of one argument (its index): what they sum back to
-_SHAPED_AS = {"matmul_grad_a": 1, "matmul_grad_b": 2, "unbroadcast": 1, "scatter": 1}
-
-
 def _shaped_as(e):
     """An expression of e's shape that computes less: the argument a gradient helper sums back
-    to (kmeans' hvp measured `np.shape(matmul_grad_a(g, 2 * centroids, points.T))`, a (k, n) by
-    (n, d) product computed only for its shape), through a number's multiple."""
+    to (its rule's `shaped_as`: kmeans' hvp measured `np.shape(matmul_grad_a(g, 2 * centroids,
+    points.T))`, a (k, n) by (n, d) product computed only for its shape), through a number's
+    multiple, quotient or negation."""
     while isinstance(e, Call):
-        if e.prim in _SHAPED_AS and len(e.args) > _SHAPED_AS[e.prim]:
-            e = e.args[_SHAPED_AS[e.prim]]
-        elif e.prim in ("mul", "div") and len(e.args) == 2 and isinstance(e.args[0], Const) and e.prim == "mul":
+        shaped = TABLE[e.prim].shaped_as if e.prim in TABLE else None
+        if shaped is not None and len(e.args) > shaped:
+            e = e.args[shaped]
+        elif e.prim == "mul" and len(e.args) == 2 and isinstance(e.args[0], Const):
             e = e.args[1]
         elif e.prim in ("mul", "div") and len(e.args) == 2 and isinstance(e.args[1], Const):
             e = e.args[0]
