@@ -35,8 +35,8 @@ def test_index_add_adds_as_np_add_at(seed, form):
         index = (slice(None), rng.integers(0, shape[1], size=picks)) if len(shape) > 1 else slice(0, 1)
     elif form == "int and array":
         index = (0,) * (len(shape) - 1) + (rng.integers(0, shape[-1], size=picks),)
-    else:  # index arrays that broadcast against each other
-        index = tuple(rng.integers(0, n, size=(picks, 1) if k == 0 else (1, 3)) for k, n in enumerate(shape))
+    else:  # index arrays that broadcast against each other (negative ones normalised before they broadcast)
+        index = tuple(rng.integers(-n, n, size=(picks, 1) if k == 0 else (1, 3)) for k, n in enumerate(shape))
     picked = out[index].shape
     g = rng.standard_normal(picked) if rng.integers(2) else rng.standard_normal()
     want = out.copy()

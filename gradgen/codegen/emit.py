@@ -398,8 +398,8 @@ HELPERS = {
             and all(isinstance(p, np.ndarray) and p.dtype.kind in "iu" for p in parts)):
         np.add.at(out, index, g)
         return
-    parts = [np.where(p < 0, p + n, p) for p, n in zip(np.broadcast_arrays(*parts), np.shape(out))]
-    flat = np.ravel_multi_index(parts, np.shape(out))  # (an index out of range raises, as in np.add.at)
+    parts = [np.where(p < 0, p + n, p) if p.min(initial=0) < 0 else p for p, n in zip(parts, np.shape(out))]
+    flat = np.ravel_multi_index(parts, np.shape(out))  # (broadcast; an index out of range raises, as in np.add.at)
     weights = np.broadcast_to(g, np.shape(flat)).ravel()
     out += np.bincount(flat.ravel(), weights, minlength=out.size).reshape(np.shape(out))
 '''),
@@ -416,10 +416,19 @@ HELPERS = {
 '''),
     "prod_grad": (("prod_rows",), '''def prod_grad(g, x, axis=None, keepdims=False):
     """Gradient of np.prod(x, axis) given g, the gradient of the product: g times the
-    product of the other elements (exact where x holds zeros, unlike prod / x)."""
+    product of the other elements. That is the product over the element, one division,
+    where every |element| lies so near 1 that no partial product of a row can leave the
+    normal floats (so none is 0 and the quotient is as exact as the product); elsewhere the
+    products before and after each element (exact where x holds zeros, unlike prod / x)."""
     x = np.asarray(x, dtype=float)
     if x.ndim == 0:  # (np.prod of a number along axis 0, which NumPy allows: the number itself)
         return g * np.ones_like(x)
+    axes = tuple(range(x.ndim)) if axis is None else tuple(int(a) % x.ndim for a in np.atleast_1d(axis))
+    span = 1000 // max(int(np.prod([x.shape[a] for a in axes])), 1)  # |element| in [2**-span, 2**span]
+    if x.size and span and 2.0**-span <= np.abs(x).min() and np.abs(x).max() <= 2.0**span:  # (|x| not kept:
+        # a large array held while the next ones are made costs more than making it twice)
+        g = g if keepdims or axis is None else np.expand_dims(g, axes)
+        return g * np.prod(x, axis=axes, keepdims=True) / x  # (g first: a small array times the product)
     g, rows, order, shape = prod_rows(g, x, axis, keepdims)
     ones = np.ones(rows.shape[:-1] + (1,))
     before = np.cumprod(np.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
