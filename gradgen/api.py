@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from gradgen.analysis import activity
 from gradgen.analysis import arrays as array_facts
 from gradgen.codegen import array_api as backends
-from gradgen.codegen import derivatives, emit, freshness, guards, numba_along
+from gradgen.codegen import derivatives, emit, freshness, guards, numba_along, numba_index
 from gradgen.codegen import module as generated
 from gradgen.codegen import selection
 from gradgen.codegen import numba_jit as jits
@@ -132,7 +132,7 @@ def _compile_source(source, filename, functions, wrt, emit_kinds=("grad",), assu
     namer = ModuleNamer(identifiers(module.tree), list(module.constants), top_level_identifiers(module.tree))
     _check_wrt(module, selected, wrt)
     sigmoid_name = namer.helper(lower.sigmoid_helper_name(module))
-    for name in [*emit.HELPERS, *numba_along.NAMES]:  # reserved, so that no local variable shadows them
+    for name in [*emit.HELPERS, *numba_along.NAMES, *numba_index.NAMES]:  # reserved, so that no local variable shadows them
         namer.taken.add(name)  # (nor the helpers --jit numba writes: `stack_rows` for np.stack(rows) hid its own)
     names = {f: (namer.grad_function(f), namer.value_and_grad_function(f)) for f in tried}
     emitter = emit.Emitter(_default_namespace(module), {})

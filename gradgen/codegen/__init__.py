@@ -16,7 +16,8 @@ numba.njit) with `numba_check` (what numba compiles), `numba_spell` (the respell
 `numba_bound`: the names certainly bound where each statement starts) and
 `numba_arrays` (array code: numba's NumPy, its respellings, typed helpers) and
 `numba_along` (the helpers written into the module for calls numba lacks: reductions
-along an axis, np.repeat, np.add.at) and `numba_einsum` (an einsum as a loop nest written
+along an axis, np.repeat, a stack of a list), `numba_index` (reads and writes at an index of
+arrays: a gather by two index arrays, np.add.at, each index checked) and `numba_einsum` (an einsum as a loop nest written
 for its subscripts);
 both edit the finished text with `rewrite`.
 May import everything below it (ir, rules, analysis, frontend, transform).

@@ -6,9 +6,8 @@ np.prod take a whole array only, and its np.cumsum and np.cumprod no axis, so
 each call, as a loop over the other axes of the array seen as (before, along, after).
 `keepdims=True` becomes np.expand_dims of that, as numba_arrays.Respell writes np.sum's.
 Ranks 1 to 3 are written; a higher one has no implementation (numba says so at the call).
-np.add.at (the gradient of a read through repeated indices, `X[point]`), which numba lacks too,
-is `add_at`, a loop over the index where it holds integer arrays; np.stack of a list (which
-numba's np.stack, taking tuples, lacks) is `stack_rows`.
+np.stack of a list (which numba's np.stack, taking tuples, lacks) is `stack_rows`; reads and
+writes at an index of arrays (np.add.at among them) are gradgen/codegen/numba_index.py's.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ REDUCING = {"min": "np.min", "amin": "np.min", "max": "np.max", "amax": "np.max"
 CUMULATIVE = {"cumsum": "np.cumsum", "cumprod": "np.cumprod"}
 ALONG = {**REDUCING, **CUMULATIVE}  # np.<name>(a, axis=k) -> the NumPy call the helper makes
 # the names of the helpers written into a --jit numba module (each reserved: no generated name is one)
-NAMES = ("add_at", "stack_rows", "matmul_stacked", "repeat_along",
+NAMES = ("stack_rows", "matmul_stacked", "repeat_along",
          *sorted({f"{call[3:]}_along" for call in ALONG.values()}))
 
 
@@ -67,8 +66,9 @@ def respelled(node, keywords, attribute):
 
 def helpers(used):
     """The text of the helpers named in `used` (a set of names), in a fixed order."""
-    texts = [_ADD_AT] if "add_at" in used else []
-    if used - {"add_at", "stack_rows", "matmul_stacked"}:  # (each helper along an axis sees the array as lines along it)
+    texts = []
+    if any(name.endswith("_along") for name in used):  # (each helper along an axis, and lines_along asked for by
+        # name, see the array as lines along it)
         texts.append(_LINES)
     texts += [_REPEAT] if "repeat_along" in used else []
     texts += [_STACK_ROWS] if "stack_rows" in used else []
@@ -134,43 +134,6 @@ def NAME_typed(a, axis):
         return out.reshape(a.shape)
 
     return along
-'''
-
-# np.add.at(a, index, v), which numba lacks (it has no ufunc.at): a loop over an index of
-# integers (one array, or a tuple of them, one per axis), else `a[index] += v` (an index with no
-# array in it picks each element once)
-_ADD_AT = '''def add_at(a, index, v):
-    """np.add.at(a, index, v), which numba compiles through the overload below."""
-    np.add.at(a, index, v)
-
-
-@numba.extending.overload(add_at)
-def add_at_typed(a, index, v):
-    """add_at under numba: each v added at its index, a repeated index adding up."""
-    value = numba.njit(lambda v, k: v[k]) if isinstance(v, numba.types.Array) else numba.njit(lambda v, k: v)
-    if isinstance(index, numba.types.Array) and index.ndim == 1 and isinstance(index.dtype, numba.types.Integer):
-        def along_rows(a, index, v):
-            for k in range(index.shape[0]):
-                a[index[k]] += value(v, k)
-        return along_rows
-    if isinstance(index, numba.types.BaseTuple) and len(index) == 2 and any(
-            isinstance(t, numba.types.Array) for t in index) and all(
-            (isinstance(t, numba.types.Array) and t.ndim == 1) or isinstance(t, numba.types.Integer) for t in index):
-        rows = 0 if isinstance(index[0], numba.types.Array) else 1  # (the index that counts the elements)
-        first, second = (numba.njit(lambda i, k: i[k]) if isinstance(t, numba.types.Array) else
-                         numba.njit(lambda i, k: i) for t in index)
-
-        def at_pairs(a, index, v):
-            for k in range(index[rows].shape[0]):
-                a[first(index[0], k), second(index[1], k)] += value(v, k)
-        return at_pairs
-    if isinstance(index, numba.types.Array) or (isinstance(index, numba.types.BaseTuple) and any(
-            isinstance(t, numba.types.Array) for t in index)):
-        return None  # (an index of another form: numba says so at the call)
-
-    def in_place(a, index, v):
-        a[index] += v
-    return in_place
 '''
 
 _REPEAT = '''def repeat_along(a, count, axis):

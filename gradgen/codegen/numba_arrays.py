@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 
-from gradgen.codegen import numba_along, numba_einsum
+from gradgen.codegen import numba_along, numba_einsum, numba_index
 
 # numba's NumPy (0.59+), on arrays and numbers: function -> the keywords numba takes for it (not np.squeeze
 # nor np.diagonal: numba 0.68 has neither, and a module calling them failed at its first call: fuzz 63001 #291)
@@ -54,8 +54,16 @@ class Respell(ast.NodeTransformer):
 
     changed = False
 
-    def __init__(self, lists=frozenset()):
-        self.lists = lists
+    def __init__(self, lists=frozenset(), arrays=frozenset()):
+        self.lists, self.arrays = lists, arrays
+
+    def visit_Subscript(self, node):
+        """`A[rows, permutations]`, two index arrays (numba takes one): gather_at (numba_index)."""
+        self.generic_visit(node)
+        if numba_index.gathers_by_arrays(node, self.arrays):
+            self.changed = True
+            return numba_index.gathered(node)
+        return node
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -367,6 +375,42 @@ def index_add_typed(out, index, g):
     if any(isinstance(t, numba.types.Optional) for t in (out, index, g)):
         return lambda out, index, g: add_at(optional_value(out), optional_value(index), optional_value(g))
     return lambda out, index, g: add_at(out, index, g)
+''',
+    "prod_grad": '''@numba.extending.overload(prod_grad)
+def prod_grad_typed(g, x, axis=None, keepdims=False):
+    """prod_grad under numba, along one axis or all of them: g times the product of the other
+    elements of each line, from the products before and after each element (no division:
+    exact where x holds zeros). g, in whatever shape the product has, holds one number a
+    line, in the order of the lines."""
+    if any(isinstance(t, numba.types.Optional) for t in (g, x)):
+        return lambda g, x, axis=None, keepdims=False: prod_grad(optional_value(g), optional_value(x), axis, keepdims)
+    if not isinstance(x, numba.types.Array):
+        return lambda g, x, axis=None, keepdims=False: g * 1.0
+    whole = axis is None or isinstance(axis, (numba.types.NoneType, numba.types.Omitted))
+    if not whole and not isinstance(axis, numba.types.Integer):
+        return None  # (a tuple of axes: the np.prod it comes from is refused when compiling, numba_check)
+    if whole:
+        return lambda g, x, axis=None, keepdims=False: prod_grad_lines(
+            g, np.ascontiguousarray(x).reshape((1, x.size, 1))).reshape(x.shape)
+    return lambda g, x, axis=None, keepdims=False: prod_grad_lines(g, lines_along(x, axis)).reshape(x.shape)
+
+
+@numba.njit(cache=False)
+def prod_grad_lines(g, lines):
+    """prod_grad of x seen as lines[i, :, j] (lines_along), g one number a line."""
+    per_line = np.ascontiguousarray(np.asarray(g) * 1.0).reshape((lines.shape[0], lines.shape[2]))
+    out = np.empty(lines.shape)
+    for i in range(lines.shape[0]):
+        for j in range(lines.shape[2]):
+            run = per_line[i, j]
+            for k in range(lines.shape[1]):
+                out[i, k, j] = run
+                run *= lines[i, k, j]
+            run = 1.0
+            for k in range(lines.shape[1] - 1, -1, -1):
+                out[i, k, j] *= run
+                run *= lines[i, k, j]
+    return out
 ''',
     "concatenate_grad": '''@numba.extending.overload(concatenate_grad)
 def concatenate_grad_typed(g, parts, i, axis):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import re
 
-from gradgen.codegen import emit, freshness, numba_along, numba_einsum
+from gradgen.codegen import emit, freshness, numba_along, numba_einsum, numba_index
 from gradgen.codegen.numba_arrays import OVERLOADS, list_names, overloads, stacks_a_list
 from gradgen.codegen.numba_check import Checker, Refusal
 from gradgen.codegen.numba_spell import (defaults, loops, placeholders, respellings, typed_placeholders, zero_resets,
@@ -149,6 +149,9 @@ class _Module(ModuleEdits):
                 and numba_along.one_axis(n, {k.arg: k.value for k in n.keywords})}
         used |= {"add_at" for n in calls if ast.unparse(n.func) == "np.add.at"}
         used |= {"add_at" for d in self.defs if d.name in ("scatter", "index_add")}  # (their overloads: add_at)
+        used |= {"lines_along" for d in self.defs if d.name == "prod_grad"}  # (its overload: lines along the axis)
+        used |= {"gather_at" for d in self.defs if any(numba_index.gathers_by_arrays(n, self._arrays(d))
+                                                        for n in ast.walk(d))}
         used |= {"stack_rows" for d in self.defs for n in ast.walk(d) if isinstance(n, ast.Call)
                  and stacks_a_list(n, list_names(d))}
         jitted = [d for d in self.defs if d.name not in plain]
@@ -159,16 +162,26 @@ class _Module(ModuleEdits):
                 self._import("operator")
         specs = {numba_einsum.subscripts(n) for n in calls} - {None}
         used |= {numba_einsum.helper_name(spec) for spec in specs}
-        taken = sorted(used & self.names)
+        taken = sorted((used | ({"index_within"} if {"add_at", "gather_at"} & used else set())) & self.names)
         if taken:
             node = next((n for n in ast.walk(self.user.tree) if _binds(n, taken[0])), None)
             message = (f"--jit numba: the name '{taken[0]}' would hide the helper of that name the generated code "
                        "defines; rename it")
             raise self.user.error(node, message) if node is not None else CompileError(message, self.user.filename)
-        texts = numba_along.helpers(used) + numba_einsum.helpers(specs)
+        texts = numba_along.helpers(used) + numba_index.helpers(used) + numba_einsum.helpers(specs)
         if texts:
             end = self._span(self.defs[-1])[1]
             self.edits.append((end, end, "\n\n\n" + "\n\n".join(texts).rstrip("\n")))
+
+    def _arrays(self, fdef):
+        """The names that may hold arrays in `fdef` (gradgen.analysis.arrays): a gradient's own,
+        another function's those of the gradient of the user's function it came from (its
+        forward values have the same names), a helper's none."""
+        if fdef.name in self.arrays:
+            return self.arrays[fdef.name]
+        user = self.users.get(fdef.name)
+        return next((self.arrays[name] for name, of in self.users.items() if of == user and name in self.arrays),
+                    frozenset())
 
     def _checker(self, refused):
         return Checker(self.constants, {d.name for d in self.defs}, refused)
@@ -181,7 +194,7 @@ class _Module(ModuleEdits):
         start = self.starts[(fdef.decorator_list[0] if fdef.decorator_list else fdef).lineno - 1]
         self.edits.append((start, start, f"{DECORATOR}\n"))
         edits = loops(fdef, self.constants, set(self.names)) + placeholders(fdef, self.constants, self.arrays.get(
-            fdef.name, frozenset())) + respellings(fdef)
+            fdef.name, frozenset())) + respellings(fdef, self._arrays(fdef))
         sibling = next((d for d in self.defs if d.name == self.siblings.get(fdef.name)), None)
         adjoints = self.adjoint_of.get(fdef.name)
         edits += zero_resets(fdef, adjoints) + zero_starts(fdef, adjoints, sibling)

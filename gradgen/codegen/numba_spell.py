@@ -203,9 +203,10 @@ def _range(*parts):
     return ast.Call(ast.Name("range"), list(parts), [])
 
 
-def respellings(fdef):
+def respellings(fdef, arrays=frozenset()):
     """[(statement or expression, its new text)]: the calls numba has no version of for numbers,
-    respelled as the same arithmetic (see Respell)."""
+    respelled as the same arithmetic (see Respell), and the array code numba lacks
+    (numba_arrays.Respell; `arrays`: the names that may hold arrays)."""
     edits, lists = [], numba_arrays.list_names(fdef)
     for stmt in ast.walk(fdef):
         guarded = _guarded_add(stmt)
@@ -218,9 +219,9 @@ def respellings(fdef):
             node = stmt.test
         else:
             continue
-        respell, arrays = Respell(), numba_arrays.Respell(lists)
-        new = arrays.visit(respell.visit(_copy(node)))
-        if respell.changed or arrays.changed:
+        respell, spell_arrays = Respell(), numba_arrays.Respell(lists, arrays)
+        new = spell_arrays.visit(respell.visit(_copy(node)))
+        if respell.changed or spell_arrays.changed:
             edits.append((node, ast.unparse(new)))
     return edits
 
