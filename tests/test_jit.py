@@ -73,8 +73,8 @@ def test_the_jit_text_is_the_plain_text_plus_only_its_edits():
     # as constants, rather than keyword arguments with defaults, which numba does not fill in)
     plain = api._compile_source(source, "examples/ode_fit.py", None, None, guarded=False).text
     jitted = compile_source(source, "examples/ode_fit.py", jit="numba").text
-    assert jitted.count("@numba.njit(cache=False)\ndef ") == 2 and "reversed" not in jitted
-    undone = jitted.split(JIT_LINE + "\n")[1].replace("@numba.njit(cache=False)\n", "").replace("import numba\n\n", "")
+    assert jitted.count("@numba.njit(cache=False, boundscheck=True)\ndef ") == 2 and "reversed" not in jitted
+    undone = jitted.split(JIT_LINE + "\n")[1].replace("@numba.njit(cache=False, boundscheck=True)\n", "").replace("import numba\n\n", "")
     undone = undone.replace("range(N_STEPS - 1, -1, -1)", "reversed(range(N_STEPS))")
     undone = undone.replace("; each function\nis compiled by numba.njit on its first call.", ".")
     assert undone == plain.split("\n", 5)[5]

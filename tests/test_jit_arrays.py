@@ -192,7 +192,7 @@ def test_gradgen_grad_jit_numba():
 
     args = kalman.inputs("small")
     g = gradgen.grad(kalman.objective, wrt=list(kalman.PARAMETERS), jit="numba")
-    assert isinstance(g.dispatcher, numba.core.registry.CPUDispatcher) and "@numba.njit(cache=False)" in g.source
+    assert isinstance(g.dispatcher, numba.core.registry.CPUDispatcher) and "@numba.njit(cache=False, boundscheck=True)" in g.source
     assert_agree(g(**args), gradgen.grad(kalman.objective, wrt=list(kalman.PARAMETERS))(**args))
     value, grads = gradgen.value_and_grad(kalman.objective, wrt=list(kalman.PARAMETERS), jit="numba")(**args)
     np.testing.assert_allclose(value, kalman.objective(**args), rtol=1e-12)

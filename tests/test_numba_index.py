@@ -79,3 +79,28 @@ def test_the_gradient_of_np_prod_under_numba():
     for x in (rng.uniform(0.5, 2.0, (3, 4)), rng.uniform(0.5, 2.0, (2, 3, 4)),
               np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0]])):  # (zeros: no division)
         assert_agree(jitted.products_value_and_grad(x), plain.products_value_and_grad(x))
+
+
+READS = '''import numpy as np
+
+
+def reads(x, idx, n):
+    total = 0.0
+    for t in range(n):
+        total = total + x[t + 1] * x[t]
+    return total + np.sum(x[idx] ** 2)
+'''
+
+
+@needs_numba
+def test_an_index_out_of_range_raises_under_numba_as_it_does_in_numpy():
+    """numba checks no bounds unless asked: `x[t + 1]` one past the end read the memory beside
+    x (a number, silently); every function is compiled with boundscheck=True."""
+    plain, jitted = both(READS, "reads.py")
+    x, idx = np.linspace(0.5, 1.5, 4), np.array([0, 3, 3])
+    assert_agree(jitted.reads_value_and_grad(x, idx, 3), plain.reads_value_and_grad(x, idx, 3))
+    for args in ((x, idx, 4), (x, np.array([4]), 2)):
+        with pytest.raises(IndexError):
+            plain.reads_grad(*args)
+        with pytest.raises(IndexError, match="out of bounds"):
+            jitted.reads_grad(*args)
