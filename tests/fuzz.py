@@ -271,6 +271,31 @@ def jit_problems(case: Case, jit: str) -> list[str]:
     if len(a) != len(b) or not all(np.allclose(np.asarray(x, float), np.asarray(y, float), rtol=1e-9, atol=1e-12,
                                                equal_nan=True) and np.shape(x) == np.shape(y) for x, y in zip(a, b)):
         return [f"[jit {jit}] f_value_and_grad: {got!r} != plain {want!r}"]
+    return _raises_where_plain_raises(plain, jitted, jit, _shortened(case.point))
+
+
+def _shortened(point):
+    """The point with every array one element shorter along its first axis (of two or more):
+    a loop over a fixed range, or a fixed index, then reads past the end."""
+    return {k: v[:-1].copy() if isinstance(v, np.ndarray) and v.ndim and len(v) > 1 else v for k, v in point.items()}
+
+
+def _raises_where_plain_raises(plain, jitted, jit, point):
+    """Where the plain module raises IndexError (an index out of range), so does the jitted
+    one: numba checked no bounds and read the memory beside the array (a number, silently)."""
+    try:
+        _call(plain.f_value_and_grad, point)
+    except IndexError:
+        try:
+            _call(jitted.f_value_and_grad, point)
+        except IndexError:
+            return []
+        except Exception:  # noqa: BLE001 - another error: numba's typing of the shorter arrays, not a wrong number
+            return []
+        return [f"[jit {jit}] f_value_and_grad read past an array's end (every array one shorter): the plain module "
+                "raises IndexError"]
+    except Exception:  # noqa: BLE001 - the shorter point is not one the program takes
+        return []
     return []
 
 

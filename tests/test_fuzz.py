@@ -562,6 +562,24 @@ def test_the_jit_check_a_programs_own_variable_of_two_types_is_not_accepted_by_n
     assert fuzz.jit_problems(fuzz.generate(63000, 3), "numba") == []
 
 
+def test_the_jit_check_asks_numba_to_raise_where_the_plain_module_raises_index_error(monkeypatch):
+    """The jit check calls both modules again with every array one element shorter: a loop
+    over a fixed range then reads past the end, and the plain module raises IndexError. numba
+    checked no bounds and read the memory beside the array (a number, silently); every
+    function is now compiled with boundscheck=True, and without it the check finds it."""
+    pytest.importorskip("numba")
+    from gradgen.codegen import numba_jit
+
+    source = ("import numpy as np\n\n\ndef f(x):\n    total = 0.0\n    for t in range(3):\n"
+              "        total = total + x[t] * x[t]\n    return total\n")
+    case = fuzz.Case("array", 0, 0, source, {"x": np.array([0.5, -1.0, 2.0])})
+    assert fuzz.jit_problems(case, "numba") == []
+    monkeypatch.setattr(numba_jit, "DECORATOR", "@numba.njit(cache=False)")
+    assert fuzz.jit_problems(case, "numba") == [
+        "[jit numba] f_value_and_grad read past an array's end (every array one shorter): the plain module raises "
+        "IndexError"]
+
+
 @pytest.mark.parametrize("source, point", [
     ("import numpy as np\n\n\ndef f(u):\n    S = np.mean(u, axis=0)\n    return S\n", {"u": np.array([0.5, -1.0, 2.0])}),
     ("import numpy as np\n\n\ndef f(a, *, X):\n    z = np.broadcast_to(X, (2, 2))\n"
