@@ -59,7 +59,10 @@ def test_lists_made_in_one_tuple_assignment_keep_their_gradient(case):
 def test_kmeans_hessian_vector_product_measures_no_product_it_does_not_need():
     """kmeans_dir's hvp: the tangent of `x + Z` with Z undifferentiated is dx stretched to
     Z's shape; Z was matmul_grad_a(g, 2 * centroids, points.T), a (k, n) by (n, d) product
-    computed only for `np.shape(...)`: now the shape of what it sums back to, centroids. The
+    computed only for `np.shape(...)`: then the shape of what it sums back to, centroids; now
+    no zeros at all, the other term holding centroids' shape already (its tangent is
+    `dcentroids * ...`). The gradient of np.min under a sum is the share alone (`hit / count`,
+    no ones of the minimum's shape), and `v[:, None]`'s is a reshape (no scatter). The
     direction J / H agrees with the closed form."""
     import kmeans_dir
     from gradgen import compile_source, load_module
@@ -68,7 +71,8 @@ def test_kmeans_hessian_vector_product_measures_no_product_it_does_not_need():
     text = compile_source(source, "kmeans.py", functions=["objective"], wrt=["centroids"],
                           emit_kinds=["grad", "hvp"]).text
     hvp = text.split("def objective_hvp(")[1]
-    assert "np.shape(matmul_grad_a(" not in hvp and "+ np.zeros(np.shape(centroids))" in hvp
+    assert "np.shape(matmul_grad_a(" not in hvp and "np.zeros(" not in hvp
+    assert "distances_mask / np.sum(" in text and "scatter(" not in text and "np.ones_like(" not in text
     args = kmeans_dir.inputs("small")
     got = kmeans_dir.gradgen_result(load_module(text, "kmeans_hvp"), args)
     np.testing.assert_allclose(got, kmeans_dir.reference(args)[0], rtol=1e-10)

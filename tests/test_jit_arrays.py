@@ -79,7 +79,7 @@ INDEXED = '''import numpy as np
 def loss(W, x, *, idx):
     h = np.tanh(W @ x)
     h[1:] = h[1:] * 2.0
-    row = np.sum(W**2, axis=1)[None, :] + h[:, None]
+    row = np.sum(W**2, axis=1)[None, 1:] + h[1:, None]
     picked = h[idx]
     return np.sum(picked**2) + np.sum(np.tanh(row))
 '''
@@ -87,12 +87,12 @@ def loss(W, x, *, idx):
 
 @needs_numba
 def test_the_helpers_of_reads_and_writes_at_an_index():
-    """zero_at (what `h[1:] = ...` overwrote) and scatter (the gradient of `...[None, :]` and of
+    """zero_at (what `h[1:] = ...` overwrote) and scatter (the gradient of `...[None, 1:]` and of
     h[idx] through a repeated index: add_at) under numba, their index a value with slice(...)
-    and None in it (kmeans and particle's forms)."""
+    and None in it (particle's forms; kmeans' `[None, :]`, every element once, is a reshape)."""
     text = compile_source(INDEXED, "indexed.py", jit="numba", wrt=["W", "x"]).text
     assert "dloss_dh = zero_at(dloss_dh, slice(1, None, None)) + scatter(" in text
-    assert "(None, slice(None, None, None))," in text
+    assert "(None, slice(1, None, None))," in text
     assert "@numba.extending.overload(scatter)" in text and "\ndef add_at(a, index, v):" in text
     rng = np.random.default_rng(0)
     point = dict(W=rng.standard_normal((4, 3)), x=rng.standard_normal(3), idx=np.array([0, 2, 2, 3]))

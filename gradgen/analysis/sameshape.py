@@ -44,10 +44,14 @@ class SameShape:
         self.once |= {n for n, k in counts.items() if k == 1 and n in self.defs}
         self.memo = {}
         self.seen_leaves = set()
+        self.float_adjoints = set()  # kept by gradgen.transform.reverse.backward as it sets adjoints
 
     def floats(self, e) -> bool:
-        """Whether e surely holds floats (see _surely_float), following names bound once."""
-        return _surely_float(e, {n: d for n, d in self.defs.items() if n in self.once})
+        """Whether e surely holds floats (see _surely_float), following names bound once and
+        the adjoints the backward pass last set to floats (`float_adjoints`)."""
+        defs = {n: d for n, d in self.defs.items() if n in self.once}
+        defs.update((n, Const(1.0)) for n in self.float_adjoints if n not in self.defs)
+        return _surely_float(e, defs)
 
     def same(self, a, b) -> bool:
         if _static_same(self.arrays, a, b):
@@ -318,6 +322,8 @@ def tidy(g, arrays, forward=()):
     if isinstance(g, Cond):
         return Cond(g.test, tidy(g.body, arrays, forward), tidy(g.orelse, arrays, forward))
     args = tuple(tidy(a, arrays, forward) for a in g.args)
+    if g.prim == "scatter" and _reshaped_pick(args, g.params):
+        return Call("reshape", (args[0], Call("shape", (args[1],), "numpy")), "numpy", g.loc)
     measured = _measured(Call(g.prim, args, g.ns, g.loc, g.params), arrays)
     if measured is not None:
         return measured
@@ -325,6 +331,29 @@ def tidy(g, arrays, forward=()):
         args = (same.proxy(args[0]),) + args[1:]
     g = Call(g.prim, args, g.ns, g.loc, g.params) if args != g.args else g
     return _without_ones(_folded(g, same), same) if g.prim in ("mul", "div", "neg") else g
+
+
+def covers(e, part, same=None) -> bool:
+    """Whether e's shape surely holds part's (broadcasting part against e changes nothing):
+    part itself (or, by `same`, of its shape), or an elementwise operation of such an operand
+    (it broadcasts its operands together: `np.expand_dims(s, axis=1) * centroids` holds
+    centroids' shape)."""
+    if e == part or (same is not None and same.same(e, part)):
+        return True
+    return isinstance(e, Call) and e.prim != "getitem" and e.prim in TABLE and TABLE[e.prim].elementwise and \
+        any(covers(a, part, same) for a in e.args)
+
+
+def _reshaped_pick(args, params):
+    """Whether scatter(g, x, *index) is g reshaped to x's shape: the index only whole axes and
+    new ones (`x[:, None]`: every element of x once, in order) and g summed back to that
+    pick's shape already (`unbroadcast(g, x[:, None])`), so that it holds those elements in
+    that order; no zeros made, nothing added at an index."""
+    layout = dict(params).get("index") or ()
+    g, like, index = args[0], args[1], args[2:]
+    if index or not all(part in ("s000", "n", "e") for part in layout) or layout.count("e") > 1:
+        return False
+    return isinstance(g, Call) and g.prim == "unbroadcast" and g.args[1] == Call("getitem", (like,), "op", None, params)
 
 
 def _static_same(arrays, a, b):
@@ -450,7 +479,16 @@ def _surely_float(e, defs=None, seen=()):
             return any(_surely_float(a, defs, seen) for a in e.args)
         if e.prim == "where":
             return any(_surely_float(a, defs, seen) for a in e.args[1:])
+        if e.prim in _KEEPS_DTYPE:  # (the numbers of its first argument, moved, picked or summed)
+            return bool(e.args) and _surely_float(e.args[0], defs, seen)
+        if e.prim == "matmul":
+            return any(_surely_float(a, defs, seen) for a in e.args)
     return False
+
+
+# what keeps its first argument's dtype: floats in, floats out (a sum of floats stays one)
+_KEEPS_DTYPE = {"unbroadcast", "reshape", "expand_dims", "getitem", "T", "transpose", "squeeze", "ravel", "sum",
+                "broadcast_to", "swapaxes", "flip", "copy"}
 
 
 # ---- values computed only to be measured ------------------------------------------------------

@@ -258,9 +258,34 @@ def _count(x, p):
 
 
 def _extreme(g, out, x, p):
-    """max/min: the gradient goes to the extreme entries, shared equally among ties."""
+    """max/min: the gradient goes to the extreme entries, shared equally among ties. Where g
+    is ones of the result's shape (the gradient of a sum of it), the share alone: `hit /
+    count` has x's shape and floats, which ones of the result's, kept, would only stretch
+    into (kmeans' `np.sum(np.min(distances, axis=0))`)."""
     hit = Call("eq", (x, kept(out, p)), "op")
-    return kept(g, p) * hit / F.sum(hit, axis=p.get("axis"), keepdims=True)
+    count = F.sum(hit, axis=p.get("axis"), keepdims=True)
+    scale = _ones_scale(g, out)
+    if scale is not None:
+        return hit / count if scale == Const(1.0) else scale * hit / count
+    return kept(g, p) * hit / count
+
+
+def _ones_scale(g, out):
+    """The number g is everywhere where g is ones of out's shape times numbers (`np.ones_like(m)`,
+    `2.0 * np.ones_like(m)`, `-np.ones_like(m)`), as an expression; else None."""
+    if isinstance(g, Call) and g.prim == "ones_like" and g.args[0] == out:
+        return Const(1.0)
+    if isinstance(g, Call) and g.prim == "neg":
+        inner = _ones_scale(g.args[0], out)
+        return None if inner is None else Const(-inner.value) if isinstance(inner, Const) else Call("neg", (inner,), g.ns)
+    if isinstance(g, Call) and g.prim in ("mul", "div") and len(g.args) == 2:
+        number = g.args[1] if g.prim == "div" or isinstance(g.args[0], Call) else g.args[0]
+        ones = g.args[0] if number is g.args[1] else g.args[1]
+        inner = _ones_scale(ones, out) if isinstance(number, Const) else None
+        if inner is not None:
+            return Call(g.prim, (inner, number) if g.prim == "div" else (number, inner), g.ns) \
+                if inner != Const(1.0) or g.prim == "div" else number
+    return None
 
 
 def _norm(g, out, x, p):

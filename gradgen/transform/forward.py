@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from gradgen.analysis.activity import no_rule_message, varied_target
 from gradgen.analysis.arrays import may_be_array
+from gradgen.analysis.sameshape import covers
 from gradgen.errors import CompileError
 from gradgen.ir import simplify
 from gradgen.ir.nodes import (
@@ -262,9 +263,13 @@ class Forward:
     def _stretched(self, e, tangents, t):
         """`x + Z` with only x differentiated: its tangent is dx stretched to the sum's shape
         where Z (an array) may be larger (`dx + np.zeros(np.shape(Z))`)."""
+        same = getattr(self.arrays, "same", None)
         for arg, tangent in zip(e.args, tangents):
             if tangent is None and may_be_array(arg, self.arrays):
-                return t + Call("zeros", (Call("shape", (_shaped_as(arg),), "numpy"),), "numpy")
+                shaped = _shaped_as(arg)
+                if any(t is not None and covers(a, shaped, same) for a, t in zip(e.args, tangents)):
+                    continue  # (a term with a tangent holds Z's shape already: kmeans' hvp added zeros to it)
+                return t + Call("zeros", (Call("shape", (shaped,), "numpy"),), "numpy")
         return t
 
     def _zero_like(self, arg):

@@ -152,6 +152,8 @@ class _Reverser(Merging, ListGradients, ControlFlow):
     def __init__(self, active, namer, of, arrays=frozenset()):
         self.active = active
         self.arrays = arrays
+        if getattr(arrays, "same", None) is not None:
+            arrays.same.float_adjoints.clear()  # (this pass's own, as it sets them: note_floats)
         self.namer = namer
         self.of = of
         self.state = {}  # variable -> its adjoint: Var (a named adjoint) or Const; absent: zero
@@ -390,7 +392,15 @@ class _Reverser(Merging, ListGradients, ControlFlow):
             self.owned.discard(adj)
         self.note_mutable(adj, value)
         self.note_zeroed(adj, value)
+        self.note_floats(adj, value)
         return [Assign(adj, value)]
+
+    def note_floats(self, adj, value):
+        """Whether adj now surely holds floats (a gradient multiplied by it then needs no ones
+        to be one: gradgen.analysis.sameshape._without_ones)."""
+        same = getattr(self.arrays, "same", None)
+        if same is not None:
+            (same.float_adjoints.add if same.floats(value) else same.float_adjoints.discard)(adj)
 
     def note_zeroed(self, adj, value):
         if bare(value, self.zeroed):
