@@ -264,7 +264,7 @@ def jit_problems(case: Case, jit: str) -> list[str]:
     except Exception as exc:  # noqa: BLE001 - numba's own error, at the first call
         if "Cannot determine Numba type of" in str(exc):
             return []  # (an argument numba has no type for, a dict or a list the function never reads: not accepted)
-        if _programs_own_type_change(str(exc)):
+        if _programs_own_type_change(str(exc), text):
             return []  # (the program's own variable holds a number and an array: numba does not take the program)
         return [f"[jit {jit}] f_value_and_grad raised {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"]
     a, b = _leaves(want), _leaves(got)
@@ -302,16 +302,30 @@ def _raises_where_plain_raises(plain, jitted, jit, point):
 _UNIFY = re.compile(r"Cannot unify (?P<a>.+?) and (?P<b>.+?) for '(?P<name>\w+?)(\.\d+)?'")
 
 
-def _programs_own_type_change(message):
+_APPEND = re.compile(r"Invalid use of BoundFunction\(list\.append for list\((?P<a>.+?)\)<iv=None>\) with parameters "
+                     r"\((?P<b>[^)]*\)?)\)(?s:.*?)line (?P<line>\d+)")
+
+
+def _programs_own_type_change(message, text=""):
     """Whether numba refused to type a variable of the user's program (or of its lowering, as
     `total` of `sum(t * t for t in parts)`) that holds a number in one place and an array in
     another (`x = v @ v` of a vector x): Python runs it, numba types a variable once, so numba
-    does not take the program. An adjoint (`df_d...`) or a tape (`..._stack`) of two types is
-    gradgen's own text and stays a finding (63000 #3: `df_dh = 0.0`, then an array)."""
-    found = _UNIFY.search(re.sub(r"\x1b\[[0-9;]*m", "", message))
-    if found is None or found["name"].startswith("df_d") or found["name"].endswith("_stack"):
+    does not take the program. The tape of such a variable (`A_stack.append(A)`, A an array
+    and then `A = penalty(A)` a number: 63004 #239) holds both, found by the line of the
+    module `text` numba names. An adjoint (`df_d...`) or a tape of one of them, of two types,
+    is gradgen's own text and stays a finding (63000 #3: `df_dh = 0.0`, then an array)."""
+    message = re.sub(r"\x1b\[[0-9;]*m", "", message)
+    found = _UNIFY.search(message)
+    if found is not None:
+        if found["name"].startswith("df_d") or found["name"].endswith("_stack"):
+            return False
+        return ("array(" in found["a"]) != ("array(" in found["b"])
+    found = _APPEND.search(message)
+    lines = text.splitlines()
+    if found is None or not 0 < int(found["line"]) <= len(lines) or ("array(" in found["a"]) == ("array(" in found["b"]):
         return False
-    return ("array(" in found["a"]) != ("array(" in found["b"])
+    saved = re.fullmatch(r"\s*(?P<name>\w+)_stack\.append\((?P=name)\)", lines[int(found["line"]) - 1])
+    return saved is not None and not saved["name"].startswith("df_d")
 
 
 CHECKPOINT = [None]  # `--checkpoint K`: loop programs compiled again with K states (checkpoint_problems)

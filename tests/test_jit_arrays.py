@@ -558,3 +558,28 @@ def test_stacks_of_matrices_and_an_adjoint_started_in_a_branch():
     data = dict(bases=rng.standard_normal((3, 2, 2)), M=rng.standard_normal((2, 2)))
     for theta in (np.array([0.5, -0.2, 0.3]), np.array([1e-5, 1e-5, 0.3])):
         assert_agree(jitted.loss_grad(theta, **data), plain.loss_grad(theta, **data))
+
+
+LISTS = '''import numpy as np
+
+
+def f(a, b):
+    parts = [a * (j + 1.0) for j in range(3)]
+    joined = np.concatenate([np.sin(q) for q in parts])
+    rows = []
+    for k in range(2):
+        rows.append(b * k)
+    return np.sum(joined**2) + np.sum(np.concatenate(rows, axis=0) * 0.5)
+'''
+
+
+@needs_numba
+def test_np_concatenate_of_a_list_under_numba():
+    """A list the function builds given whole to np.concatenate (numba's takes a tuple) is
+    concatenate_rows(items); the gradient's pieces of it (unconcatenate) and zeros for a list
+    variable (zeros_like_tree) are overloads, popped as numba's lists (fuzz 63004 #131)."""
+    text = compile_source(LISTS, "lists.py", jit="numba", wrt=["a", "b"]).text
+    assert "concatenate_items = concatenate_rows(items)" in text and "@numba.extending.overload(unconcatenate)" in text
+    plain, jitted = both(LISTS, "lists.py", wrt=["a", "b"])
+    a, b = np.array([0.3, -0.7]), np.array([[0.2, 0.5], [1.0, -1.0]])
+    assert_agree(jitted.f_value_and_grad(a, b), plain.f_value_and_grad(a, b))

@@ -6,7 +6,8 @@ np.prod take a whole array only, and its np.cumsum and np.cumprod no axis, so
 each call, as a loop over the other axes of the array seen as (before, along, after).
 `keepdims=True` becomes np.expand_dims of that, as numba_arrays.Respell writes np.sum's.
 Ranks 1 to 3 are written; a higher one has no implementation (numba says so at the call).
-np.stack of a list (which numba's np.stack, taking tuples, lacks) is `stack_rows`; reads and
+np.stack and np.concatenate of a list (numba's take tuples) are `stack_rows` and
+`concatenate_rows`; reads and
 writes at an index of arrays (np.add.at among them) are gradgen/codegen/numba_index.py's.
 """
 
@@ -18,7 +19,7 @@ REDUCING = {"min": "np.min", "amin": "np.min", "max": "np.max", "amax": "np.max"
 CUMULATIVE = {"cumsum": "np.cumsum", "cumprod": "np.cumprod"}
 ALONG = {**REDUCING, **CUMULATIVE}  # np.<name>(a, axis=k) -> the NumPy call the helper makes
 # the names of the helpers written into a --jit numba module (each reserved: no generated name is one)
-NAMES = ("stack_rows", "matmul_stacked", "repeat_along",
+NAMES = ("stack_rows", "concatenate_rows", "matmul_stacked", "repeat_along",
          *sorted({f"{call[3:]}_along" for call in ALONG.values()}))
 
 
@@ -72,6 +73,7 @@ def helpers(used):
         texts.append(_LINES)
     texts += [_REPEAT] if "repeat_along" in used else []
     texts += [_STACK_ROWS] if "stack_rows" in used else []
+    texts += [_CONCATENATE_ROWS] if "concatenate_rows" in used else []
     texts += [_MATMUL_STACKED] if "matmul_stacked" in used else []
     for numpy_call in dict.fromkeys(ALONG.values()):
         name = f"{numpy_call[3:]}_along"
@@ -188,6 +190,21 @@ def stack_rows(parts):
     out = np.empty((len(parts),) + np.shape(parts[0]))
     for k in range(len(parts)):
         out[k] = parts[k]
+    return out
+'''
+
+
+_CONCATENATE_ROWS = '''@numba.njit(cache=False)
+def concatenate_rows(parts):
+    """np.concatenate(parts) of a list of arrays along axis 0 (numba's takes a tuple)."""
+    total = 0
+    for part in parts:
+        total += part.shape[0]
+    out = np.empty((total,) + parts[0].shape[1:])
+    start = 0
+    for part in parts:
+        out[start:start + part.shape[0]] = part
+        start += part.shape[0]
     return out
 '''
 

@@ -10,7 +10,7 @@ the typed versions of gradgen's array helpers.
   length, `np.zeros_like(a, dtype=float)` with `dtype=np.float64`, a list of arrays given to
   `np.concatenate`/`np.stack` as a tuple (each part of a stack through `np.asarray`: numba
   stacks arrays only, and a number is a 0-d one), a list variable stacked as `stack_rows(l)`
-  (numba_along), and what `np.expand_dims` is given too.
+  or concatenated as `concatenate_rows(l)` (numba_along), and what `np.expand_dims` is given too.
 * `OVERLOADS`: gradgen's helpers that undo broadcasting (`unbroadcast`, `matmul_grad_a`,
   `matmul_grad_b`) and those of reads and writes at an index (`zero_at`, `scatter`, which
   adds through numba_along's add_at) ask NumPy for shapes and ranks while they run; numba types a function once
@@ -104,8 +104,8 @@ class Respell(ast.NodeTransformer):
             node.args[0] = ast.Call(_attribute("np.asarray"), [node.args[0]], [])  # (numba's take arrays only:
             # np.ravel(3) of a number, fuzz --jit numba 63003 #202)
             self.changed = True
-        elif stacks_a_list(node, self.lists):  # (numba's np.stack takes tuples, its np.array no list of arrays)
-            new = ast.Call(ast.Name("stack_rows"), node.args, [])
+        elif list_helper(node, self.lists):  # (numba's np.stack takes tuples, its np.array no list of arrays)
+            new = ast.Call(ast.Name(list_helper(node, self.lists)), node.args, [])
         elif spelled in ("np.concatenate", "np.stack") and node.args and isinstance(node.args[0], ast.List):
             parts = node.args[0].elts
             if spelled == "np.stack":  # (numba stacks arrays only: a number as a 0-d array, an array as it is)
@@ -179,16 +179,22 @@ def kind_of_call(node, spelled):
     return "array"
 
 
-def stacks_a_list(node, lists):
-    """`np.stack(rows)` of a name (axis 0), or `np.array(items)` / `np.asarray(items)` of a
-    list the function builds (its items arrays or numbers: fuzz --jit numba 63002 #38): the
-    helper stack_rows under numba."""
+def list_helper(node, lists):
+    """The helper numba_along writes for a list given whole to NumPy, which numba takes tuples
+    for: "stack_rows" for `np.stack(rows)` of a name (axis 0), or `np.array(items)` /
+    `np.asarray(items)` of a list the function builds (its items arrays or numbers: fuzz --jit
+    numba 63002 #38); "concatenate_rows" for `np.concatenate(items)` of one (axis 0: the
+    lowering of `np.concatenate([q for q in parts])`, fuzz --jit numba 63004 #131); else None."""
     spelled = ast.unparse(node.func)
     if len(node.args) != 1 or not isinstance(node.args[0], ast.Name):
-        return False
+        return None
+    axis_0 = not node.keywords or [k.arg for k in node.keywords] == ["axis"] and _is_zero(node.keywords[0].value)
     if spelled == "np.stack":
-        return not node.keywords or [k.arg for k in node.keywords] == ["axis"] and _is_zero(node.keywords[0].value)
-    return spelled in ("np.array", "np.asarray") and not node.keywords and node.args[0].id in lists
+        return "stack_rows" if axis_0 else None
+    if spelled == "np.concatenate":
+        return "concatenate_rows" if axis_0 and node.args[0].id in lists else None
+    return "stack_rows" if spelled in ("np.array", "np.asarray") and not node.keywords and node.args[0].id in lists \
+        else None
 
 
 def list_names(fdef):
@@ -431,6 +437,35 @@ def concatenate_grad_typed(g, parts, i, axis):
             return np.ascontiguousarray(np.swapaxes(moved[:length], 0, axis))
         return concatenate_grad(np.swapaxes(moved[length:], 0, axis), parts[1:], i - 1, axis)
     return last if len(parts) == 1 else piece
+''',
+    "unconcatenate": '''@numba.extending.overload(unconcatenate)
+def unconcatenate_typed(g, parts, axis=0):
+    """unconcatenate under numba: the pieces of g that the parts of a list became, each a
+    contiguous copy, as a list (the gradient of np.concatenate of a list variable)."""
+    if isinstance(g, numba.types.Optional):
+        return lambda g, parts, axis=0: unconcatenate(optional_value(g), parts, axis)
+
+    def pieces(g, parts, axis=0):
+        moved = np.swapaxes(g, 0, axis)
+        out = []
+        start = 0
+        for part in parts:
+            length = np.shape(part)[axis]
+            out.append(np.ascontiguousarray(np.swapaxes(moved[start:start + length], 0, axis)))
+            start += length
+        return out
+    return pieces
+''',
+    "zeros_like_tree": '''@numba.extending.overload(zeros_like_tree)
+def zeros_like_tree_typed(x):
+    """zeros_like_tree under numba, for what a list variable holds there (a list of arrays, or
+    of numbers): a list of zeros of each item's shape. A structured parameter, which --jit
+    numba refuses when compiling, has no other form here."""
+    if isinstance(x, numba.types.List) and isinstance(x.dtype, numba.types.Array):
+        return lambda x: [np.zeros(np.shape(item)) for item in x]
+    if isinstance(x, numba.types.List) and isinstance(x.dtype, numba.types.Number):
+        return lambda x: [0.0 for item in x]
+    return None
 ''',
     "matmul_fitted": '''@numba.njit(cache=False)
 def matmul_fitted(g, a, b):

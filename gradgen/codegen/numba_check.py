@@ -81,7 +81,8 @@ class Checker:
             self.expr(default)
         body = fdef.body[1:] if _is_docstring(fdef.body[0]) else fdef.body
         self.stacks = {t.id for s in ast.walk(fdef) if isinstance(s, ast.Assign)
-                       and (_is_empty_list(s.value) or _rows(s.value)) for t in s.targets if isinstance(t, ast.Name)}
+                       and (_is_empty_list(s.value) or _rows(s.value) or _pieces(s.value))
+                       for t in s.targets if isinstance(t, ast.Name)}  # (unconcatenate: a list of pieces, popped)
         self.statements(body)
 
     def statements(self, stmts):
@@ -351,6 +352,13 @@ def is_none(value):
 def _rows(node):
     """`list(g)`: the rows of an array as a list (numba's list() of an array)."""
     return call_to(node, "list") and len(node.args) == 1 and not node.keywords
+
+
+def _pieces(node):
+    """`unconcatenate(g, parts, axis=0)` (the pieces of g) or `zeros_like_tree(parts)` (zeros
+    of each part): a list of arrays, popped (numba_arrays' overloads)."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("unconcatenate",
+                                                                                              "zeros_like_tree")
 
 
 def _is_docstring(stmt):

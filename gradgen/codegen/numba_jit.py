@@ -29,7 +29,7 @@ import ast
 import re
 
 from gradgen.codegen import emit, freshness, numba_along, numba_einsum, numba_index
-from gradgen.codegen.numba_arrays import OVERLOADS, list_names, overloads, stacks_a_list
+from gradgen.codegen.numba_arrays import OVERLOADS, list_helper, list_names, overloads
 from gradgen.codegen.numba_check import Checker, Refusal
 from gradgen.codegen.numba_spell import (defaults, loops, placeholders, respellings, typed_placeholders, zero_resets,
                                          zero_starts)
@@ -154,8 +154,8 @@ class _Module(ModuleEdits):
         used |= {"lines_along" for d in self.defs if d.name == "prod_grad"}  # (its overload: lines along the axis)
         used |= {"gather_at" for d in self.defs if any(numba_index.gathers_by_arrays(n, self._arrays(d))
                                                         for n in ast.walk(d))}
-        used |= {"stack_rows" for d in self.defs for n in ast.walk(d) if isinstance(n, ast.Call)
-                 and stacks_a_list(n, list_names(d))}
+        used |= {list_helper(n, list_names(d)) for d in self.defs for n in ast.walk(d) if isinstance(n, ast.Call)
+                 and list_helper(n, list_names(d))}
         jitted = [d for d in self.defs if d.name not in plain]
         if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult) for d in jitted for n in ast.walk(d)) \
                 or {"matmul_grad_a", "matmul_grad_b"} & plain:  # (numba's `@` of a stack of matrices: an overload)
