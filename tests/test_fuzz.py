@@ -563,10 +563,10 @@ def test_the_jit_check_a_programs_own_variable_of_two_types_is_not_accepted_by_n
 
 
 def test_the_jit_check_seed_63004_lists_under_numba():
-    """63004 #131: `np.concatenate([np.ravel(q) for q in parts0])`, lowered to a list the function builds,
-    met numba's np.concatenate, which takes tuples: it is concatenate_rows (numba_along), and
+    """63004 #131: `np.concatenate([np.ravel(q) for q in parts0])`, lowered to a list the
+    function builds, met numba's np.concatenate, which takes tuples: it is concatenate_rows (numba_along), and
     its gradient's pieces (unconcatenate) and zeros (zeros_like_tree) have overloads. #239:
-    the program's own A holds an array and then a number (`A = penalty(A)`), so its tape does
+    the program's own A holds an array and then a number (`A = penalty(A * A)`), so its tape does
     too: numba does not take the program (its A would be one type), no finding; a tape of an
     adjoint stays one."""
     pytest.importorskip("numba")
@@ -574,7 +574,7 @@ def test_the_jit_check_seed_63004_lists_under_numba():
     assert "np.concatenate([np.ravel(q) for q in parts0])" in case.source
     assert fuzz.jit_problems(case, "numba") == []
     case = fuzz.generate(63004, 239)
-    assert "A = penalty(A)" in case.source
+    assert "A = penalty(A * A)" in case.source
     assert fuzz.jit_problems(case, "numba") == []
     message = ("Invalid use of BoundFunction(list.append for list(array(float64, 2d, C))<iv=None>) with parameters "
                "(float64)\nDuring: typing of call at <x> (2)\n\nFile \"<x>\", line 2:")
