@@ -429,3 +429,23 @@ def test_an_inner_loops_temporaries_start_afresh_in_each_of_its_trips():
     text = _grad_text(compile_source(LAYERS, "tape.py", functions=["f"]).text)
     assert "dtotal_dg = 0.0" not in text and "            dtotal_dg = dtotal_dx * 2.0\n" in text
     _check(LAYERS, {"w": np.array([0.3, -0.7]), "xs": np.array([[0.5, -0.2], [1.0, 0.4]])}, name="f", wrt=["w"])
+
+
+APPENDED = """
+import numpy as np
+
+
+def f(a):
+    parts = [a * (j + 1.0) for j in range(3)]
+    joined = np.concatenate([np.sin(q) for q in parts])
+    return np.sum(joined**2)
+"""
+
+
+def test_a_value_appended_is_saved_only_where_the_backward_pass_reads_it():
+    """`items.append(np.sin(q))` backward pops sin(q)'s gradient and reads nothing of sin(q):
+    it was saved every trip (`sin_q_stack`) and restored for nothing; q, which cos(q) reads,
+    still is."""
+    text = _grad_text(compile_source(APPENDED, "tape.py", functions=["f"]).text)
+    assert "sin_q_stack" not in text and "q_stack.append(q)" in text
+    _check(APPENDED, {"a": np.array([0.3, -0.7])}, name="f", wrt=["a"])

@@ -42,7 +42,6 @@ class ListGradients:
             else:
                 body += self.add(*item)
         self.loose = False
-        self.note_reads(stmt, value)
         self.reads[id(stmt)] = (simplify.names_read(body) - self.adj_set) | self.reads.get(id(stmt), set())
         restore = [Restore(v, self.stack(v), id(stmt))] if stmt.overwrites else []
         return restore + out + self.cite(stmt, body)
