@@ -32,6 +32,7 @@ EXPORTS = {
     "jvp": "gradgen.live",
     "vjp": "gradgen.live",
     "hvp": "gradgen.live",
+    "grad_and_hvp": "gradgen.live",
     "elementwise_grad": "gradgen.live",
     "hessian_vector_product": "gradgen.live",
     "hessian": "gradgen.live",

@@ -493,7 +493,7 @@ def _written_out(parts, fn, emitter):
 
 def _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, array_result):
     """The functions `--emit` asks for (gradgen.codegen.derivatives): the gradient pair for a number, and
-    jvp, hvp, hessian, vjp, jacobian; a kind that needs another writes it too."""
+    jvp, hvp, grad_and_hvp, hessian, vjp, jacobian; a kind that needs another writes it too."""
     wanted = set(emit_kinds) | {derivatives.NEEDS[k] for k in emit_kinds if k in derivatives.NEEDS}
     if array_result:
         wanted &= derivatives.FOR_ARRAYS
@@ -526,6 +526,11 @@ def _compile_kinds(module, fn, fnamer, namer, names, wrt, emitter, emit_kinds, a
         parts = compiled.reversed
         made.append(derivatives.hvp(fn, (parts.forward_grad + parts.backward, parts.grads), chosen, fnamer,
                               namer.kind_function(fn.name, "hvp"), emitter, where, display, arrays | parts.arrays))
+    if "grad_and_hvp" in wanted:
+        parts = compiled.reversed
+        made.append(derivatives.hvp(fn, (parts.forward_grad + parts.backward, parts.grads), chosen, fnamer,
+                                    namer.kind_function(fn.name, "grad_and_hvp"), emitter, where, display,
+                                    arrays | parts.arrays, with_grad=True))
     named = {m.kind: m.name for m in made}
     if "hessian" in wanted:
         made.append(derivatives.hessian(fn, chosen, fnamer, namer.kind_function(fn.name, "hessian"), named["hvp"],

@@ -508,7 +508,8 @@ def shape_problems(case: Case, want) -> list[str]:
 def kind_problems(case: Case, wrt, names, grad, undecided=None) -> list[str]:
     """Forward mode on every program: f_jvp's value is the original's and its derivative
     along a random t is grad . t (1e-8); on every HVP_EVERY-th program, f_hvp along t is
-    the central difference of f_grad along t. A located forward-mode refusal is no problem.
+    the central difference of f_grad along t, and f_grad_and_hvp gives f_grad's gradient and
+    f_hvp's product (1e-12). A located forward-mode refusal is no problem.
     Where two steps of the difference disagree, the row is undecided, never a mismatch."""
     module, kinds = _with_kinds(case, wrt)
     if kinds is None:  # forward mode refused it, located (a primitive it has no rule for)
@@ -529,13 +530,21 @@ def kind_problems(case: Case, wrt, names, grad, undecided=None) -> list[str]:
     if "hvp" in kinds:
         (product, _) = _call(lambda **kw: module.f_hvp(**kw, **tangents), case.point)
         problems += _hvp_problems(case, names, t, _flat_all(product, len(names)), grad, undecided)
+        ((both_grads, both_product), _) = _call(lambda **kw: module.f_grad_and_hvp(**kw, **tangents), case.point)
+        both_grads = both_grads if len(names) > 1 else (both_grads,)
+        if not all(np.allclose(_flat(a), _flat(b), rtol=1e-12, atol=1e-14, equal_nan=True)
+                   for a, b in zip(both_grads, grads)) or len(both_grads) != len(grads):
+            problems.append(f"grad_and_hvp's gradient {both_grads!r} != f_value_and_grad's {grads!r}")
+        if not np.allclose(_flat_all(both_product, len(names)), _flat_all(product, len(names)), rtol=1e-12,
+                           atol=1e-14, equal_nan=True):
+            problems.append(f"grad_and_hvp's hvp {both_product!r} != f_hvp's {product!r}")
     return problems
 
 
 def _with_kinds(case: Case, wrt):
     """(the generated module, the kinds it holds): grad and jvp (and hvp on every
     HVP_EVERY-th program) from one compile; grad alone where forward mode refuses."""
-    kinds = ("grad", "jvp", "hvp") if case.index % HVP_EVERY == 0 else ("grad", "jvp")
+    kinds = ("grad", "jvp", "hvp", "grad_and_hvp") if case.index % HVP_EVERY == 0 else ("grad", "jvp")
     if not _FORWARD[0]:
         return load_module(compile_source(case.source, wrt=wrt).text, "fuzz_generated"), None
     try:

@@ -63,16 +63,23 @@ def test_kmeans_hessian_vector_product_measures_no_product_it_does_not_need():
     no zeros at all, the other term holding centroids' shape already (its tangent is
     `dcentroids * ...`). The gradient of np.min under a sum is the share alone (`hit / count`,
     no ones of the minimum's shape), and `v[:, None]`'s is a reshape (no scatter). The
-    direction J / H agrees with the closed form."""
+    direction J / H, from grad_and_hvp (one pass; the same numbers as grad and hvp), agrees
+    with the closed form."""
     import kmeans_dir
     from gradgen import compile_source, load_module
 
     source = (ROOT / "benchmarks" / "gradbench" / "kmeans.py").read_text()
     text = compile_source(source, "kmeans.py", functions=["objective"], wrt=["centroids"],
-                          emit_kinds=["grad", "hvp"]).text
-    hvp = text.split("def objective_hvp(")[1]
+                          emit_kinds=["grad", "hvp", "grad_and_hvp"]).text
+    hvp = text.split("def objective_hvp(")[1].split("\ndef ")[0]
     assert "np.shape(matmul_grad_a(" not in hvp and "np.zeros(" not in hvp
     assert "distances_mask / np.sum(" in text and "scatter(" not in text and "np.ones_like(" not in text
-    args = kmeans_dir.inputs("small")
-    got = kmeans_dir.gradgen_result(load_module(text, "kmeans_hvp"), args)
+    both = text.split("def objective_grad_and_hvp(")[1]
+    assert both.count("distances_mask = ") == 1 and "return dobjective_dcentroids, ddobjective_dcentroids" in both
+    module, args = load_module(text, "kmeans_hvp"), kmeans_dir.inputs("small")
+    got = kmeans_dir.gradgen_result(module, args)
     np.testing.assert_allclose(got, kmeans_dir.reference(args)[0], rtol=1e-10)
+    ones = np.ones_like(args["centroids"])
+    J, H = module.objective_grad_and_hvp(**args, dcentroids=ones)
+    np.testing.assert_array_equal(J, module.objective_grad(**args))
+    np.testing.assert_array_equal(H, module.objective_hvp(**args, dcentroids=ones))

@@ -350,7 +350,7 @@ def test_unknown_kind_is_an_error_naming_the_kinds():
                             capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == ("gradgen compile: error: argument --emit: unknown --emit kind "
-                                             "'hesian': choose from grad, jvp, hvp, hessian, vjp, jacobian "
+                                             "'hesian': choose from grad, jvp, hvp, grad_and_hvp, hessian, vjp, jacobian "
                                              "(comma-separated)")
 
 

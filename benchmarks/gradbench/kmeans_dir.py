@@ -1,8 +1,9 @@
 """GradBench `kmeans` as GradBench asks for it: the Newton direction J / H, J the cost's
 gradient with respect to the centroids and H the diagonal of its Hessian (the Hessian is
-diagonal, so H = H 1, one Hessian-vector product with ones). gradgen: its `grad` and `hvp`
-(`--emit grad,hvp`); jax: grad and a jvp of grad, as GradBench's jax tool; torch: vjp and vhp,
-as its PyTorch tool; autograd: grad and hessian_vector_product. The forward is the cost.
+diagonal, so H = H 1, one Hessian-vector product with ones). gradgen: `grad_and_hvp`
+(`--emit grad_and_hvp`: both from one pass); jax: a jvp of grad (both), as GradBench's jax
+tool; torch: vjp and vhp, as its PyTorch tool; autograd: grad and hessian_vector_product.
+The forward is the cost.
 Checked against the closed form: each centroid minus the mean of the points nearest it.
 Inputs as kmeans.py's."""
 
@@ -10,16 +11,18 @@ import numpy as np
 
 import kmeans
 
-SOURCE = "kmeans.py"  # what gradgen compiles: the cost, with --emit grad,hvp
+SOURCE = "kmeans.py"  # what gradgen compiles: the cost, with --emit grad_and_hvp
 PARAMETERS = kmeans.PARAMETERS
-EMIT = ("grad", "hvp")
+EMIT = ("grad_and_hvp",)
 objective = kmeans.objective
 inputs = kmeans.inputs
 
 
 def gradgen_result(module, args):
-    """J / H from the generated module's objective_grad and objective_hvp."""
-    return module.objective_grad(**args) / module.objective_hvp(**args, dcentroids=np.ones_like(args["centroids"]))
+    """J / H from the generated module's objective_grad_and_hvp: both from one pass, as jax's
+    jvp of its grad gives them."""
+    J, H = module.objective_grad_and_hvp(**args, dcentroids=np.ones_like(args["centroids"]))
+    return J / H
 
 
 def reference(args):

@@ -9,7 +9,7 @@ generated code uses is made here), `freshness` (the header and `gradgen status`)
 (what a generated function checks on entry), `record_defaults` (a default that is
 a record of constants, its class and instance declared again), `ode_functions` (the
 functions odeint calls, written into the module with their vjps), `checkpointing` (a checkpointed loop and its
-schedule written out), `derivatives` (jvp, hvp, hessian, vjp and
+schedule written out), `derivatives` (jvp, hvp, grad_and_hvp, hessian, vjp and
 jacobian beside the gradient), `array_api` with `array_api_calls` and `array_api_helpers`
 (the module respelled for any Array API library), and `numba_jit` (the module made for
 numba.njit) with `numba_check` (what numba compiles), `numba_spell` (the respellings, with

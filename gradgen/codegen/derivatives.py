@@ -1,8 +1,11 @@
-"""What else `--emit` writes beside the gradient: jvp, hvp, hessian, vjp, jacobian.
+"""What else `--emit` writes beside the gradient: jvp, hvp, grad_and_hvp, hessian, vjp, jacobian.
 
   jvp       forward mode over the function: each statement followed by its tangent line
   hvp       forward mode over the gradient function (forward over reverse): the derivative
             of the gradient along a direction, for a small multiple of one gradient's cost
+  grad_and_hvp  both from that one pass: the gradient it computes on the way and its
+            derivative along the direction (as jax.jvp(jax.grad(f)) gives both; a Newton step
+            J / H needs the two, and two calls would run the forward and backward passes twice)
   hessian   the full (N, N) matrix, one hvp per unit direction (`scipy.optimize`'s `hess=`)
   vjp       the reverse pass of a function whose result is an array, seeded with the
             caller's cotangent instead of 1
@@ -28,8 +31,8 @@ from gradgen.transform import cse, forward
 
 BACKWARD = "backward pass: upstream gradient times local gradient, last statement first"
 
-KINDS = ("grad", "jvp", "hvp", "hessian", "vjp", "jacobian")
-FOR_NUMBERS = {"grad", "jvp", "hvp", "hessian"}  # a function whose result is a number
+KINDS = ("grad", "jvp", "hvp", "grad_and_hvp", "hessian", "vjp", "jacobian")
+FOR_NUMBERS = {"grad", "jvp", "hvp", "grad_and_hvp", "hessian"}  # a function whose result is a number
 FOR_ARRAYS = {"vjp", "jacobian", "jvp"}  # a function whose result may be an array
 NEEDS = {"hessian": "hvp", "jacobian": "jvp"}  # written with the other one's function
 
@@ -126,8 +129,9 @@ def _computed_once(fn, stmts, fnamer, arrays, tangents):
     return shared
 
 
-def hvp(fn, parts, chosen, fnamer, name, emitter, where, display, arrays=frozenset()):
-    """`f_hvp(<params>, *, d<p>...)`: forward mode over the gradient's own statements."""
+def hvp(fn, parts, chosen, fnamer, name, emitter, where, display, arrays=frozenset(), with_grad=False):
+    """`f_hvp(<params>, *, d<p>...)`: forward mode over the gradient's own statements;
+    `with_grad`: `f_grad_and_hvp`, which returns the gradient those statements compute too."""
     stmts, grads = parts
     tangents, params = tangent_params(fn, chosen, fnamer)
     lists = list_names(stmts) | {p.name for p in fn.params if p.structured}
@@ -143,7 +147,7 @@ def hvp(fn, parts, chosen, fnamer, name, emitter, where, display, arrays=frozens
     structured = {p.name for p in fn.params if p.structured}
     outs = [t if t is not None else Call("zeros_like_tree", (Var(p),)) if p in structured else fwd.zero(g, g)
             for t, g, p in zip(outs, grads, chosen)]
-    needed = {v.name for t in outs for v in variables(t)}
+    needed = {v.name for t in outs + (list(grads) if with_grad else []) for v in variables(t)}
     needed |= {s.count for s in walk(body) if isinstance(s, (For, While)) and s.count}  # a backward loop's trips
     for s in walk(body):  # an addition into an array is kept, with what it reads
         if isinstance(s, IndexAdd):
@@ -156,10 +160,21 @@ def hvp(fn, parts, chosen, fnamer, name, emitter, where, display, arrays=frozens
     doc = (f"Hessian of {fn.name} times the direction ({along}), by forward mode over the gradient.\n\n"
            f"Returns the derivative of the gradient with respect to {', '.join(chosen)} along ({along}), "
            f"in the gradient's structure ({display}).")
-    returns = ", ".join(emit.expr_text(t, emitter) for t in outs)
-    returns = f"({returns})" if len(outs) != 1 else returns
+    returns = _returned(outs, emitter)
+    if with_grad:
+        doc = (f"Gradient of {fn.name} and its derivative along ({along}) (the Hessian times the direction), "
+               f"from one pass: forward mode over the gradient.\n\nReturns (the gradient with respect to "
+               f"{', '.join(chosen)}, its derivative along ({along})), each in the gradient's structure ({display}).")
+        returns = f"{_returned(grads, emitter)}, {returns}"
     sections = [("gradient, each value followed by its tangent", body)] if body else []
-    return Made("hvp", name, emit.function_text(name, params, doc, sections, returns, emitter))
+    return Made("grad_and_hvp" if with_grad else "hvp", name, emit.function_text(name, params, doc, sections, returns,
+                                                                                  emitter))
+
+
+def _returned(values, emitter):
+    """The text of `values` returned: one value as it is, several as a tuple."""
+    text = ", ".join(emit.expr_text(v, emitter) for v in values)
+    return f"({text})" if len(values) != 1 else text
 
 
 def vjp(fn, parts, fnamer, name, cotangent, emitter, display):

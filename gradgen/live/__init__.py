@@ -103,6 +103,13 @@ def hvp(f, wrt=None):
     return _public(f, wrt, "hvp", "hvp")
 
 
+def grad_and_hvp(f, wrt=None):
+    """`f_grad_and_hvp(<f's params>, *, d<p>...)` returns (the gradient of `f`, the Hessian
+    times the direction d<p>...) from one pass, as jax.jvp(jax.grad(f)) gives both: what a
+    Newton step along the gradient needs, for about the cost of hvp alone."""
+    return _public(f, wrt, "grad_and_hvp", "grad_and_hvp")
+
+
 def hessian(f, wrt=None):
     """`f_hessian(<f's params>)` returns the (N, N) Hessian, N the number of elements of the
     differentiated parameters, each flattened in C order: what scipy.optimize takes as hess=."""

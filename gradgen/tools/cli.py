@@ -103,7 +103,7 @@ def _common(parser, several=False):
                         "or all when every parameter has a number default; 'all': every one that can be)")
     parser.add_argument("--emit", type=_kinds, default=None, metavar="KINDS",
                         help="what to write, comma-separated: grad (f_grad, f_value_and_grad; the default), jvp, "
-                             "hvp, hessian, vjp, jacobian")
+                             "hvp, grad_and_hvp (both from one pass), hessian, vjp, jacobian")
     parser.add_argument("--shapes", metavar="FILE:FUNC",
                         help="write the gradient for the shapes of the point FUNC() in FILE returns, as a person who "
                              "knows them would (the header names them; recompiling keeps them; --shapes none drops "

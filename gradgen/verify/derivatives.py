@@ -116,6 +116,20 @@ def _hvp(cf, generated, f, point, rng):
     return [KindRow("hvp", "against finite differences of the gradient", _rel(_flat(product), fd))]
 
 
+def _grad_and_hvp(cf, generated, f, point, rng):
+    """Both halves of f_grad_and_hvp: the gradient along a direction against finite differences
+    of the function, its derivative against finite differences of that gradient."""
+    t = {p: _like(point[p], rng) for p in cf.wrt}
+    both = getattr(generated, _name(cf, "grad_and_hvp"))
+    extra = _tangents(cf, both, t)
+    grads, product = _call(both, point, extra)
+    along = sum(_dot(g, t[p]) for g, p in zip(grads if len(cf.wrt) > 1 else (grads,), cf.wrt))
+    fd = _along(lambda h: _call(f, _moved(point, t, h)), point)
+    slope = _along(lambda h: _flat(_call(both, _moved(point, t, h), extra)[0]), point)
+    return [KindRow("grad_and_hvp", "its gradient . t against finite differences of the function", _rel(along, fd)),
+            KindRow("grad_and_hvp", "its hvp against finite differences of its gradient", _rel(_flat(product), slope))]
+
+
 def _hessian(cf, generated, f, point, rng):
     hessian = _call(getattr(generated, _name(cf, "hessian")), point)
     grad = getattr(generated, cf.grad_name)
@@ -149,7 +163,8 @@ def _jacobian(cf, generated, f, point, rng):
     return [KindRow("jacobian", "against finite differences of the function", _rel(got, np.stack(columns, -1)))]
 
 
-_CHECKS = {"jvp": _jvp, "hvp": _hvp, "hessian": _hessian, "vjp": _vjp, "jacobian": _jacobian}
+_CHECKS = {"jvp": _jvp, "hvp": _hvp, "grad_and_hvp": _grad_and_hvp, "hessian": _hessian, "vjp": _vjp,
+           "jacobian": _jacobian}
 
 
 # ---- numbers -----------------------------------------------------------------------------
