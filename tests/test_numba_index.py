@@ -27,8 +27,7 @@ def picks3(T, i, j, k):
     return np.sum(np.sin(T[i, j, k]))
 '''
 
-PRODUCTS = '''import numpy as np
-
+PRODUCTS = '''
 
 def products(x):
     return np.prod(x) * 2.0 + np.sum(np.prod(x, axis=0) ** 2) + np.sum(np.prod(x, axis=-1, keepdims=True) * x)
@@ -48,14 +47,21 @@ def test_det_by_permutations_under_numba():
     assert "part = gather_at(A, (rows, permutations))" in text  # (numba indexes by one array)
     args = det_permutations.inputs("small")
     A, rest = args.pop("A"), args
-    assert_agree(jitted.objective_value_and_grad(A, **rest), plain.objective_value_and_grad(A, **rest))
+    got = jitted.objective_value_and_grad(A, **rest)  # (one numba compile: the suite's time)
+    assert_agree(got, plain.objective_value_and_grad(A, **rest))
     want = np.linalg.det(A) * np.linalg.inv(A).T  # (d det A / dA = det(A) A^-T)
-    np.testing.assert_allclose(jitted.objective_grad(A, **rest), want, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(got[1], want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def modules():
+    """One module of every program here (numba compiles the helpers' overloads once a module)."""
+    return both(GATHERS + PRODUCTS + READS, "indexed.py", wrt=["A", "T", "x"])
 
 
 @needs_numba
-def test_gathers_by_index_arrays_agree_and_check_their_bounds():
-    plain, jitted = both(GATHERS, "gathers.py", wrt=["A", "T"])
+def test_gathers_by_index_arrays_agree_and_check_their_bounds(modules):
+    plain, jitted = modules
     rng = np.random.default_rng(3)
     A = rng.standard_normal((5, 4))
     i, j = np.array([[0, -1, 2], [4, 4, 1]]), np.array([3, -2, 0])  # (broadcast; repeats and negatives)
@@ -65,24 +71,23 @@ def test_gathers_by_index_arrays_agree_and_check_their_bounds():
     assert_agree(jitted.picks3_value_and_grad(T, i3, j3, 4), plain.picks3_value_and_grad(T, i3, j3, 4))
     assert_agree(jitted.picks3_value_and_grad(T, i3, j3, -5), plain.picks3_value_and_grad(T, i3, j3, -5))
     with pytest.raises(IndexError):
-        plain.picks_grad(A, i, np.array([3, 4, 0]))
+        plain.picks_value_and_grad(A, i, np.array([3, 4, 0]))
     with pytest.raises(IndexError, match="index out of bounds"):
-        jitted.picks_grad(A, i, np.array([3, 4, 0]))
+        jitted.picks_value_and_grad(A, i, np.array([3, 4, 0]))
     with pytest.raises(IndexError, match="index out of bounds"):
-        jitted.picks3_grad(T, i3, j3, 5)
+        jitted.picks3_value_and_grad(T, i3, j3, 5)
 
 
 @needs_numba
-def test_the_gradient_of_np_prod_under_numba():
-    plain, jitted = both(PRODUCTS, "products.py")
+def test_the_gradient_of_np_prod_under_numba(modules):
+    plain, jitted = modules
     rng = np.random.default_rng(5)
     for x in (rng.uniform(0.5, 2.0, (3, 4)), rng.uniform(0.5, 2.0, (2, 3, 4)),
               np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0]])):  # (zeros: no division)
         assert_agree(jitted.products_value_and_grad(x), plain.products_value_and_grad(x))
 
 
-READS = '''import numpy as np
-
+READS = '''
 
 def reads(x, idx, n):
     total = 0.0
@@ -93,14 +98,14 @@ def reads(x, idx, n):
 
 
 @needs_numba
-def test_an_index_out_of_range_raises_under_numba_as_it_does_in_numpy():
+def test_an_index_out_of_range_raises_under_numba_as_it_does_in_numpy(modules):
     """numba checks no bounds unless asked: `x[t + 1]` one past the end read the memory beside
     x (a number, silently); every function is compiled with boundscheck=True."""
-    plain, jitted = both(READS, "reads.py")
+    plain, jitted = modules
     x, idx = np.linspace(0.5, 1.5, 4), np.array([0, 3, 3])
     assert_agree(jitted.reads_value_and_grad(x, idx, 3), plain.reads_value_and_grad(x, idx, 3))
     for args in ((x, idx, 4), (x, np.array([4]), 2)):
         with pytest.raises(IndexError):
-            plain.reads_grad(*args)
+            plain.reads_value_and_grad(*args)
         with pytest.raises(IndexError, match="out of bounds"):
-            jitted.reads_grad(*args)
+            jitted.reads_value_and_grad(*args)
