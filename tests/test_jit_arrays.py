@@ -178,6 +178,9 @@ def test_typed_helpers_match_the_plain_ones():
         g = rng.standard_normal(g_shape) if g_shape else 1.5
         like = np.ones(like_shape) if like_shape else 2.0
         assert_agree(unbroadcast(g, like), plain.unbroadcast(g, like))
+    g = rng.standard_normal((2, 3))  # (of like's shape: g itself, no copy, as the plain helper returns it)
+    assert np.shares_memory(unbroadcast(g, np.ones((2, 3))), g)
+    assert not np.shares_memory(unbroadcast(g[:, ::-1], np.ones((2, 3))), g)  # (a view: numba types it apart)
     for a_shape, x_shape in [((3, 4), (4,)), ((3, 4), (4, 2)), ((4,), (4, 2)), ((4,), (4,))]:
         A, x = rng.standard_normal(a_shape), rng.standard_normal(x_shape)
         assert_agree(jitted.f_grad(A, x), plain.f_grad(A, x))

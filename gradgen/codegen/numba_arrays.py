@@ -254,11 +254,27 @@ def unbroadcast_typed(g, like):
         return lambda g, like: g
     if not isinstance(g, numba.types.Array):
         return lambda g, like: np.zeros(np.shape(like)) + g
+    if g.ndim == like.ndim and g.layout == "C" and g.dtype == numba.types.float64:
+        return unbroadcast_same  # (g itself where it has like's shape, as the plain helper returns it)
     return unbroadcast_arrays
+
+
+def unbroadcast_same(g, like):
+    """unbroadcast of a C float array g of like's rank: g itself where the shapes agree (no
+    copy: most calls), else summed as unbroadcast_arrays sums it."""
+    if np.shape(g) == np.shape(like):
+        return g
+    return unbroadcast_summed(g, like)
 
 
 def unbroadcast_arrays(g, like):
     """g summed into an array shaped like `like`, element by element."""
+    return unbroadcast_summed(g, like)
+
+
+@numba.njit(cache=False)
+def unbroadcast_summed(g, like):
+    """unbroadcast_arrays' loop, compiled on its own (unbroadcast_same calls it too)."""
     shape = np.shape(like)
     out = np.zeros(shape)
     if g.ndim == like.ndim and np.shape(g) == shape:
