@@ -262,6 +262,10 @@ class GrammarBuilder(ExprGrammar):
         if e is None:
             return None
         op = self.choice(["+=", "-=", f"= {name} +"] if name in self.owned else [f"= {name} +", f"= {name} -"])
+        if op in ("+=", "-=") and re.search(rf"\w\([^()]*\b{name}\b", e.text):
+            # (`S -= np.sum(relax(S, ...))`: a helper that keeps its argument on the tape holds S's object,
+            # which gradgen, not knowing S a number, refuses to change in place; soak 66000 #955)
+            op = f"= {name} {op[0]}"
         if op in ("+=", "-=") and self.depth:
             self.updated.add(name)
         return self.commit([(f"{name} {op} {e.text}", f"{name} {op} {e.probe}")])

@@ -712,11 +712,17 @@ def test_array_programs_gather_entries_by_index_arrays():
     (64006, 1009, "grammar", "`z += z * 2.0` then `k = z` in one loop: on the next trip `+=` would change k's object "
                              "(z = x @ x is a number there, which gradgen cannot know): no alias of a name updated in "
                              "place in the loop"),
+    (66000, 955, "grammar", "`S -= np.sum(relax(S, rate=bk))`: relax's loop keeps its argument on the tape, S's very "
+                            "object, which gradgen (not knowing S a number) refuses to change in place: the statement "
+                            "is written `S = S - ...` where a call on its right reads the name"),
 ])
 def test_soak_64006_the_generators_errors(seed, index, kind, why):
-    """Soak 64006 (on 4626378): two programs gradgen rightly refused, each the generator's error."""
+    """Soaks 64006 (on 4626378) and 66000 (on 2a745f6): programs gradgen rightly refused, each
+    the generator's error."""
     case = fuzz.generate(seed, index)
     assert case.kind == kind
     if index == 243:
         assert "np.expand_dims(float(-3), 0)" in case.source
+    if index == 955:
+        assert "S = S - np.sum(relax(S, rate=bk))" in case.source
     assert fuzz.run(case) == fuzz.Outcome(case, "ok"), why
