@@ -415,6 +415,8 @@ def scalar_problems(case: Case, undecided: list | None = None) -> list[str]:
         if not _close(row.generated, fd, 1e-5, 1e-5):
             finer = fine_difference(original["f"], case.point, row.param, h=1e-7)
             agrees = row.sympy is not None and _close(row.generated, row.sympy, 1e-8, 1e-10)
+            if agrees and _close(row.generated, finer, 1e-5, 1e-5):
+                continue  # (the step 1e-6 was too coarse for this curvature, 1e-7 and sympy agree: soak 66001 #1495)
             if agrees and undecided is not None and not _close(fd, finer, 1e-3, 1e-3):
                 undecided.append(f"{row.param}: finite differences {fd!r} and {finer!r} (steps 1e-6, 1e-7) "
                                  "disagree; sympy agrees")

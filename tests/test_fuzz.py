@@ -706,6 +706,15 @@ def test_array_programs_gather_entries_by_index_arrays():
     assert fuzz.run(case) == fuzz.Outcome(case, "ok")
 
 
+def test_soak_66001_1495_a_step_too_coarse_for_the_curvature_is_no_mismatch():
+    """Soak 66001 #1495: 30 nested sines, a kink 1e-4 away; the difference at step 1e-6
+    (-70.1021) missed the gradient (-70.1065, sympy's to 1e-15) by 6e-5, the one at 1e-7
+    (-70.1065) agrees: the finer step decides, as the hvp check's does."""
+    case = fuzz.generate(66001, 1495)
+    assert "a = np.sin(a * y + c)" in case.source
+    assert fuzz.run(case) == fuzz.Outcome(case, "ok")
+
+
 @pytest.mark.parametrize("seed, index, kind, why", [
     (64006, 243, "array", "`np.expand_dims(-3, 0)` of an integer literal made an integer array, and the program's own "
                           "`s += np.sin(...)` raised: an array made of integer literals is made of float(...) of them"),
