@@ -129,23 +129,45 @@ def test_a_stacked_list_and_the_pieces_of_a_concatenation():
     assert_agree(jitted.loss_grad(**point), plain.loss_grad(**point))
 
 
-LOGISTIC = (ROOT / "benchmarks" / "references" / "logistic_regression.py").read_text() + """
+CUMULATIVE = """import numpy as np
 
-def elsewhere(a, b):
-    return np.size(np.broadcast(a, b))
+
+def loss(w, *, X):
+    z = X @ w
+    c = np.cumprod(z, axis=0)
+    return np.sum(c)
+
+
+def elsewhere(a):
+    return np.cumprod(a, axis=0)
 """
 
 
 def test_a_refusal_of_generated_code_points_at_the_line_it_cites():
-    """The gradient of a mean over y * z (shapes unknown) counts its elements with
-    np.broadcast, which numba lacks: the error points at the line whose gradient needs it
-    (its `# line 9` comment), not at the np.broadcast another function of the file calls.
-    (Till the seventh session's: lstm's list(...) of np.stack's gradient, numba's now.)"""
+    """np.cumprod's gradient is a helper numba does not take (cumprod_grad): the error points
+    at the line whose gradient needs it (its `# line 6` comment), not at the np.cumprod
+    another function of the file calls. (Till the ninth session the logistic regression's
+    np.broadcast, numba's now as an empty array of its shape; till the seventh lstm's list(...)
+    of np.stack's gradient.)"""
     with pytest.raises(CompileError) as caught:
-        compile_source(LOGISTIC, "logistic.py", jit="numba", functions=["loss"], wrt=["w", "b"])
+        compile_source(CUMULATIVE, "cumulative.py", jit="numba", functions=["loss"], wrt=["w"])
     assert caught.value.format().splitlines()[:2] == [
-        f"logistic.py:9:5: --jit numba: the array function np.broadcast; {TAIL}",
-        "        per_sample = np.maximum(z, 0.0) - y * z + np.log1p(np.exp(-np.abs(z)))"]
+        f"cumulative.py:6:5: --jit numba: array code (the helper cumprod_grad gradgen writes for arrays); {TAIL}",
+        "        c = np.cumprod(z, axis=0)"]
+
+
+@needs_numba
+def test_the_logistic_regression_under_numba():
+    """Its mean's gradient counts y * z's elements with np.size(np.broadcast(z, y)) (their
+    shapes unknown); numba has no np.broadcast: an empty array of the broadcast shape
+    measures the same."""
+    source = (ROOT / "benchmarks" / "references" / "logistic_regression.py").read_text()
+    text = compile_source(source, "logistic.py", jit="numba", functions=["loss"], wrt=["w", "b"]).text
+    assert "np.size(np.empty(np.broadcast_shapes(np.shape(z), np.shape(y))))" in text
+    plain, jitted = both(source, "logistic.py", functions=["loss"], wrt=["w", "b"])
+    rng = np.random.default_rng(0)
+    X, y, w = rng.standard_normal((50, 4)), (rng.uniform(size=50) > 0.5).astype(float), rng.standard_normal(4)
+    assert_agree(jitted.loss_value_and_grad(w, 0.3, X=X, y=y), plain.loss_value_and_grad(w, 0.3, X=X, y=y))
 
 
 @needs_numba

@@ -35,7 +35,7 @@ CALLS = {
         median dot vdot outer kron transpose ravel reshape expand_dims atleast_1d atleast_2d atleast_3d
         broadcast_to swapaxes flip fliplr flipud diag trace tril triu cross sort argsort delete repeat
         nonzero count_nonzero all any isclose allclose sign interp diff ediff1d hstack vstack dstack column_stack
-        convolve searchsorted unique""".split()},
+        convolve searchsorted unique broadcast""".split()},  # (np.broadcast: respelled, Respell)
     "sum": _AXIS, "expand_dims": _AXIS, "argmax": _AXIS, "argmin": _AXIS, "cumsum": _NONE, "concatenate": _AXIS, "stack": _AXIS,
     "zeros_like": frozenset({"dtype"}), "ones_like": frozenset({"dtype"}), "full_like": frozenset({"dtype"}),
     "zeros": frozenset({"dtype"}), "ones": frozenset({"dtype"}), "empty": frozenset({"dtype"}),
@@ -94,6 +94,11 @@ class Respell(ast.NodeTransformer):
                                 ast.Load())
         elif numba_einsum.subscripts(node) is not None:  # einsum_matmul("kij,nkj->nki", a, b): a loop nest
             new = numba_einsum.respelled(node)
+        elif spelled == "np.broadcast" and node.args and not node.keywords:
+            # (a value measured for its shape: `np.size(np.broadcast(z, y))`; numba has no np.broadcast,
+            # an empty array of the broadcast shape measures the same, the logistic regression's mean)
+            shapes = [ast.Call(_attribute("np.shape"), [a], []) for a in node.args]
+            new = ast.Call(_attribute("np.empty"), [ast.Call(_attribute("np.broadcast_shapes"), shapes, [])], [])
         elif spelled == "np.add.at" and len(node.args) == 3 and not node.keywords:  # (numba has no ufunc.at)
             new = ast.Call(ast.Name("add_at"), node.args, [])
         elif spelled == "np.reshape" and node.args and isinstance(node.args[0], ast.Subscript):
