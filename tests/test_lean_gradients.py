@@ -12,6 +12,7 @@ against central differences:
 import numpy as np
 import pytest
 
+from differences import central
 from gradgen import compile_source, load_module
 
 SOURCE = '''import numpy as np
@@ -28,16 +29,6 @@ def picks(v, w):
 def stretched(s, X):
     return np.sum((s + X) ** 2) + np.sum(np.cos(X * s))
 '''
-
-
-def central(f, x, h=1e-6):
-    x = np.asarray(x, dtype=float)
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[i] = h
-        out[i] = (f(x + step) - f(x - step)) / (2 * h)
-    return out
 
 
 @pytest.fixture(scope="module")
