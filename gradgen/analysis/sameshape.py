@@ -45,13 +45,14 @@ class SameShape:
         self.memo = {}
         self.seen_leaves = set()
         self.float_adjoints = set()  # kept by gradgen.transform.reverse.backward as it sets adjoints
+        self.once_defs = self.float_memo = None  # the definitions of the names bound once, and which hold floats
 
     def floats(self, e) -> bool:
         """Whether e surely holds floats (see _surely_float), following names bound once and
         the adjoints the backward pass last set to floats (`float_adjoints`)."""
-        defs = {n: d for n, d in self.defs.items() if n in self.once}
-        defs.update((n, Const(1.0)) for n in self.float_adjoints if n not in self.defs)
-        return _surely_float(e, defs)
+        if self.once_defs is None:  # (made once: a dict a call made every adjoint's definition quadratic)
+            self.once_defs, self.float_memo = {n: d for n, d in self.defs.items() if n in self.once}, {}
+        return _surely_float(e, self.once_defs, floats=self.float_adjoints, memo=self.float_memo)
 
     def same(self, a, b) -> bool:
         if _static_same(self.arrays, a, b):
@@ -463,26 +464,34 @@ def _is_ones(e):
     return isinstance(e, Call) and e.prim == "ones_like" and dict(e.params).get("dtype") is not None
 
 
-def _surely_float(e, defs=None, seen=()):
+def _surely_float(e, defs=None, seen=(), floats=frozenset(), memo=None):
     """Whether `e` is a float (or an array of floats) whatever the parameters hold: a float
-    constant, a transcendental function, a division, arithmetic with one of these, or a
-    name bound once to one (`defs`)."""
+    constant, a transcendental function, a division, arithmetic with one of these, a name
+    bound once to one (`defs`), or one known to hold floats (`floats`: adjoints). `memo`:
+    the answer for each name of `defs` found so far (a long program's chains of names,
+    followed again for every adjoint, were quadratic)."""
     if isinstance(e, Const):
         return isinstance(e.value, float)
     if isinstance(e, Var):
-        return defs is not None and e.name in defs and e.name not in seen and \
-            _surely_float(defs[e.name], defs, seen + (e.name,))
+        if e.name in floats and (defs is None or e.name not in defs):
+            return True
+        if defs is None or e.name not in defs or e.name in seen:
+            return False
+        if memo is not None and e.name in memo:
+            return memo[e.name]
+        found = _surely_float(defs[e.name], defs, seen + (e.name,), floats, memo)
+        if memo is not None:
+            memo[e.name] = found
+        return found
     if isinstance(e, Call):
         if e.prim in _FLOAT_RESULTS or _is_ones(e):
             return True
-        if e.prim in ("add", "sub", "mul", "neg", "pow", "maximum", "minimum"):
-            return any(_surely_float(a, defs, seen) for a in e.args)
+        if e.prim in ("add", "sub", "mul", "neg", "pow", "maximum", "minimum", "matmul"):
+            return any(_surely_float(a, defs, seen, floats, memo) for a in e.args)
         if e.prim == "where":
-            return any(_surely_float(a, defs, seen) for a in e.args[1:])
+            return any(_surely_float(a, defs, seen, floats, memo) for a in e.args[1:])
         if e.prim in _KEEPS_DTYPE:  # (the numbers of its first argument, moved, picked or summed)
-            return bool(e.args) and _surely_float(e.args[0], defs, seen)
-        if e.prim == "matmul":
-            return any(_surely_float(a, defs, seen) for a in e.args)
+            return bool(e.args) and _surely_float(e.args[0], defs, seen, floats, memo)
     return False
 
 
