@@ -490,7 +490,8 @@ def _surely_float(e, defs=None, seen=(), floats=frozenset(), memo=None):
             return any(_surely_float(a, defs, seen, floats, memo) for a in e.args)
         if e.prim == "where":
             return any(_surely_float(a, defs, seen, floats, memo) for a in e.args[1:])
-        if e.prim in _KEEPS_DTYPE:  # (the numbers of its first argument, moved, picked or summed)
+        if e.prim in _KEEPS_DTYPE and dict(e.params).get("dtype") is None:  # (its first argument's numbers,
+            # moved, picked or summed; `np.sum(x, dtype=int)` is not)
             return bool(e.args) and _surely_float(e.args[0], defs, seen, floats, memo)
     return False
 
