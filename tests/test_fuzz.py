@@ -19,7 +19,7 @@ import pytest
 
 import fuzz
 from conftest import budget
-from gradgen import CompileError
+from gradgen import CompileError, compile_source
 from gradgen.tools import cli
 from gradgen.rules import table as primitives
 from gradgen.verify.report import Row
@@ -582,6 +582,20 @@ def test_the_jit_check_seed_63004_lists_under_numba():
     assert not fuzz._programs_own_type_change(message, "x = 1\n    df_dA_stack.append(df_dA)\n")
     assert not fuzz._programs_own_type_change(message.replace("(float64)", "(array(float64, 2d, C))"),
                                               "x = 1\n    A_2_stack.append(A_2)\n")
+
+
+@pytest.mark.parametrize("index", [50, 197])
+def test_the_jit_check_seed_63005_a_list_made_each_trip_under_numba(index):
+    """63005 #50 and #197: a list made afresh in each trip (`parts0 = []`, then appends) is
+    saved before the trip makes it, so it is bound before the loop; its placeholder 0.0 met
+    numba as a number, then the list ("Cannot unify float64 and list(float64)"). It starts as
+    an empty list of the numbers appended to it, `[0.0 for _ in range(0)]`."""
+    pytest.importorskip("numba")
+    case = fuzz.generate(63005, index)
+    text = compile_source(case.source, functions=["f"], wrt=list(case.wrt) if case.wrt is not None else None,
+                          jit="numba").text
+    assert " = [0.0 for _ in range(0)]\n" in text
+    assert fuzz.jit_problems(case, "numba") == []
 
 
 def test_the_jit_check_asks_numba_to_raise_where_the_plain_module_raises_index_error(monkeypatch):

@@ -374,14 +374,34 @@ def placeholders(fdef, constants, arrays=frozenset()):
     optional of what it later holds (a number or an array alike): a zero there made an array
     loop's first save `h = 0.0` and numba then failed to unify it with the array."""
     kinds = Kinds(fdef, constants)
+    lists = numba_arrays.list_names(fdef)
     edits = []
     for stmt in ast.walk(fdef):
         if isinstance(stmt, ast.Assign) and is_none(stmt.value) and len(stmt.targets) == 1 \
                 and isinstance(stmt.targets[0], ast.Name):
             name = stmt.targets[0].id
+            if name in lists:
+                edits.append((stmt.value, _empty_list(fdef, name, kinds, arrays)))
+                continue
             kind = kinds.of_name(name)
             edits.append((stmt.value, "None" if kind == "float" and name in arrays else _zero(kind)))
     return edits
+
+
+def _empty_list(fdef, name, kinds, arrays):
+    """The placeholder of a list a loop makes afresh each trip (`parts = []`, saved before it is
+    made: fuzz --jit numba 63005 #197): an empty list of the numbers appended to it
+    (`[0.0 for _ in range(0)]`, which numba types as theirs), or None where they may be arrays
+    or are not all numbers (numba's optional, as before)."""
+    appended = [n.args[0] for n in ast.walk(fdef) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "append" and isinstance(n.func.value, ast.Name) and n.func.value.id == name
+                and len(n.args) == 1]
+    found = [kinds.of(v) for v in appended]
+    if not appended or any(k not in ("bool", "int", "float") for k in found) or any(
+            isinstance(n, ast.Name) and n.id in arrays for v in appended for n in ast.walk(v)):
+        return "None"
+    kind = _join_all(found)
+    return f"[{_zero(kind)} for _ in range(0)]"
 
 
 def typed_placeholders(fdef):
